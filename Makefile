@@ -1,0 +1,73 @@
+# discospace: one entry point for setting up, running and testing everything on one machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PACKAGES := libs/core libs/events libs/runtime libs/store libs/testing libs/cli \
+            services/registry services/explorer services/sampler services/actuator services/projector
+PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
+DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy types-PyYAML
+
+.PHONY: help setup up down status logs demo test test-unit test-integration lint format \
+        schemas check-schemas bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: $(PYPROJECTS)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "discospace needs Python >= 3.11 (found $$($(PYTHON) --version))"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES)) $(DEV_TOOLS)
+	@touch $@
+
+setup: $(VENV)/.installed ## virtual environment, every package editable, dev tools, Kafka jars (idempotent)
+	@deploy/local/kafka.sh fetch
+
+up: setup ## start the local broker and every service in the background (.run/)
+	@deploy/local/services.sh start
+
+down: ## stop every service and the broker started by `make up`
+	@deploy/local/services.sh stop
+
+status: ## what is running
+	@deploy/local/services.sh status
+
+logs: ## follow the logs of everything started by `make up`
+	@deploy/local/services.sh logs
+
+demo: up ## the main job: start everything and show it running
+	@deploy/local/services.sh status
+
+test: setup ## the whole suite, integration tests on the real broker included
+	$(PY) -m pytest
+
+test-unit: setup ## the fast tests that need no broker
+	$(PY) -m pytest -m "not integration"
+
+test-integration: setup ## only the tests that cross real infrastructure
+	$(PY) -m pytest -m integration
+
+lint: setup ## ruff (lint + format check) and mypy
+	$(VENV)/bin/ruff check libs services tests benchmarks
+	$(VENV)/bin/ruff format --check libs services tests benchmarks
+	$(VENV)/bin/mypy $(addsuffix /src,$(PACKAGES))
+
+format: setup ## apply ruff's formatting and safe fixes
+	$(VENV)/bin/ruff check --fix libs services tests benchmarks
+	$(VENV)/bin/ruff format libs services tests benchmarks
+
+schemas: setup ## regenerate proto/ (JSON Schema per event, AsyncAPI per service)
+	$(PY) -m discospace.runtime.contracts proto
+
+check-schemas: setup ## fail when regenerating proto/ would change it
+	$(PY) -m discospace.runtime.contracts proto --check
+
+bench: setup ## benchmarks; each prints its figures
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean: down ## remove the virtual environment and local state
+	rm -rf $(VENV) .run

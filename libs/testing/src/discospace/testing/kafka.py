@@ -1,0 +1,1 @@
+"""pytest plugin: the Kafka broker for integration tests (placeholder, filled in by the platform work)."""

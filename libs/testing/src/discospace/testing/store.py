@@ -1,0 +1,1 @@
+"""pytest plugin: ClickHouse stores for tests (placeholder, filled in by the platform work)."""
