@@ -1,0 +1,76 @@
+"""Canonical values, canonical JSON and short stable hashes.
+
+Everything that becomes an id goes through here, so that one configuration or one space has one
+id on every machine: numbers are normalised (a whole float becomes an int), mappings are sorted
+by key, and hashes come from ``hashlib`` (never Python's salted ``hash()``).
+"""
+
+import hashlib
+import json
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+Value = bool | int | float | str
+"""A canonical property value."""
+
+
+def is_number(value: object) -> bool:
+    """True for ints and floats (numpy scalars included), False for booleans and strings."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def value_kind(value: object) -> str:
+    """The kind of a scalar: "booleans", "numbers" or "strings" (plural: it names groups)."""
+    if isinstance(value, bool):
+        return "booleans"
+    return "numbers" if is_number(value) else "strings"
+
+
+def normalise_number(value: numbers.Real) -> int | float:
+    """A whole float becomes an int (4.0 -> 4); other reals become plain Python numbers."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    real = float(value)
+    if math.isfinite(real) and real.is_integer():
+        return int(real)
+    return real
+
+
+def normalise_value(value: object) -> Value:
+    """The canonical form of a scalar property value, without knowledge of its domain.
+
+    Numbers are normalised, booleans and strings are kept; anything else is rejected.
+    """
+    if isinstance(value, bool | str):
+        return value
+    if is_number(value):
+        return normalise_number(value)  # type: ignore[arg-type]
+    if hasattr(value, "item"):  # numpy scalars of other kinds (bool_, str_)
+        return normalise_value(value.item())
+    raise TypeError(f"{value!r} is not a scalar value (string, number or boolean)")
+
+
+def canonical_json(data: Any) -> str:
+    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept, no NaN or infinity."""
+    return json.dumps(
+        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def short_hash(text: str, length: int = 16) -> str:
+    """The first ``length`` hex digits of the SHA-256 of ``text``."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def format_value(value: Value) -> str:
+    """A value as it appears in readable ids and tables (``True`` -> ``true``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def sorted_items(values: Mapping[str, Value]) -> list[tuple[str, Value]]:
+    """Items ordered by key."""
+    return sorted(values.items())

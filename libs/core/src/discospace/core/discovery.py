@@ -1,0 +1,134 @@
+"""Discovery spaces: entity space + measurement space + the sample store they use.
+
+The id is a content hash of the canonical form (properties sorted by name, values of a domain
+sorted, experiments sorted, sample store), so registering the same space twice gives the same id
+and reordering properties in the file does not change it.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from discospace.core.canonical import canonical_json, normalise_value, short_hash
+from discospace.core.errors import DiscospaceError, MeasurementSpaceError
+from discospace.core.experiment import ExperimentCatalog, parameterized_experiment_id
+from discospace.core.measurement_space import MeasurementSpace
+from discospace.core.space import EntitySpace
+from discospace.core.spec import ExperimentRef, SpaceSpec
+
+SPACE_ID_PREFIX = "space-"
+SPACE_ID_HEX = 12
+
+
+class SpaceRelation(StrEnum):
+    """How two discovery spaces relate."""
+
+    EQUAL = "equal"
+    SUBSPACE = "subspace"
+    SUPERSPACE = "superspace"
+    UNRELATED = "unrelated"
+
+
+def _canonical_ref(ref: ExperimentRef) -> dict[str, Any]:
+    parameters = {k: normalise_value(v) for k, v in ref.parameterization.items()}
+    return {"actuator": ref.actuator, "experiment": ref.experiment, "parameterization": parameters}
+
+
+def _ref_key(ref: ExperimentRef) -> tuple[str, str]:
+    return (ref.actuator, parameterized_experiment_id(ref.experiment, ref.parameterization))
+
+
+@dataclass(frozen=True, eq=False)
+class DiscoverySpace:
+    """A discovery space. Build it with :meth:`from_spec` (which validates the domains)."""
+
+    entity_space: EntitySpace
+    experiments: tuple[ExperimentRef, ...]
+    sample_store: str
+
+    def __post_init__(self) -> None:
+        keys = [_ref_key(ref) for ref in self.experiments]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise MeasurementSpaceError(
+                    f"experiment '{key[1]}' of actuator '{key[0]}' appears twice "
+                    "in the measurement space"
+                )
+
+    @classmethod
+    def from_spec(cls, spec: SpaceSpec) -> "DiscoverySpace":
+        """The space a file describes; raises a :class:`DiscospaceError` naming the problem."""
+        entity_space = EntitySpace.from_specs(spec.entity_space)
+        return cls(entity_space, tuple(spec.measurement_space), spec.sample_store)
+
+    def to_spec(self) -> SpaceSpec:
+        return SpaceSpec(
+            sample_store=self.sample_store,
+            entity_space=self.entity_space.to_specs(),
+            measurement_space=self.experiments,
+        )
+
+    # -- identity ----------------------------------------------------------------------------
+
+    def canonical(self) -> dict[str, Any]:
+        refs = sorted((_canonical_ref(r) for r in self.experiments), key=canonical_json)
+        return {
+            "sample_store": self.sample_store,
+            "entity_space": self.entity_space.canonical(),
+            "measurement_space": refs,
+        }
+
+    @property
+    def id(self) -> str:
+        """``space-`` and 12 hex digits of the SHA-256 of the canonical JSON."""
+        return SPACE_ID_PREFIX + short_hash(canonical_json(self.canonical()), SPACE_ID_HEX)
+
+    @property
+    def experiment_keys(self) -> frozenset[tuple[str, str]]:
+        """(actuator, parameterized experiment id) of every experiment."""
+        return frozenset(_ref_key(ref) for ref in self.experiments)
+
+    # -- measurement space -------------------------------------------------------------------
+
+    def measurement_space(self, catalog: ExperimentCatalog) -> MeasurementSpace:
+        """The experiments resolved against a catalog, checked against the entity space."""
+        problems = self.problems(catalog)
+        if problems:
+            raise MeasurementSpaceError("; ".join(problems))
+        return MeasurementSpace.from_refs(self.experiments, catalog)
+
+    def problems(self, catalog: ExperimentCatalog) -> list[str]:
+        """Every reason the space cannot be measured with ``catalog`` (empty when it can)."""
+        resolved, problems = [], []
+        for ref in self.experiments:
+            try:
+                resolved.append(catalog.resolve(ref))
+            except DiscospaceError as error:
+                problems.append(str(error))
+        return problems + MeasurementSpace(resolved).missing(self.entity_space)
+
+    # -- comparison --------------------------------------------------------------------------
+
+    def is_subspace_of(self, other: "DiscoverySpace") -> bool:
+        """Same store, every entity of this space in ``other``, every experiment in ``other``."""
+        return (
+            self.sample_store == other.sample_store
+            and self.experiment_keys <= other.experiment_keys
+            and self.entity_space.is_subspace_of(other.entity_space)
+        )
+
+    def compare(self, other: "DiscoverySpace") -> SpaceRelation:
+        below, above = self.is_subspace_of(other), other.is_subspace_of(self)
+        if below and above:
+            return SpaceRelation.EQUAL
+        if below:
+            return SpaceRelation.SUBSPACE
+        return SpaceRelation.SUPERSPACE if above else SpaceRelation.UNRELATED
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DiscoverySpace):
+            return NotImplemented
+        return self.compare(other) is SpaceRelation.EQUAL
+
+    def __hash__(self) -> int:
+        return hash((self.sample_store, self.experiment_keys))

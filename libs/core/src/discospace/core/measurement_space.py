@@ -1,0 +1,88 @@
+"""Measurement spaces: the experiments that measure each entity of a discovery space."""
+
+from collections.abc import Iterable, Iterator
+
+from discospace.core.errors import DiscospaceError, MeasurementSpaceError
+from discospace.core.experiment import ExperimentCatalog, ParameterizedExperiment
+from discospace.core.space import EntitySpace
+from discospace.core.spec import ExperimentRef
+
+
+class MeasurementSpace:
+    """A set of parameterized experiments, in the order given."""
+
+    def __init__(self, experiments: Iterable[ParameterizedExperiment]) -> None:
+        self.experiments: tuple[ParameterizedExperiment, ...] = tuple(experiments)
+        seen: set[str] = set()
+        for experiment in self.experiments:
+            if experiment.id in seen:
+                raise MeasurementSpaceError(
+                    f"experiment '{experiment.id}' appears twice in the measurement space"
+                )
+            seen.add(experiment.id)
+
+    @classmethod
+    def from_refs(
+        cls, refs: Iterable[ExperimentRef], catalog: ExperimentCatalog
+    ) -> "MeasurementSpace":
+        """Resolve references against a catalog; every unknown experiment is listed at once."""
+        resolved, problems = [], []
+        for ref in refs:
+            try:
+                resolved.append(catalog.resolve(ref))
+            except DiscospaceError as error:
+                problems.append(str(error))
+        if problems:
+            raise MeasurementSpaceError("; ".join(problems))
+        return cls(resolved)
+
+    def __iter__(self) -> Iterator[ParameterizedExperiment]:
+        return iter(self.experiments)
+
+    def __len__(self) -> int:
+        return len(self.experiments)
+
+    @property
+    def experiment_ids(self) -> tuple[str, ...]:
+        return tuple(e.id for e in self.experiments)
+
+    def get(self, experiment_id: str) -> ParameterizedExperiment | None:
+        return next((e for e in self.experiments if e.id == experiment_id), None)
+
+    @property
+    def observed_property_ids(self) -> tuple[str, ...]:
+        return tuple(p for e in self.experiments for p in e.observed_property_ids)
+
+    @property
+    def independent(self) -> tuple[ParameterizedExperiment, ...]:
+        """Experiments that need only constitutive properties: they can run first."""
+        return tuple(e for e in self.experiments if not e.is_dependent)
+
+    def missing(self, entity_space: EntitySpace) -> list[str]:
+        """Everything the experiments require that neither the entity space nor another
+        experiment of this space provides, one sentence each (empty when consistent)."""
+        names, observed = set(entity_space.names), set(self.observed_property_ids)
+        problems = []
+        for experiment in self.experiments:
+            for name in experiment.required_constitutive:
+                if name not in names:
+                    problems.append(
+                        f"experiment '{experiment.id}' requires property '{name}', "
+                        "which the entity space lacks"
+                    )
+            for name in experiment.required_observed:
+                if name not in observed:
+                    problems.append(
+                        f"experiment '{experiment.id}' requires observed property '{name}', "
+                        "which no experiment of the measurement space measures"
+                    )
+        return problems
+
+    def check_consistent(self, entity_space: EntitySpace) -> None:
+        """Raise :class:`MeasurementSpaceError` listing everything missing."""
+        problems = self.missing(entity_space)
+        if problems:
+            raise MeasurementSpaceError("; ".join(problems))
+
+    def to_refs(self) -> tuple[ExperimentRef, ...]:
+        return tuple(e.to_ref() for e in self.experiments)

@@ -1,0 +1,152 @@
+"""Constitutive properties: building a validated domain from its file model, and back.
+
+Every rule an ill-formed domain can break is checked here, and each rejection is one sentence
+that starts with the property's name.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from discospace.core.canonical import Value, format_value, normalise_value, value_kind
+from discospace.core.domain import UNIFORM, DomainKind, Probability, PropertyDomain
+from discospace.core.errors import DomainError
+from discospace.core.spec import ProbabilitySpec, PropertySpec
+
+
+@dataclass(frozen=True)
+class ConstitutiveProperty:
+    """A named property of an entity space with its domain."""
+
+    name: str
+    domain: PropertyDomain
+
+    @classmethod
+    def from_spec(cls, spec: PropertySpec) -> "ConstitutiveProperty":
+        return cls(spec.name, domain_from_spec(spec))
+
+    def to_spec(self) -> PropertySpec:
+        return domain_to_spec(self.name, self.domain)
+
+
+def _fail(name: str, problem: str) -> DomainError:
+    return DomainError(f"property '{name}' {problem}")
+
+
+def check_property_name(name: str) -> None:
+    """Property names cannot hold '.' (reserved for observed property ids) or spaces."""
+    if not name or any(c.isspace() for c in name) or "." in name:
+        raise DomainError(f"property name '{name}' must be non-empty, without spaces or '.'")
+
+
+def domain_from_spec(spec: PropertySpec) -> PropertyDomain:
+    """The validated domain described by ``spec``; the type is inferred when omitted."""
+    check_property_name(spec.name)
+    if spec.values is not None and spec.range is not None:
+        raise _fail(spec.name, "gives both values and a range: give one of them")
+    if spec.values is not None:
+        domain = _domain_from_values(spec)
+    elif spec.range is not None:
+        domain = _domain_from_range(spec)
+    elif spec.type == "identifier":
+        domain = PropertyDomain.identifier()
+    else:
+        raise _fail(spec.name, "has no values and no range")
+    probability = _probability(spec.name, spec.probability, domain)
+    return PropertyDomain(
+        domain.kind, domain.explicit_values, domain.low, domain.high, domain.interval, probability
+    )
+
+
+def _domain_from_values(spec: PropertySpec) -> PropertyDomain:
+    values = tuple(normalise_value(v) for v in spec.values or ())
+    if not values:
+        raise _fail(spec.name, "has no values")
+    if spec.interval is not None:
+        raise _fail(spec.name, "gives an interval without a range")
+    kinds = sorted({value_kind(v) for v in values})
+    if len(kinds) > 1:
+        raise _fail(spec.name, f"mixes value types ({' and '.join(kinds)})")
+    _check_values(spec.name, values)
+    kind = spec.type or ("discrete" if kinds == ["numbers"] else "categorical")
+    if kind == "discrete" and kinds != ["numbers"]:
+        raise _fail(spec.name, "is discrete but its values are not numbers")
+    if kind in ("continuous", "identifier"):
+        raise _fail(spec.name, f"is {kind} and takes no list of values")
+    return PropertyDomain(kind, explicit_values=values)
+
+
+def _check_values(name: str, values: tuple[Value, ...]) -> None:
+    seen: set[Value] = set()
+    for value in values:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _fail(name, f"has the value {value}, which is not a finite number")
+        if value in seen:
+            raise _fail(name, f"lists the value {format_value(value)} twice")
+        seen.add(value)
+
+
+def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
+    low, high = (normalise_value(bound) for bound in spec.range or ())
+    if not all(math.isfinite(bound) for bound in (low, high)):
+        raise _fail(spec.name, "has a range bound that is not a finite number")
+    if low >= high:
+        raise _fail(spec.name, f"has a range whose low ({low}) is not below its high ({high})")
+    kind: DomainKind = spec.type or ("discrete" if spec.interval is not None else "continuous")
+    if kind in ("categorical", "identifier"):
+        raise _fail(spec.name, f"is {kind} and takes no range")
+    if kind == "continuous":
+        if spec.interval is not None:
+            raise _fail(spec.name, "is continuous and takes no interval")
+        return PropertyDomain.continuous(low, high)
+    interval = normalise_value(spec.interval if spec.interval is not None else 1)
+    if not math.isfinite(interval) or interval <= 0:
+        raise _fail(spec.name, f"has an interval of {interval}; it must be above 0")
+    return PropertyDomain.discrete_range(low, high, interval)
+
+
+def _probability(name: str, spec: ProbabilitySpec | None, domain: PropertyDomain) -> Probability:
+    if spec is None or (spec.name == "uniform" and spec.mean is None and spec.std is None):
+        return UNIFORM
+    if spec.name == "uniform":
+        raise _fail(name, "has a uniform probability, which takes no mean or std")
+    if spec.mean is None or spec.std is None:
+        raise _fail(name, "has a normal probability without both mean and std")
+    if not math.isfinite(spec.std) or spec.std <= 0:
+        raise _fail(name, f"has a normal probability with std {spec.std}; it must be above 0")
+    if not domain.is_numeric:
+        raise _fail(name, "has a normal probability but its values are not numbers")
+    return Probability("normal", float(spec.mean), float(spec.std))
+
+
+def domain_to_spec(name: str, domain: PropertyDomain) -> PropertySpec:
+    """The file model of a domain (the explicit type is always written)."""
+    probability = None
+    if domain.probability != UNIFORM:
+        law = domain.probability
+        probability = ProbabilitySpec(name=law.name, mean=law.mean, std=law.std)
+    bounds = None if domain.low is None else (domain.low, domain.high)
+    return PropertySpec(
+        name=name,
+        type=domain.kind,
+        values=domain.explicit_values,
+        range=bounds,
+        interval=domain.interval,
+        probability=probability,
+    )
+
+
+def canonical_property(prop: ConstitutiveProperty) -> dict[str, Any]:
+    """The canonical form of a property for content hashes: explicit values are sorted."""
+    domain = prop.domain
+    form: dict[str, Any] = {"name": prop.name, "type": domain.kind}
+    if domain.explicit_values is not None:
+        form["values"] = sorted(domain.explicit_values)  # one kind per domain: comparable
+    if domain.low is not None:
+        form["range"] = [domain.low, domain.high]
+    if domain.interval is not None:
+        form["interval"] = domain.interval
+    if domain.probability != UNIFORM:
+        law = domain.probability
+        form["probability"] = {"name": law.name, "mean": law.mean, "std": law.std}
+    return form

@@ -1,0 +1,244 @@
+"""Time: durations and budgets in training units, after the composer time abstraction.
+
+Units: ``ep`` (epochs), ``ba`` (batches), ``sp`` (samples), ``tok`` (tokens), ``iter``
+(iterations), ``sec`` (seconds; ``1h20m40s`` is accepted) and ``dur`` (a fraction of a maximum
+duration). Every unit but ``dur`` holds a whole number. Arithmetic and comparison need one unit;
+conversion between units needs the facts that link them (see ``time_conversion.py``), and an
+error names the missing fact.
+"""
+
+import math
+import re
+from dataclasses import dataclass
+from decimal import Context, Decimal, InvalidOperation
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import core_schema
+
+from discospace.core.errors import TimeError
+
+if TYPE_CHECKING:
+    from discospace.core.time_conversion import TimeFacts
+
+
+class TimeUnit(StrEnum):
+    EPOCH = "ep"
+    BATCH = "ba"
+    SAMPLE = "sp"
+    TOKEN = "tok"
+    ITERATION = "iter"
+    SECOND = "sec"
+    DURATION = "dur"
+
+
+_UNITS = "|".join(unit.value for unit in TimeUnit)
+_NUMBER_AND_UNIT = re.compile(
+    rf"^(?P<value>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(?P<unit>{_UNITS})$", re.IGNORECASE
+)
+_TIMEDELTA = re.compile(
+    r"^(?=\d)(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$", re.IGNORECASE
+)
+_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+_EXACT = Context(prec=200)
+"""Decimal arithmetic wide enough to keep any realistic count exact (the default keeps 28)."""
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
+
+
+TIME_PATTERN = (
+    r"^\s*(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*(?:"
+    + "|".join(_any_case(unit.value) for unit in TimeUnit)
+    + r")|(?=\d)(?:\d+[dD])?(?:\d+[hH])?(?:\d+[mM])?(?:\d+[sS])?)\s*$"
+)
+"""The JSON Schema pattern of a time string (ECMA-262: no inline flags, so cases are spelled)."""
+
+
+def _unit(unit: "TimeUnit | str") -> TimeUnit:
+    try:
+        return TimeUnit(str(unit).strip().lower())
+    except ValueError:
+        names = ", ".join(u.value for u in TimeUnit)
+        raise TimeError(f"'{unit}' is not a time unit: use one of {names}") from None
+
+
+def _whole_or_fraction(value: int | float | Decimal, unit: TimeUnit, shown: str) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise TimeError(f"a time value is a number, not {value!r}")
+    if not math.isfinite(value):
+        raise TimeError(f"{shown} is not a finite time")
+    if unit is TimeUnit.DURATION:
+        return float(value)
+    if value != int(value):
+        raise TimeError(f"{shown} is not a whole number of {unit.value}: only dur takes fractions")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Time:
+    """A frozen time value: ``Time(3, "ep")``, ``Time.parse("1h20m40s")`` -> ``4840sec``."""
+
+    value: int | float
+    unit: TimeUnit
+
+    def __init__(self, value: int | float, unit: TimeUnit | str) -> None:
+        checked_unit = _unit(unit)
+        shown = f"{value}{checked_unit.value}"
+        object.__setattr__(self, "unit", checked_unit)
+        object.__setattr__(self, "value", _whole_or_fraction(value, checked_unit, shown))
+
+    # -- text --------------------------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, text: str) -> "Time":
+        """``"3ep"``, ``"3e4TOK"``, ``"0.1dur"``, ``"1h20m40s"`` (case-insensitive)."""
+        if not isinstance(text, str):
+            raise TimeError(f"a time is written as text like '3ep', not {text!r}")
+        clean = text.strip()
+        match = _NUMBER_AND_UNIT.match(clean)
+        if match:
+            unit = _unit(match["unit"])
+            return cls(_whole_or_fraction(_decimal(match["value"]), unit, clean), unit)
+        delta = _TIMEDELTA.match(clean)
+        if delta and any(delta.groupdict().values()):
+            seconds = sum(int(n) * _SECONDS[k] for k, n in delta.groupdict().items() if n)
+            return cls(seconds, TimeUnit.SECOND)
+        raise TimeError(
+            f"'{text}' is not a time: write a number and a unit "
+            f"({', '.join(u.value for u in TimeUnit)}) or a duration like 1h20m40s"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.value}{self.unit.value}"
+
+    def __repr__(self) -> str:
+        return f"Time({self})"
+
+    # -- arithmetic and comparison -----------------------------------------------------------
+
+    def _same_unit(self, other: object, verb: str) -> "Time":
+        other_time = _coerce(other)
+        if other_time.unit is not self.unit:
+            raise TimeError(
+                f"cannot {verb} {self} and {other_time}: they have different units "
+                "(convert one first)"
+            )
+        return other_time
+
+    def __add__(self, other: object) -> "Time":
+        addend = _decimal(repr(self._same_unit(other, "add").value))
+        return Time(_number(_EXACT.add(_decimal(repr(self.value)), addend)), self.unit)
+
+    def __sub__(self, other: object) -> "Time":
+        subtrahend = _decimal(repr(self._same_unit(other, "subtract").value))
+        return Time(_number(_EXACT.subtract(_decimal(repr(self.value)), subtrahend)), self.unit)
+
+    def __neg__(self) -> "Time":
+        return Time(-self.value, self.unit)
+
+    def __mul__(self, factor: object) -> "Time":
+        number = _factor(factor, "multiply")
+        product = _EXACT.multiply(_decimal(repr(self.value)), _decimal(repr(number)))
+        shown = f"{self} * {number} = {product.normalize():f}{self.unit.value}"
+        return Time(_whole_or_fraction(product, self.unit, shown), self.unit)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: object) -> "Time":
+        """``Time / Time`` of one unit is a ``dur``; ``Time / number`` keeps the unit."""
+        if isinstance(other, Time | str):
+            divisor = self._same_unit(other, "divide").value
+            if divisor == 0:
+                raise TimeError(f"cannot divide {self} by a zero time")
+            return Time(self.value / divisor, TimeUnit.DURATION)
+        number = _factor(other, "divide")
+        if number == 0:
+            raise TimeError(f"cannot divide {self} by zero")
+        quotient = _EXACT.divide(_decimal(repr(self.value)), _decimal(repr(number)))
+        shown = f"{self} / {number} = {quotient.normalize():f}{self.unit.value}"
+        return Time(_whole_or_fraction(quotient, self.unit, shown), self.unit)
+
+    def __lt__(self, other: object) -> bool:
+        return self.value < self._same_unit(other, "compare").value
+
+    def __le__(self, other: object) -> bool:
+        return self.value <= self._same_unit(other, "compare").value
+
+    def __gt__(self, other: object) -> bool:
+        return self.value > self._same_unit(other, "compare").value
+
+    def __ge__(self, other: object) -> bool:
+        return self.value >= self._same_unit(other, "compare").value
+
+    # -- conversion --------------------------------------------------------------------------
+
+    def to(self, unit: TimeUnit | str, facts: "TimeFacts | None" = None, **known: Any) -> "Time":
+        """This time in ``unit``; ``facts`` or keywords give samples_per_epoch, batch_size,
+        tokens_per_epoch, tokens_per_sample, max_duration. Reductions round down."""
+        from discospace.core.time_conversion import convert, merge_facts
+
+        return convert(self, _unit(unit), merge_facts(facts, known))
+
+    def fraction_of(
+        self, max_duration: "Time | str", facts: "TimeFacts | None" = None, **known: Any
+    ) -> float:
+        """How much of ``max_duration`` this elapsed time is (1.0 when it is all used)."""
+        from discospace.core.time_conversion import elapsed_fraction, merge_facts
+
+        return elapsed_fraction(self, _coerce(max_duration), merge_facts(facts, known))
+
+    # -- pydantic ----------------------------------------------------------------------------
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            _validate, serialization=core_schema.plain_serializer_function_ser_schema(str)
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "pattern": TIME_PATTERN,
+            "examples": ["30sec", "1h20m40s", "3ep", "0.1dur"],
+        }
+
+
+def _decimal(text: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise TimeError(f"'{text}' is not a number") from None
+
+
+def _number(exact: Decimal) -> int | float:
+    """Sums are exact in decimal (0.1dur + 0.2dur is 0.3dur), then plain numbers again."""
+    return int(exact) if exact == exact.to_integral_value() else float(exact)
+
+
+def _factor(value: object, verb: str) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TimeError(f"can only {verb} a time by a number, not {value!r}")
+    return value
+
+
+def _coerce(value: object) -> Time:
+    if isinstance(value, Time):
+        return value
+    if isinstance(value, str):
+        return Time.parse(value)
+    raise TimeError(f"{value!r} is not a time")
+
+
+def _validate(value: object) -> Time:
+    """Pydantic: a Time, a string like "30sec", or a mapping {value, unit}."""
+    if isinstance(value, dict) and set(value) == {"value", "unit"}:
+        return Time(value["value"], value["unit"])
+    return _coerce(value)

@@ -1,0 +1,150 @@
+"""Conversions between time units, each link needing explicit facts.
+
+Links: ``ep``<->``ba`` (samples_per_epoch, batch_size; an epoch has ceil(samples / batch size)
+batches), ``ep``<->``sp`` (samples_per_epoch), ``ba``<->``sp`` (batch_size), ``ep``<->``tok``
+(tokens_per_epoch), ``sp``<->``tok`` (tokens_per_sample); chains follow the shortest path whose
+facts are known. ``dur`` converts through max_duration, counted in the finer of the maximum's
+unit and the target (0.1dur of 90ep is 9ep; 0.5dur of 3ep is 15ba at 10 batches per epoch).
+Going to a coarser unit rounds down (150ba is 1ep when an epoch has 100 batches). ``iter`` and
+``sec`` link only to ``dur``.
+"""
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, fields, replace
+from decimal import Decimal
+from typing import Any
+
+from discospace.core.errors import TimeConversionError, TimeError
+from discospace.core.time import Time, TimeUnit
+
+EP, BA, SP, TOK, DUR = (TimeUnit.EPOCH, TimeUnit.BATCH, TimeUnit.SAMPLE, TimeUnit.TOKEN,
+                        TimeUnit.DURATION)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TimeFacts:
+    """What is known about a training run, for converting between units."""
+
+    samples_per_epoch: int | None = None
+    batch_size: int | None = None
+    tokens_per_epoch: int | None = None
+    tokens_per_sample: int | None = None
+    max_duration: Time | None = None
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "max_duration" or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise TimeError(f"{item.name} must be a whole number above 0, not {value!r}")
+        if self.max_duration is not None:
+            maximum = self.max_duration
+            if not isinstance(maximum, Time):
+                object.__setattr__(self, "max_duration", Time.parse(maximum))
+            if self.max_duration.unit is DUR or self.max_duration.value <= 0:
+                raise TimeError(f"max_duration must be a positive time not in dur, not {maximum}")
+
+
+def merge_facts(facts: TimeFacts | None, known: Mapping[str, Any]) -> TimeFacts:
+    """``facts`` with keyword facts added (a keyword wins)."""
+    names = {item.name for item in fields(TimeFacts)}
+    unknown = sorted(set(known) - names)
+    if unknown:
+        raise TimeError(f"unknown time fact {unknown[0]}: use one of {', '.join(sorted(names))}")
+    return replace(facts or TimeFacts(), **known)
+
+
+def _batches_per_epoch(facts: TimeFacts) -> int:
+    return math.ceil(facts.samples_per_epoch / facts.batch_size)  # type: ignore[operator]
+
+
+Rule = Callable[[int, TimeFacts], int]
+
+_LINKS: dict[tuple[TimeUnit, TimeUnit], tuple[tuple[str, ...], Rule]] = {
+    (EP, BA): (("samples_per_epoch", "batch_size"), lambda v, f: v * _batches_per_epoch(f)),
+    (BA, EP): (("samples_per_epoch", "batch_size"), lambda v, f: v // _batches_per_epoch(f)),
+    (EP, SP): (("samples_per_epoch",), lambda v, f: v * f.samples_per_epoch),  # type: ignore[operator]
+    (SP, EP): (("samples_per_epoch",), lambda v, f: v // f.samples_per_epoch),  # type: ignore[operator]
+    (BA, SP): (("batch_size",), lambda v, f: v * f.batch_size),  # type: ignore[operator]
+    (SP, BA): (("batch_size",), lambda v, f: v // f.batch_size),  # type: ignore[operator]
+    (EP, TOK): (("tokens_per_epoch",), lambda v, f: v * f.tokens_per_epoch),  # type: ignore[operator]
+    (TOK, EP): (("tokens_per_epoch",), lambda v, f: v // f.tokens_per_epoch),  # type: ignore[operator]
+    (SP, TOK): (("tokens_per_sample",), lambda v, f: v * f.tokens_per_sample),  # type: ignore[operator]
+    (TOK, SP): (("tokens_per_sample",), lambda v, f: v // f.tokens_per_sample),  # type: ignore[operator]
+}
+
+
+_FINENESS = {TOK: 1, SP: 2, BA: 3, EP: 4}
+"""Finer units count more per run; a dur is counted in the finer of its target and maximum."""
+
+
+def _paths(start: TimeUnit, end: TimeUnit, seen: tuple[TimeUnit, ...] = ()) -> Iterator[list]:
+    """Every simple path of links from ``start`` to ``end``."""
+    if start == end:
+        yield []
+        return
+    for (source, target), _ in _LINKS.items():
+        if source == start and target not in seen and target != start:
+            for rest in _paths(target, end, (*seen, start)):
+                yield [(source, target), *rest]
+
+
+def _missing(path: list[tuple[TimeUnit, TimeUnit]], facts: TimeFacts) -> list[str]:
+    needed = dict.fromkeys(name for link in path for name in _LINKS[link][0])
+    return [name for name in needed if getattr(facts, name) is None]
+
+
+def _convert_counted(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
+    """Conversion between whole units by the shortest path whose facts are all known."""
+    paths = sorted(_paths(time.unit, unit), key=lambda p: (len(_missing(p, facts)), len(p)))
+    if not paths:
+        raise TimeConversionError(
+            f"{time} cannot be converted to {unit.value}: no conversion links "
+            f"{time.unit.value} and {unit.value}"
+        )
+    missing = _missing(paths[0], facts)
+    if missing:
+        raise TimeConversionError(f"converting {time} to {unit.value} needs {', '.join(missing)}")
+    value = int(time.value)
+    for link in paths[0]:
+        value = _LINKS[link][1](value, facts)
+    return Time(value, unit)
+
+
+def _require_max(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
+    if facts.max_duration is None:
+        raise TimeConversionError(f"converting {time} to {unit.value} needs max_duration")
+    return facts.max_duration
+
+
+def convert(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
+    """``time`` in ``unit`` (see the module docstring for the links and rounding)."""
+    if time.unit is unit:
+        return time
+    if time.unit is DUR:
+        maximum = _require_max(time, unit, facts)
+        if _FINENESS.get(unit, 0) < _FINENESS.get(maximum.unit, 0):
+            maximum = _convert_counted(maximum, unit, facts)
+        share = Decimal(repr(time.value)) * Decimal(maximum.value)
+        return convert(Time(math.floor(share), maximum.unit), unit, facts)
+    if unit is DUR:
+        maximum = _require_max(time, unit, facts)
+        return Time(elapsed_fraction(time, maximum, facts), DUR)
+    return _convert_counted(time, unit, facts)
+
+
+def elapsed_fraction(elapsed: Time, max_duration: Time, facts: TimeFacts) -> float:
+    """``elapsed`` as a fraction of ``max_duration``, counted in the finer of the two units."""
+    if max_duration.unit is DUR:
+        raise TimeError(f"a maximum duration cannot be in dur ({max_duration})")
+    if max_duration.value <= 0:
+        raise TimeError(f"a maximum duration must be above zero, not {max_duration}")
+    if elapsed.unit is DUR:
+        return float(elapsed.value)
+    try:
+        maximum = _convert_counted(max_duration, elapsed.unit, facts)
+        return elapsed.value / maximum.value if maximum.value else math.inf
+    except TimeConversionError:
+        return _convert_counted(elapsed, max_duration.unit, facts).value / max_duration.value

@@ -1,0 +1,178 @@
+import math
+
+import pytest
+
+from discospace.core import DomainError, PropertyDomain, PropertySpec, domain_from_spec
+from discospace.core.spec import ProbabilitySpec
+
+
+def domain(**fields: object) -> PropertyDomain:
+    return domain_from_spec(PropertySpec(name="p", **fields))
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind"),
+    [
+        ({"values": [1, 2, 4]}, "discrete"),
+        ({"values": [0.5, 1]}, "discrete"),
+        ({"values": ["a", "b"]}, "categorical"),
+        ({"values": [True, False]}, "categorical"),
+        ({"range": [0, 1]}, "continuous"),
+        ({"range": [0, 10], "interval": 2}, "discrete"),
+        ({"type": "identifier"}, "identifier"),
+        ({"type": "categorical", "values": [1, 2]}, "categorical"),
+        ({"type": "discrete", "range": [0, 5]}, "discrete"),
+    ],
+)
+def test_the_domain_type_is_inferred_or_taken_as_written(fields: dict, kind: str) -> None:
+    assert domain(**fields).kind == kind
+
+
+def test_a_discrete_range_excludes_its_upper_bound_and_steps_by_its_interval() -> None:
+    steps = domain(range=[0, 10], interval=2)
+    assert steps.values == (0, 2, 4, 6, 8)
+    assert steps.size == 5
+    assert 10 not in steps
+    assert 3 not in steps
+    assert 8 in steps
+
+
+def test_a_discrete_range_with_decimal_steps_lists_exact_decimals() -> None:
+    steps = domain(range=[0, 1], interval=0.1)
+    assert steps.size == 10
+    assert steps.values[3] == 0.3
+    assert 0.3 in steps
+    assert steps.index_of(0.7) == 7
+
+
+def test_a_discrete_range_with_an_interval_that_does_not_divide_it_keeps_the_last_step() -> None:
+    assert domain(range=[0, 10], interval=3).values == (0, 3, 6, 9)
+
+
+def test_a_huge_discrete_range_knows_its_size_and_indices_without_listing() -> None:
+    huge = domain(range=[0, 10**15], interval=1)
+    assert huge.size == 10**15
+    assert huge.value_at(10**15 - 1) == 10**15 - 1
+    assert huge.index_of("123456789") == 123456789
+
+
+def test_a_continuous_domain_includes_both_ends_and_cannot_be_counted() -> None:
+    line = domain(range=[0.5, 2])
+    assert line.size == math.inf
+    assert 0.5 in line
+    assert 2 in line
+    assert 2.0001 not in line
+    with pytest.raises(DomainError, match="no list of values"):
+        _ = line.values
+
+
+def test_an_identifier_domain_holds_any_scalar_and_cannot_be_counted() -> None:
+    ids = domain(type="identifier")
+    assert ids.size == math.inf
+    assert "run-17" in ids
+    assert 17 in ids
+    assert [1] not in ids
+
+
+def test_numbers_are_one_value_whether_written_as_int_float_or_text_in_a_numeric_domain() -> None:
+    sizes = domain(values=[1, 2, 4])
+    assert sizes.normalise(4.0) == 4
+    assert sizes.normalise("4") == 4
+    assert isinstance(sizes.normalise("4"), int)
+    assert sizes.normalise(True) is None
+
+
+def test_a_categorical_domain_of_strings_does_not_take_numbers_written_differently() -> None:
+    names = domain(values=["1", "2"])
+    assert names.normalise(1) == "1"
+    assert names.normalise(1.5) is None
+    assert domain(values=[True, False]).normalise("true") is True
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"values": []}, "has no values"),
+        ({}, "has no values and no range"),
+        ({"range": [5, 5]}, "low \\(5\\) is not below its high \\(5\\)"),
+        ({"range": [6, 5], "interval": 1}, "is not below"),
+        ({"range": [0, 5], "interval": 0}, "interval of 0"),
+        ({"range": [0, 5], "interval": -1}, "interval of -1"),
+        ({"values": [1, "a"]}, "mixes value types \\(numbers and strings\\)"),
+        ({"values": [1, 1.0]}, "lists the value 1 twice"),
+        ({"values": [1], "range": [0, 2]}, "both values and a range"),
+        ({"type": "continuous", "values": [1, 2]}, "takes no list of values"),
+        ({"type": "categorical", "range": [0, 1]}, "takes no range"),
+        ({"type": "discrete", "values": ["a"]}, "values are not numbers"),
+        ({"values": [1], "interval": 1}, "interval without a range"),
+        ({"range": [0, 1], "type": "continuous", "interval": 0.1}, "takes no interval"),
+        (
+            {"values": ["a"], "probability": ProbabilitySpec(name="normal", mean=0, std=1)},
+            "values are not numbers",
+        ),
+        ({"range": [0, 1], "probability": ProbabilitySpec(name="normal", mean=0)}, "both mean"),
+        ({"range": [0, 1], "probability": ProbabilitySpec(name="normal", mean=0, std=0)}, "std 0"),
+    ],
+)
+def test_an_ill_formed_domain_is_rejected_with_one_sentence_naming_the_property(
+    fields: dict, problem: str
+) -> None:
+    with pytest.raises(DomainError, match=f"^property 'p' .*{problem}") as caught:
+        domain(**fields)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_property_name_with_a_dot_is_rejected_because_dots_mark_observed_properties() -> None:
+    with pytest.raises(DomainError, match=r"gpu\.model"):
+        domain_from_spec(PropertySpec(name="gpu.model", values=[1]))
+
+
+@pytest.mark.parametrize(
+    ("small", "large", "expected"),
+    [
+        ({"values": [2, 4]}, {"values": [1, 2, 4]}, True),
+        ({"values": [2, 3]}, {"values": [1, 2, 4]}, False),
+        ({"values": [2, 4]}, {"range": [0, 10], "interval": 2}, True),
+        ({"range": [2, 8], "interval": 2}, {"range": [0, 10], "interval": 2}, True),
+        ({"range": [2, 8], "interval": 4}, {"range": [0, 10], "interval": 2}, True),
+        ({"range": [1, 8], "interval": 2}, {"range": [0, 10], "interval": 2}, False),
+        ({"range": [0, 10**12], "interval": 1}, {"range": [0, 10**13], "interval": 1}, True),
+        ({"range": [0, 10**12], "interval": 1}, {"values": [1, 2]}, False),
+        ({"range": [0.2, 0.5]}, {"range": [0, 1]}, True),
+        ({"range": [0, 2]}, {"range": [0, 1]}, False),
+        ({"values": [0.5]}, {"range": [0, 1]}, True),
+        ({"values": ["a"]}, {"range": [0, 1]}, False),
+        ({"values": ["a"]}, {"type": "identifier"}, True),
+        ({"type": "identifier"}, {"values": ["a"]}, False),
+        ({"range": [0, 1]}, {"values": [0, 1]}, False),
+    ],
+)
+def test_sub_domains_are_recognised(small: dict, large: dict, expected: bool) -> None:
+    assert domain(**small).is_subdomain_of(domain(**large)) is expected
+
+
+def test_domains_with_the_same_values_are_equal_whatever_their_order() -> None:
+    assert domain(values=[1, 2, 4]) == domain(values=[4, 1, 2])
+    assert domain(values=[0, 2, 4]) == domain(range=[0, 6], interval=2)
+    assert domain(values=[1, 2]) != domain(values=[1, 2, 3])
+
+
+def test_draw_follows_a_truncated_normal_law_on_a_continuous_range() -> None:
+    law = ProbabilitySpec(name="normal", mean=5, std=1)
+    line = domain(range=[0, 10], probability=law)
+    draws = [line.draw(i / 1000) for i in range(1000)]
+    assert all(0 <= d <= 10 for d in draws)
+    near_mean = sum(1 for d in draws if 4 <= d <= 6) / len(draws)
+    assert 0.6 < near_mean < 0.75  # about 68% within one std
+
+
+def test_draw_weights_finite_values_by_a_normal_law() -> None:
+    law = ProbabilitySpec(name="normal", mean=0, std=1)
+    steps = domain(values=[0, 10], probability=law)
+    draws = [steps.draw(i / 100) for i in range(100)]
+    assert draws.count(0) > 95
+
+
+def test_an_identifier_domain_cannot_be_drawn_from() -> None:
+    with pytest.raises(DomainError, match="cannot be sampled"):
+        domain(type="identifier").draw(0.5)

@@ -1,0 +1,134 @@
+import pytest
+
+from discospace.core import (
+    EntitySpace,
+    Experiment,
+    ExperimentCatalog,
+    ExperimentError,
+    ExperimentRef,
+    ExperimentSpec,
+    MeasurementSpace,
+    MeasurementSpaceError,
+    PropertySpec,
+    observed_property_id,
+    parameterized_experiment_id,
+    split_observed_property_id,
+)
+
+FINETUNE = ExperimentSpec(
+    actuator="SFTTrainer",
+    experiment="finetune-lora-v1.2.0",
+    target_properties=["train_tokens_per_second", "peak_gpu_memory"],
+    required_properties=["model_name", "batch_size"],
+    optional_properties={"lora_r": 4, "precision": "bf16"},
+)
+COST = ExperimentSpec(
+    actuator="Costing",
+    experiment="cost",
+    target_properties=["dollars_per_token"],
+    required_properties=["gpu_model", "finetune-lora-v1.2.0.train_tokens_per_second"],
+)
+
+
+def entity_space(*names: str) -> EntitySpace:
+    return EntitySpace.from_specs([PropertySpec(name=n, values=[1]) for n in names])
+
+
+def test_an_unparameterized_experiment_keeps_its_id() -> None:
+    assert Experiment.from_spec(FINETUNE).parameterize().id == "finetune-lora-v1.2.0"
+
+
+def test_a_parameterization_gives_a_distinct_id_with_sorted_normalised_pairs() -> None:
+    experiment = Experiment.from_spec(FINETUNE).parameterize({"precision": "fp32", "lora_r": 8.0})
+    assert experiment.id == "finetune-lora-v1.2.0-lora_r.8-precision.fp32"
+    assert experiment.option_values == {"lora_r": 8, "precision": "fp32"}
+    assert parameterized_experiment_id("e", {"b": 2, "a": True}) == "e-a.true-b.2"
+
+
+def test_a_parameterization_equal_to_the_defaults_is_the_same_experiment() -> None:
+    experiment = Experiment.from_spec(FINETUNE)
+    assert experiment.parameterize({"lora_r": 4}).id == experiment.parameterize().id
+
+
+def test_a_parameterization_of_an_unknown_or_mistyped_option_is_refused() -> None:
+    experiment = Experiment.from_spec(FINETUNE)
+    with pytest.raises(ExperimentError, match="has no optional property 'alpha'"):
+        experiment.parameterize({"alpha": 1})
+    with pytest.raises(ExperimentError, match="expects a value like 4 for 'lora_r', not high"):
+        experiment.parameterize({"lora_r": "high"})
+
+
+def test_observed_property_ids_join_the_parameterized_id_and_the_target() -> None:
+    experiment = Experiment.from_spec(FINETUNE).parameterize({"lora_r": 8})
+    assert experiment.observed_property_ids == (
+        "finetune-lora-v1.2.0-lora_r.8.train_tokens_per_second",
+        "finetune-lora-v1.2.0-lora_r.8.peak_gpu_memory",
+    )
+    assert split_observed_property_id(observed_property_id("a-v1.2", "t")) == ("a-v1.2", "t")
+
+
+def test_an_experiment_requiring_an_observed_property_is_dependent() -> None:
+    cost = Experiment.from_spec(COST).parameterize()
+    assert cost.is_dependent
+    assert cost.depends_on == {"finetune-lora-v1.2.0"}
+    assert cost.required_constitutive == ("gpu_model",)
+    assert not Experiment.from_spec(FINETUNE).parameterize().is_dependent
+
+
+def test_an_experiment_must_declare_targets_once() -> None:
+    with pytest.raises(ExperimentError, match="declares no target"):
+        Experiment("a", "e", ())
+    with pytest.raises(ExperimentError, match="declares x more than once"):
+        Experiment("a", "e", ("x",), ("x",))
+    with pytest.raises(ExperimentError, match=r"targets are non-empty, without '\.'"):
+        Experiment("a", "e", ("x.y",))
+
+
+def test_a_consistent_measurement_space_has_nothing_missing() -> None:
+    catalog = ExperimentCatalog([FINETUNE, COST])
+    space = MeasurementSpace.from_refs(
+        [
+            ExperimentRef(actuator="SFTTrainer", experiment="finetune-lora-v1.2.0"),
+            ExperimentRef(actuator="Costing", experiment="cost"),
+        ],
+        catalog,
+    )
+    assert space.missing(entity_space("model_name", "batch_size", "gpu_model")) == []
+    assert [e.id for e in space.independent] == ["finetune-lora-v1.2.0"]
+
+
+def test_the_consistency_check_lists_everything_missing() -> None:
+    catalog = ExperimentCatalog([FINETUNE, COST])
+    space = MeasurementSpace.from_refs(
+        [
+            ExperimentRef(
+                actuator="SFTTrainer",
+                experiment="finetune-lora-v1.2.0",
+                parameterization={"lora_r": 8},
+            ),
+            ExperimentRef(actuator="Costing", experiment="cost"),
+        ],
+        catalog,
+    )
+    with pytest.raises(MeasurementSpaceError) as caught:
+        space.check_consistent(entity_space("model_name"))
+    message = str(caught.value)
+    assert "requires property 'batch_size'" in message
+    assert "requires property 'gpu_model'" in message
+    assert "observed property 'finetune-lora-v1.2.0.train_tokens_per_second'" in message
+    assert len(space.missing(entity_space("model_name"))) == 3
+
+
+def test_unknown_experiments_are_all_named() -> None:
+    with pytest.raises(MeasurementSpaceError, match=r"'x' of actuator 'A'.*'y' of actuator 'B'"):
+        MeasurementSpace.from_refs(
+            [
+                ExperimentRef(actuator="A", experiment="x"),
+                ExperimentRef(actuator="B", experiment="y"),
+            ],
+            ExperimentCatalog([FINETUNE]),
+        )
+
+
+def test_an_experiment_round_trips_through_its_spec() -> None:
+    assert Experiment.from_spec(FINETUNE).to_spec() == FINETUNE

@@ -1,0 +1,142 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from discospace.core import (
+    DomainError,
+    ExperimentRef,
+    SpecError,
+    load_discovery_space,
+    load_experiment_specs,
+    load_space_spec,
+    parse_space_spec,
+)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_the_seed_space_file_loads_exactly_as_written(seed_space_file: Path) -> None:
+    spec = load_space_spec(seed_space_file)
+    assert spec.sample_store == "2351e8"
+    assert [p.name for p in spec.entity_space] == [
+        "dataset_id",
+        "model_name",
+        "torch_dtype",
+        "gpu_model",
+        "number_gpus",
+        "model_max_length",
+        "batch_size",
+    ]
+    assert spec.entity_space[6].values == (1, 2, 4, 8, 16, 32, 64, 128)
+    assert spec.measurement_space == (
+        ExperimentRef(
+            actuator="SFTTrainer", experiment="finetune-lora-fsdp-r-4-a-16-tm-default-v1.2.0"
+        ),
+    )
+
+
+def test_a_json_file_gives_the_same_space_as_its_yaml(seed_space_file: Path, tmp_path) -> None:
+    spec = load_space_spec(seed_space_file)
+    as_json = write(tmp_path, "space.json", json.dumps(spec.model_dump(exclude_none=True)))
+    assert load_discovery_space(as_json).id == load_discovery_space(seed_space_file).id
+
+
+def test_every_optional_field_is_accepted(tmp_path) -> None:
+    text = """
+sample_store: s
+entity_space:
+  - name: lr
+    range: [1e-5, 1e-3]
+    type: continuous
+    probability: {name: normal, mean: 1e-4, std: 5e-5}
+  - {name: steps, range: [0, 100], interval: 10}
+  - {name: run, type: identifier}
+measurement_space:
+  - {actuator: A, experiment: e, parameterization: {lora_r: 8}}
+"""
+    space = load_discovery_space(write(tmp_path, "s.yaml", text))
+    assert space.entity_space.get_property("lr").domain.low == 1e-5
+    assert space.entity_space.get_property("steps").domain.size == 10
+    assert space.experiments[0].parameterization == {"lora_r": 8}
+
+
+def test_yaml_exponent_numbers_are_numbers() -> None:
+    spec = parse_space_spec(
+        "sample_store: s\nentity_space: [{name: lr, values: [1e-3, 1E-4]}]\nmeasurement_space: []"
+    )
+    assert spec.entity_space[0].values == (0.001, 0.0001)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "sample_store: s\nentity_space: [{name: a, valuez: [1]}]\nmeasurement_space: []",
+            "f.yaml: entity_space[0] (property 'a'): valuez: is not a known field",
+        ),
+        (
+            "sample_store: s\nentity_space: [{name: a, values: [1, [2]]}]\nmeasurement_space: []",
+            "f.yaml: entity_space[0] (property 'a'): values[1]: "
+            "should be a string, a number or a boolean",
+        ),
+        (
+            "sample_store: s\nentity_space: [{name: a, range: [0, x]}]\nmeasurement_space: []",
+            "f.yaml: entity_space[0] (property 'a'): range[1]: should be a number",
+        ),
+        (
+            "sample_store: s\nentity_space: []\nmeasurement_space: [{actuator: A}]",
+            "f.yaml: measurement_space[0]: experiment: is required",
+        ),
+        ("entity_space: []\nmeasurement_space: []", "f.yaml: sample_store: is required"),
+        ("- a", "f.yaml: the document: should be a mapping of fields"),
+        ("a: [", "f.yaml: line"),
+    ],
+)
+def test_a_bad_file_gives_one_sentence_naming_the_field(text: str, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_space_spec(text, "f.yaml")
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_an_ill_formed_domain_in_a_file_names_the_file_and_property(tmp_path) -> None:
+    path = write(
+        tmp_path,
+        "s.yaml",
+        "sample_store: s\nentity_space: [{name: a, range: [5, 1]}]\nmeasurement_space: []",
+    )
+    with pytest.raises(DomainError, match=r"s\.yaml: property 'a' has a range whose low \(5\)"):
+        load_discovery_space(path)
+
+
+def test_a_missing_file_is_one_sentence(tmp_path) -> None:
+    with pytest.raises(SpecError, match="no such file"):
+        load_space_spec(tmp_path / "absent.yaml")
+
+
+def test_a_bad_json_file_names_the_line(tmp_path) -> None:
+    with pytest.raises(SpecError, match=r"s\.json: line 2"):
+        load_space_spec(write(tmp_path, "s.json", '{\n"a": }'))
+
+
+def test_a_catalog_file_loads_a_list_of_experiments(tmp_path) -> None:
+    text = """
+- actuator: SFTTrainer
+  experiment: finetune
+  target_properties: [train_tokens_per_second]
+  required_properties: [model_name, batch_size]
+  optional_properties: {lora_r: 4}
+- actuator: Costing
+  experiment: cost
+  target_properties: [dollars]
+  required_properties: [finetune.train_tokens_per_second]
+"""
+    specs = load_experiment_specs(write(tmp_path, "catalog.yaml", text))
+    assert [s.experiment for s in specs] == ["finetune", "cost"]
+    with pytest.raises(SpecError, match=r"\[0\].*target_properties: is required"):
+        load_experiment_specs(write(tmp_path, "bad.yaml", "- {actuator: A, experiment: e}"))

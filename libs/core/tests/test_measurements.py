@@ -1,0 +1,39 @@
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from discospace.core import InvalidMeasurement, MeasurementResult, ValidMeasurement
+
+results = TypeAdapter(MeasurementResult)
+
+
+def test_a_valid_measurement_holds_values_and_optional_uncertainty() -> None:
+    result = ValidMeasurement(values={"tps": 4210.5, "mem": 60211}, uncertainty={"tps": 12.0})
+    assert result.is_valid
+    assert result.values["mem"] == 60211
+
+
+def test_an_invalid_measurement_holds_a_reason() -> None:
+    result = InvalidMeasurement(reason="CUDA out of memory")
+    assert not result.is_valid
+
+
+def test_a_result_is_told_apart_by_its_kind_when_read_back() -> None:
+    valid = results.validate_json(ValidMeasurement(values={"tps": 1.5}).model_dump_json())
+    invalid = results.validate_python({"kind": "invalid", "reason": "oom"})
+    assert isinstance(valid, ValidMeasurement)
+    assert isinstance(invalid, InvalidMeasurement)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"kind": "valid", "values": {}},
+        {"kind": "valid", "values": {"a": 1}, "uncertainty": {"b": 0.1}},
+        {"kind": "valid", "values": {"a": 1}, "uncertainty": {"a": -1.0}},
+        {"kind": "invalid", "reason": ""},
+        {"kind": "invalid", "reason": "x", "extra": 1},
+    ],
+)
+def test_an_ill_formed_result_is_rejected(payload: dict) -> None:
+    with pytest.raises(ValidationError):
+        results.validate_python(payload)

@@ -1,0 +1,254 @@
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+
+from discospace.core import Time, TimeConversionError, TimeError, TimeFacts, TimeUnit
+from discospace.core.time import TIME_PATTERN
+
+WHOLE_UNITS = [u for u in TimeUnit if u is not TimeUnit.DURATION]
+counts = st.integers(-(10**9), 10**9)
+units = st.sampled_from(WHOLE_UNITS)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3ep", Time(3, "ep")),
+        ("3EP", Time(3, "ep")),
+        ("3e4tok", Time(30000, "tok")),
+        ("3E4TOK", Time(30000, "tok")),
+        ("12 ba", Time(12, "ba")),
+        ("100sp", Time(100, "sp")),
+        ("7iter", Time(7, "iter")),
+        ("30sec", Time(30, "sec")),
+        ("0.1dur", Time(0.1, "dur")),
+        ("1h20m40s", Time(4840, "sec")),
+        ("2H", Time(7200, "sec")),
+        ("1d", Time(86400, "sec")),
+        ("45s", Time(45, "sec")),
+        ("1.0ep", Time(1, "ep")),
+    ],
+)
+def test_times_parse_case_insensitively(text: str, expected: Time) -> None:
+    assert Time.parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("1.5ep", "1.5ep is not a whole number of ep"),
+        ("2.5e-1tok", "not a whole number of tok"),
+        ("3", "'3' is not a time"),
+        ("ep", "'ep' is not a time"),
+        ("3years", "is not a time"),
+        ("", "is not a time"),
+        ("1h20x", "is not a time"),
+    ],
+)
+def test_a_bad_time_is_rejected_with_one_sentence(text: str, problem: str) -> None:
+    with pytest.raises(TimeError, match=problem):
+        Time.parse(text)
+
+
+def test_a_time_prints_as_it_parses() -> None:
+    for text in ("3ep", "0.25dur", "4840sec", "-2ba"):
+        assert str(Time.parse(text)) == text
+
+
+@given(counts, counts, counts, units)
+def test_adding_times_of_one_unit_is_associative_and_commutative(a, b, c, unit) -> None:
+    x, y, z = Time(a, unit), Time(b, unit), Time(c, unit)
+    assert x + y == y + x
+    assert (x + y) + z == x + (y + z)
+    assert (x + y) - y == x
+
+
+@given(counts, counts, units)
+def test_comparisons_of_one_unit_follow_the_values(a, b, unit) -> None:
+    x, y = Time(a, unit), Time(b, unit)
+    assert (x < y) == (a < b)
+    assert (x <= y) == (a <= b)
+    assert (x > y) == (a > b)
+    assert (x >= y) == (a >= b)
+    assert (x == y) == (a == b)
+
+
+@given(counts, st.integers(-1000, 1000), units)
+def test_multiplying_by_a_number_keeps_the_unit(a, factor, unit) -> None:
+    product = Time(a, unit) * factor
+    assert product == Time(a * factor, unit)
+    assert factor * Time(a, unit) == product
+
+
+@given(counts, st.integers(1, 10**9), units)
+def test_dividing_times_of_one_unit_gives_a_fraction_of_duration(a, b, unit) -> None:
+    ratio = Time(a, unit) / Time(b, unit)
+    assert ratio.unit is TimeUnit.DURATION
+    assert ratio.value == pytest.approx(a / b)
+
+
+@pytest.mark.parametrize(
+    ("action", "problem"),
+    [
+        (lambda: Time(3, "ep") + Time(3, "ba"), "cannot add 3ep and 3ba"),
+        (lambda: Time(3, "ep") - Time(3, "ba"), "cannot subtract"),
+        (lambda: Time(3, "ep") < Time(3, "ba"), "cannot compare"),
+        (lambda: Time(3, "ep") / Time(3, "ba"), "cannot divide"),
+        (lambda: Time(3, "ep") / Time(0, "ep"), "by a zero time"),
+        (lambda: Time(3, "ep") * 1.5, r"3ep \* 1.5 = 4.5ep is not a whole number of ep"),
+        (lambda: Time(3, "ep") * Time(1, "ep"), "by a number"),
+        (lambda: Time(3, "weeks"), "'weeks' is not a time unit"),
+        (lambda: Time(1.5, "ep"), "not a whole number"),
+    ],
+)
+def test_mixing_units_or_breaking_wholeness_is_an_error(action, problem: str) -> None:
+    with pytest.raises(TimeError, match=problem):
+        action()
+
+
+def test_a_time_compares_with_its_text() -> None:
+    assert Time(3, "ep") < "4ep"
+    assert Time(3, "ep") + "2ep" == Time(5, "ep")
+
+
+@pytest.mark.parametrize(
+    ("start", "unit", "facts", "expected"),
+    [
+        ("0.1dur", "ep", {"max_duration": Time(90, "ep")}, "9ep"),
+        ("0.29dur", "ep", {"max_duration": "100ep"}, "29ep"),
+        (
+            "0.5dur",
+            "ba",
+            {"max_duration": "3ep", "samples_per_epoch": 100, "batch_size": 10},
+            "15ba",
+        ),
+        (
+            "0.9dur",
+            "ep",
+            {"max_duration": "450ba", "samples_per_epoch": 100, "batch_size": 1},
+            "4ep",
+        ),
+        ("3ep", "ba", {"samples_per_epoch": 1000, "batch_size": 32}, "96ba"),
+        ("96ba", "ep", {"samples_per_epoch": 1000, "batch_size": 32}, "3ep"),
+        ("150ba", "ep", {"samples_per_epoch": 1000, "batch_size": 10}, "1ep"),
+        ("2ep", "sp", {"samples_per_epoch": 500}, "1000sp"),
+        ("1200sp", "ep", {"samples_per_epoch": 500}, "2ep"),
+        ("3ba", "sp", {"batch_size": 8}, "24sp"),
+        ("25sp", "ba", {"batch_size": 8}, "3ba"),
+        ("2ep", "tok", {"tokens_per_epoch": 10**6}, "2000000tok"),
+        ("3e6tok", "ep", {"tokens_per_epoch": 10**6}, "3ep"),
+        ("2ba", "tok", {"batch_size": 4, "tokens_per_sample": 10}, "80tok"),
+        (
+            "4ba",
+            "tok",
+            {"samples_per_epoch": 8, "batch_size": 4, "tokens_per_epoch": 100},
+            "200tok",
+        ),
+        ("30ep", "dur", {"max_duration": "90ep"}, "0.3333333333333333dur"),
+        ("5ep", "5ep", {}, "5ep"),
+    ],
+)
+def test_conversions_use_the_facts_they_need(start, unit, facts, expected) -> None:
+    target = Time.parse(expected).unit
+    assert Time.parse(start).to(target, **facts) == Time.parse(expected)
+
+
+def test_conversions_accept_a_facts_object_and_keywords_together() -> None:
+    facts = TimeFacts(samples_per_epoch=1000)
+    assert Time(2, "ep").to("ba", facts, batch_size=100) == Time(20, "ba")
+
+
+@pytest.mark.parametrize(
+    ("start", "unit", "facts", "missing"),
+    [
+        ("3ep", "ba", {"samples_per_epoch": 10}, "needs batch_size"),
+        ("3ep", "ba", {}, "needs samples_per_epoch, batch_size"),
+        ("3ep", "sp", {}, "needs samples_per_epoch"),
+        ("3ba", "sp", {}, "needs batch_size"),
+        ("3ep", "tok", {"batch_size": 2}, "needs tokens_per_epoch"),
+        ("0.1dur", "ep", {}, "needs max_duration"),
+        ("3ep", "dur", {}, "needs max_duration"),
+        ("3ep", "sec", {}, "no conversion links ep and sec"),
+        ("3iter", "ep", {}, "no conversion links iter and ep"),
+    ],
+)
+def test_a_conversion_without_its_facts_names_what_is_missing(start, unit, facts, missing) -> None:
+    with pytest.raises(TimeConversionError, match=missing):
+        Time.parse(start).to(unit, **facts)
+
+
+@given(st.integers(0, 10**6), st.integers(1, 10**4), st.integers(1, 512))
+def test_epochs_to_batches_and_back_is_the_identity(epochs, samples, batch) -> None:
+    facts = TimeFacts(samples_per_epoch=samples, batch_size=batch)
+    assert Time(epochs, "ep").to("ba", facts).to("ep", facts) == Time(epochs, "ep")
+
+
+@given(st.integers(0, 10**6), st.integers(1, 10**4))
+def test_batches_to_epochs_rounds_down(batches, per_epoch) -> None:
+    facts = TimeFacts(samples_per_epoch=per_epoch, batch_size=1)
+    epochs = Time(batches, "ba").to("ep", facts)
+    assert epochs.value == batches // per_epoch
+
+
+def test_the_elapsed_fraction_is_counted_in_the_finer_unit() -> None:
+    facts = TimeFacts(samples_per_epoch=1000, batch_size=10)
+    assert Time(150, "ba").fraction_of("2ep", facts) == 0.75
+    assert Time(1, "ep").fraction_of("400ba", facts) == 0.25
+    assert Time(0.4, "dur").fraction_of("2ep") == 0.4
+    with pytest.raises(TimeConversionError, match="no conversion links"):
+        Time(10, "sec").fraction_of("2ep")
+
+
+def test_facts_must_be_positive_whole_numbers() -> None:
+    with pytest.raises(TimeError, match="batch_size must be a whole number above 0"):
+        TimeFacts(batch_size=0)
+    with pytest.raises(TimeError, match="max_duration must be a positive time not in dur"):
+        TimeFacts(max_duration=Time(0.5, "dur"))
+    with pytest.raises(TimeError, match="unknown time fact epochs"):
+        Time(1, "ep").to("ba", epochs=3)
+
+
+class Budget(BaseModel):
+    limit: Time
+
+
+def test_a_time_is_a_pydantic_field_written_as_text() -> None:
+    budget = Budget.model_validate({"limit": "30sec"})
+    assert budget.limit == Time(30, "sec")
+    assert budget.model_dump_json() == '{"limit":"30sec"}'
+    assert Budget.model_validate_json(budget.model_dump_json()) == budget
+    assert Budget.model_json_schema()["properties"]["limit"]["type"] == "string"
+
+
+def test_a_bad_time_field_is_a_validation_error_naming_the_problem() -> None:
+    with pytest.raises(ValidationError, match=r"1\.5ep is not a whole number"):
+        Budget.model_validate({"limit": "1.5ep"})
+
+
+@pytest.mark.parametrize(
+    ("text", "matches"),
+    [
+        *[(text, True) for text in ("3ep", "3E4TOK", "1h20m40s", "0.1Dur", "45s")],
+        *[(text, False) for text in ("", "3", "ep", "3years", "1h20x")],
+    ],
+)
+def test_the_json_schema_pattern_agrees_with_the_parser(text: str, matches: bool) -> None:
+    assert bool(re.match(TIME_PATTERN, text)) is matches
+    try:
+        Time.parse(text)
+        parsed = True
+    except TimeError:
+        parsed = False
+    assert parsed is matches
+
+
+def test_fractions_of_duration_add_as_the_decimals_they_are_written_as() -> None:
+    assert Time.parse("0.1dur") + "0.2dur" == Time.parse("0.3dur")
+    assert Time.parse("0.1dur") * 3 == Time.parse("0.3dur")
+
+
+def test_huge_counts_stay_exact() -> None:
+    assert Time(10**40, "tok") + Time(1, "tok") == Time(10**40 + 1, "tok")
