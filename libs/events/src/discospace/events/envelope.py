@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from datetime import datetime
-from typing import ClassVar
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+from discospace.events.topics import DEFAULT_TOPICS, Topic, TopicNames
 
 EVENT_NAMESPACE = uuid.UUID("5b0b2c1e-8f0a-4c7e-9a57-6f1d2a4c0d15")
 
@@ -26,28 +28,107 @@ def content_id(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
-class Event(BaseModel):
+def type_field(name: str) -> Any:
+    """The `type` field of an event class: its stable name, as constant and default."""
+    return Field(
+        default=name,
+        description="Stable event type name, independent of the module path.",
+        examples=[name],
+    )
+
+
+def version_field(version: int) -> Any:
+    """The `schema_version` field of an event class: its current version."""
+    return Field(
+        default=version,
+        description="Version of this event type's schema; older versions are upcast on read.",
+        examples=[version],
+    )
+
+
+class Record(BaseModel):
+    """Base of the value objects events carry: immutable, and strict about unknown fields.
+
+    NaN and infinities are refused: JSON cannot carry them, so they would not survive the wire.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Event(Record):
     """Base of every event: an immutable fact with its envelope.
 
     Subclasses set `type` as a `Literal` with their stable type name and `schema_version`
-    as a `Literal` of their current version; `TOPIC` names where they are published.
+    as a `Literal` of their current version (both with that value as default), `TOPIC` to
+    the logical topic they are published on, and override `key()`.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    TOPIC: ClassVar[Topic]
 
-    TOPIC: ClassVar[str] = ""
+    event_id: str = Field(
+        min_length=1,
+        description="Unique id of this event; deterministic when caused by another event, "
+        "so a redelivered cause yields the same id and consumers drop the duplicate.",
+        examples=["0f8e5a4e-3f7b-5a39-9c1e-0c3f6b7d9a10"],
+    )
+    type: str = Field(
+        description="Stable event type name, independent of the module path.",
+        examples=["SpaceSubmitted"],
+    )
+    schema_version: int = Field(
+        description="Version of this event type's schema; older versions are upcast on read.",
+        examples=[1],
+    )
+    occurred_at: AwareDatetime = Field(
+        description="When the fact happened, with a time zone (stored in UTC, ISO 8601).",
+        examples=["2026-11-21T17:00:00Z"],
+    )
+    correlation_id: str | None = Field(
+        default=None,
+        description="The conversation this event belongs to: the operation id for operation "
+        "and measurement events, the submission id for space events.",
+        examples=["op-3f2a9c1d"],
+    )
+    causation_id: str | None = Field(
+        default=None,
+        description="The event_id of the event that caused this one; absent for commands a "
+        "person or an outside system issued.",
+        examples=["1a2b3c4d-0000-5000-8000-000000000000"],
+    )
 
-    event_id: str = Field(description="Unique id of this event; deterministic when caused by another event.",
-                          examples=["0f8e5a4e-3f7b-5a39-9c1e-0c3f6b7d9a10"])
-    type: str = Field(description="Stable event type name, independent of the module path.")
-    schema_version: int = Field(description="Version of this event type's schema.", examples=[1])
-    occurred_at: datetime = Field(description="When the fact happened (UTC, ISO 8601).",
-                                  examples=["2026-11-21T17:00:00Z"])
-    correlation_id: str | None = Field(default=None, description="The operation this event belongs to, if any.",
-                                       examples=["op-3f2a9c1d"])
-    causation_id: str | None = Field(default=None, description="The event_id of the event that caused this one.",
-                                     examples=["1a2b3c4d-0000-5000-8000-000000000000"])
+    @field_validator("occurred_at")
+    @classmethod
+    def _in_utc(cls, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+    @classmethod
+    def type_name(cls) -> str:
+        """The stable type name written in `type`."""
+        return str(cls.model_fields["type"].default)
+
+    @classmethod
+    def current_version(cls) -> int:
+        """The schema version this code writes."""
+        return int(cls.model_fields["schema_version"].default)
+
+    @classmethod
+    def caused_by(cls, cause: Event, occurred_at: datetime, index: int = 0, **fields: Any) -> Self:
+        """The `index`-th event of this type caused by `cause`, with an id derived from it.
+
+        The correlation id is carried over from the cause unless `fields` sets one.
+        """
+        fields.setdefault("correlation_id", cause.correlation_id)
+        return cls(
+            event_id=caused_event_id(cause.event_id, index, cls.type_name()),
+            occurred_at=occurred_at,
+            causation_id=cause.event_id,
+            **fields,
+        )
 
     def key(self) -> bytes | None:
         """Kafka key: the aggregate this event belongs to (overridden per event type)."""
         return self.correlation_id.encode() if self.correlation_id else None
+
+    def topic(self, names: TopicNames = DEFAULT_TOPICS) -> str:
+        """The concrete topic this event is published on."""
+        return names.name(self.TOPIC)

@@ -1,0 +1,156 @@
+"""Events on the wire: JSON bytes out, the right event class back in, old versions upcast.
+
+`decode` never lets a pydantic or JSON traceback through: whatever is wrong with a message
+becomes one `EventDecodeError` whose message is a single sentence, fit for a dead letter or
+a person, and whose `kind` says which of the ways it went wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
+
+from discospace.events.envelope import Event
+from discospace.events.event_types import UnknownEventTypeError, event_type
+from discospace.events.upcasting import MissingUpcasterError, upcast
+
+E = TypeVar("E", bound=Event)
+
+DecodeErrorKind = Literal[
+    "malformed", "unknown_type", "unsupported_version", "invalid", "unexpected_type"
+]
+
+
+class EventDecodeError(ValueError):
+    """A message that is not an event this code can read, with the reason in one sentence.
+
+    `kind`: malformed (not a JSON object), unknown_type, unsupported_version (newer than this
+    code, or no way to upcast it), invalid (fails the schema of its type and version), or
+    unexpected_type (a valid event, but not one `decode_as` was asked for).
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        kind: DecodeErrorKind,
+        type_name: str | None = None,
+        schema_version: int | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+        self.type_name = type_name
+        self.schema_version = schema_version
+
+
+def encode(event: Event) -> bytes:
+    """The event as UTF-8 JSON: the exact form its JSON Schema describes."""
+    return event.model_dump_json().encode()
+
+
+def decode(data: bytes | str) -> Event:
+    """The event in `data`, upcast to the current version of its type.
+
+    Raises `EventDecodeError` when `data` is not JSON, names no known type, carries a version
+    this code cannot read, or fails the schema.
+    """
+    payload = _json_object(data)
+    cls = _event_class(payload)
+    version = _version(payload, cls)
+    current = upcast_payload(payload, cls, version)
+    try:
+        return cls.model_validate(current)
+    except ValidationError as error:
+        name = cls.type_name()
+        raise EventDecodeError(
+            f"not a valid {name} v{version}: {describe_validation_error(error)}",
+            "invalid",
+            name,
+            version,
+        ) from None
+
+
+def decode_as(data: bytes | str, *types: type[E]) -> E:
+    """Like `decode`, but the event must be an instance of one of `types`."""
+    event = decode(data)
+    if isinstance(event, types):
+        return event
+    expected = " or ".join(cls.type_name() for cls in types)
+    raise EventDecodeError(
+        f"expected {expected}, got {event.type}",
+        "unexpected_type",
+        event.type,
+        event.schema_version,
+    )
+
+
+def upcast_payload(payload: dict[str, Any], cls: type[Event], version: int) -> dict[str, Any]:
+    """`payload` rewritten from `version` to the current version of `cls`."""
+    name, current = cls.type_name(), cls.current_version()
+    if version == current:
+        return payload
+    try:
+        return upcast(payload, name, version, current)
+    except MissingUpcasterError as error:
+        raise EventDecodeError(
+            f"cannot read {name} v{version}: {error}", "unsupported_version", name, version
+        ) from None
+    except (KeyError, TypeError, ValueError) as error:
+        raise EventDecodeError(
+            f"not a valid {name} v{version}: upcasting failed on {error!r}",
+            "invalid",
+            name,
+            version,
+        ) from None
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """`field.path: problem`, and how many other problems there are, on one line."""
+    problems = error.errors(include_url=False, include_input=False)
+    first = problems[0]
+    where = ".".join(str(part) for part in first["loc"]) or "message"
+    text = f"{where}: {first['msg']}"
+    others = len(problems) - 1
+    if others:
+        text += f" (and {others} other problem{'s' if others > 1 else ''})"
+    return text
+
+
+def _json_object(data: bytes | str) -> dict[str, Any]:
+    try:
+        payload = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise EventDecodeError(f"not JSON: {error}", "malformed") from None
+    if not isinstance(payload, dict):
+        raise EventDecodeError(
+            f"not an event: a JSON object is expected, got {type(payload).__name__}", "malformed"
+        )
+    return payload
+
+
+def _event_class(payload: dict[str, Any]) -> type[Event]:
+    name = payload.get("type")
+    if not isinstance(name, str):
+        raise EventDecodeError("not an event: it has no 'type' naming its event type", "malformed")
+    try:
+        return event_type(name)
+    except UnknownEventTypeError:
+        raise EventDecodeError(f"unknown event type {name!r}", "unknown_type", name) from None
+
+
+def _version(payload: dict[str, Any], cls: type[Event]) -> int:
+    name, version = cls.type_name(), payload.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise EventDecodeError(
+            f"not a valid {name}: schema_version must be a whole number from 1", "malformed", name
+        )
+    if version > cls.current_version():
+        raise EventDecodeError(
+            f"{name} v{version} is newer than this code reads (v{cls.current_version()})",
+            "unsupported_version",
+            name,
+            version,
+        )
+    return version

@@ -1,0 +1,267 @@
+"""Operation events: requests from people, and the explorer's decisions.
+
+The explorer's decisions (`OperationStarted`, `SamplesRequested`, `OperationCompleted`,
+`OperationFailed`) are events on the operations topic, so a restarted explorer folds them back
+and never decides twice. All of them are keyed by operation id.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeInt, model_validator
+
+from discospace.core.sampling import Strategy
+from discospace.core.spec import ExperimentRef
+from discospace.events.common import NonEmptyStr, OperationEvent, PropertyValues, SpaceId
+from discospace.events.envelope import Record, type_field, version_field
+from discospace.events.parameters import OperationParameters
+from discospace.events.topics import Topic
+
+StopReason = Literal[
+    "requested_entities_measured",
+    "space_exhausted",
+    "operator_finished",
+    "max_measurements",
+    "max_duration",
+    "no_improvement",
+    "target_reached",
+    "cancelled",
+]
+"""Why an operation stopped: its budget, the space, the operator, a stopping rule or a person."""
+
+
+class OperationRequested(OperationEvent):
+    """Someone asked for an operator to run on a registered space."""
+
+    TOPIC = Topic.OPERATIONS
+
+    type: Literal["OperationRequested"] = type_field("OperationRequested")
+    schema_version: Literal[1] = version_field(1)
+    space_id: SpaceId
+    operator: NonEmptyStr = Field(
+        description="The operator to run: random_walk, grid, zeus, optuna_tpe, pipeline, ...",
+        examples=["random_walk"],
+    )
+    parameters: OperationParameters = Field(
+        default_factory=OperationParameters,
+        description="Budget, sampling, concurrency, retries, objective and stopping rules.",
+        examples=[{"number_entities": 20, "batch_size": 4, "seed": 7}],
+    )
+    requested_by: NonEmptyStr = Field(
+        description="Who asked: a user name or a service.", examples=["alice"]
+    )
+
+
+class OperationCancelRequested(OperationEvent):
+    """Someone asked for a running operation to stop; measurements in flight still land."""
+
+    TOPIC = Topic.OPERATIONS
+
+    type: Literal["OperationCancelRequested"] = type_field("OperationCancelRequested")
+    schema_version: Literal[1] = version_field(1)
+    requested_by: NonEmptyStr = Field(
+        description="Who asked: a user name or a service.", examples=["alice"]
+    )
+    reason: str = Field(
+        default="",
+        description="Why, in the requester's words (may be empty).",
+        examples=["wrong sample store"],
+    )
+
+
+class OperationStarted(OperationEvent):
+    """The explorer accepted an operation and will run it with these exact parameters."""
+
+    TOPIC = Topic.OPERATIONS
+
+    type: Literal["OperationStarted"] = type_field("OperationStarted")
+    schema_version: Literal[1] = version_field(1)
+    space_id: SpaceId
+    operator: NonEmptyStr = Field(description="The operator that runs.", examples=["random_walk"])
+    parameters: OperationParameters = Field(
+        description="The parameters in force, with the seed filled in when the request had none, "
+        "so the run is reproducible.",
+        examples=[{"number_entities": 20, "batch_size": 4, "seed": 7}],
+    )
+
+
+class SamplesRequested(OperationEvent):
+    """The explorer asks the sampler for entities: `count` more by a strategy, or `points`.
+
+    With `count`, the sampler draws the next entities of the operation's sequence for
+    `strategy` and `seed`, starting at `position`; with `points`, it takes those exactly.
+    """
+
+    TOPIC = Topic.OPERATIONS
+
+    type: Literal["SamplesRequested"] = type_field("SamplesRequested")
+    schema_version: Literal[1] = version_field(1)
+    space_id: SpaceId
+    request_index: NonNegativeInt = Field(
+        description="0, 1, 2, ... within the operation; ids of the caused events derive from it.",
+        examples=[3],
+    )
+    count: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many entities to draw by `strategy` (absent when `points` is given).",
+        examples=[4],
+    )
+    strategy: Strategy | None = Field(
+        default=None,
+        description="How to draw: random (seeded, without replacement), sequential (grid "
+        "order) or grouped (random groups sharing the `group_by` values).",
+        examples=["random"],
+    )
+    seed: int | None = Field(
+        default=None,
+        description="Seed of the random and grouped orders (the same seed gives the same order).",
+        examples=[7],
+    )
+    position: NonNegativeInt = Field(
+        default=0,
+        description="Position in the strategy's sequence of the first entity to draw.",
+        examples=[12],
+    )
+    group_by: tuple[NonEmptyStr, ...] = Field(
+        default=(),
+        description="Properties whose values stay together with the grouped strategy.",
+        examples=[["model_name"]],
+    )
+    points: tuple[PropertyValues, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description="Explicit entities as property values (absent when `count` is given).",
+        examples=[[{"batch_size": 8, "number_gpus": 2}]],
+    )
+    experiments: tuple[ExperimentRef, ...] = Field(
+        min_length=1,
+        description="The experiments to run on each entity.",
+        examples=[[{"actuator": "SFTTrainer", "experiment": "finetune-full-v1.2.0"}]],
+    )
+    attempt: int = Field(
+        default=1,
+        ge=1,
+        description="Attempt number the resulting measurements carry; above 1 when the "
+        "explorer retries points whose measurement failed transiently.",
+        examples=[1],
+    )
+
+    @model_validator(mode="after")
+    def _count_or_points(self) -> SamplesRequested:
+        if (self.count is None) == (self.points is None):
+            raise ValueError("give either count (with a strategy) or points, not both or neither")
+        if self.count is not None and self.strategy is None:
+            raise ValueError("count needs a strategy: random, sequential or grouped")
+        return self
+
+
+class SamplesDrawn(OperationEvent):
+    """The sampler's answer to one `SamplesRequested`: which entities it drew.
+
+    Fewer than requested, with `exhausted`, when the space (or the points) ran out; each drawn
+    entity then gets a `MeasurementRequested` or a `MeasurementReused` per experiment.
+    """
+
+    TOPIC = Topic.OPERATIONS
+
+    type: Literal["SamplesDrawn"] = type_field("SamplesDrawn")
+    schema_version: Literal[1] = version_field(1)
+    request_index: NonNegativeInt = Field(
+        description="The `request_index` of the request answered.", examples=[3]
+    )
+    entity_ids: tuple[str, ...] = Field(
+        description="Canonical ids of the entities drawn, in drawing order.",
+        examples=[["9f86d081884c7d65", "2c26b46b68ffc68f"]],
+    )
+    next_position: NonNegativeInt = Field(
+        description="Position in the strategy's sequence after the last entity drawn.",
+        examples=[14],
+    )
+    exhausted: bool = Field(
+        description="True when the sequence has no entity left after these.", examples=[False]
+    )
+    rejected_points: tuple[str, ...] = Field(
+        default=(),
+        description="Explicit points that were not drawn, each with the reason.",
+        examples=[["batch_size=3: 3 is not in the domain of batch_size"]],
+    )
+
+
+class OperationCounts(Record):
+    """How many measurements an operation asked for, and what became of them."""
+
+    requested: NonNegativeInt = Field(
+        description="Entity-experiment pairs the sampler drew for this operation.", examples=[20]
+    )
+    measured: NonNegativeInt = Field(
+        description="Measurements completed for this operation, valid or invalid.", examples=[15]
+    )
+    reused: NonNegativeInt = Field(
+        description="Pairs answered from the shared sample store without measuring.", examples=[3]
+    )
+    failed: NonNegativeInt = Field(
+        description="Pairs whose measurement failed for good (retries spent or not retryable).",
+        examples=[1],
+    )
+    invalid: NonNegativeInt = Field(
+        description="Completed measurements that gave no valid result (among `measured`).",
+        examples=[2],
+    )
+
+
+class OperationCompleted(OperationEvent):
+    """The operation stopped normally; the best entity found for the objective, if any."""
+
+    TOPIC = Topic.OPERATIONS
+
+    type: Literal["OperationCompleted"] = type_field("OperationCompleted")
+    schema_version: Literal[1] = version_field(1)
+    space_id: SpaceId
+    stop_reason: StopReason = Field(
+        description="Why it stopped.", examples=["requested_entities_measured"]
+    )
+    stop_detail: str = Field(
+        default="",
+        description="The stop reason in a sentence, with the figures behind it.",
+        examples=["20 of 20 requested entities measured"],
+    )
+    best_entity_id: str | None = Field(
+        default=None,
+        description="The entity with the best objective value among valid measurements; "
+        "absent without an objective or a valid measurement.",
+        examples=["9f86d081884c7d65"],
+    )
+    best_entity_values: PropertyValues | None = Field(
+        default=None,
+        description="Constitutive property values of the best entity.",
+        examples=[{"batch_size": 8, "number_gpus": 2}],
+    )
+    best_values: PropertyValues | None = Field(
+        default=None,
+        description="Measured values of the best entity, the objective's property included.",
+        examples=[{"train_tokens_per_second": 4210.5}],
+    )
+    counts: OperationCounts = Field(
+        description="What became of the requested measurements.",
+        examples=[{"requested": 20, "measured": 15, "reused": 3, "failed": 1, "invalid": 2}],
+    )
+
+
+class OperationFailed(OperationEvent):
+    """The operation could not go on (unknown space or operator, bad parameters, ...)."""
+
+    TOPIC = Topic.OPERATIONS
+
+    type: Literal["OperationFailed"] = type_field("OperationFailed")
+    schema_version: Literal[1] = version_field(1)
+    reason: NonEmptyStr = Field(
+        description="Why, in one sentence a person can act on.",
+        examples=["space 'space-5e1d0c9b7a24' is not registered"],
+    )
+    counts: OperationCounts | None = Field(
+        default=None,
+        description="What became of the measurements requested before it failed, if any.",
+        examples=[{"requested": 4, "measured": 2, "reused": 0, "failed": 2, "invalid": 0}],
+    )

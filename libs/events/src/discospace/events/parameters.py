@@ -1,0 +1,123 @@
+"""Parameters of an operation: what every operator understands, plus operator options.
+
+Typed, with unknown fields refused, so a misspelt parameter fails when the request is built
+(or read) rather than being silently ignored. Operator-specific settings go in `options`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt, model_validator
+
+from discospace.core.sampling import Strategy
+from discospace.core.time import Time
+from discospace.events.common import NonEmptyStr
+from discospace.events.envelope import Record
+
+
+class Objective(Record):
+    """The property to optimise, and in which direction."""
+
+    property: NonEmptyStr = Field(
+        description="A target property, or an observed property id `<experiment>.<target>`.",
+        examples=["train_tokens_per_second"],
+    )
+    direction: Literal["min", "max"] = Field(
+        description="Whether smaller or larger is better.", examples=["max"]
+    )
+
+
+class StoppingRules(Record):
+    """Rules that end an operation before its budget is spent; the first one met wins."""
+
+    max_measurements: PositiveInt | None = Field(
+        default=None,
+        description="Stop after this many completed measurements (reused ones included).",
+        examples=[50],
+    )
+    max_duration: Time | None = Field(
+        default=None,
+        description="Stop once the operation has run this long (wall clock).",
+        examples=["2h"],
+    )
+    no_improvement: PositiveInt | None = Field(
+        default=None,
+        description="Stop after this many measurements in a row that do not beat the best "
+        "objective value (needs an objective).",
+        examples=[10],
+    )
+    target_value: float | None = Field(
+        default=None,
+        description="Stop once the objective reaches this value (needs an objective).",
+        examples=[5000.0],
+    )
+
+
+class OperationParameters(Record):
+    """Budget, sampling, concurrency, retries, objective and stopping rules of an operation."""
+
+    number_entities: PositiveInt | Literal["all"] = Field(
+        default="all",
+        description="How many entities to measure, or all of the space.",
+        examples=[20, "all"],
+    )
+    sampler: Strategy = Field(
+        default="random",
+        description="Order in which entities are drawn: random, sequential or grouped.",
+        examples=["random"],
+    )
+    group_by: tuple[NonEmptyStr, ...] = Field(
+        default=(),
+        description="Properties whose values are drawn together with the grouped sampler.",
+        examples=[["model_name"]],
+    )
+    batch_size: PositiveInt = Field(
+        default=1,
+        description="Measurements in flight at once: the explorer keeps this window full.",
+        examples=[4],
+    )
+    max_retries: NonNegativeInt = Field(
+        default=2,
+        description="Retries of a measurement that failed with a retryable reason.",
+        examples=[2],
+    )
+    single_measurement: bool = Field(
+        default=True,
+        description="Reuse a measurement already in the sample store instead of measuring "
+        "the same entity and experiment again.",
+        examples=[True],
+    )
+    seed: int | None = Field(
+        default=None,
+        description="Seed of every random choice; the explorer picks and records one when "
+        "absent, so a run can be replayed.",
+        examples=[7],
+    )
+    objective: Objective | None = Field(
+        default=None,
+        description="What to optimise; needed by optimizers and for the best entity.",
+        examples=[{"property": "train_tokens_per_second", "direction": "max"}],
+    )
+    stopping: StoppingRules = Field(
+        default_factory=StoppingRules,
+        description="Rules that end the operation early.",
+        examples=[{"max_measurements": 50, "max_duration": "2h"}],
+    )
+    options: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="Operator-specific settings (e.g. Zeus's `eta_knob`), passed to the "
+        "operator as they are.",
+        examples=[{"eta_knob": 0.5}],
+    )
+
+    @model_validator(mode="after")
+    def _coherent(self) -> OperationParameters:
+        if self.group_by and self.sampler != "grouped":
+            raise ValueError("group_by is only used by the grouped sampler")
+        if self.sampler == "grouped" and not self.group_by:
+            raise ValueError("the grouped sampler needs group_by")
+        needs_objective = (self.stopping.no_improvement, self.stopping.target_value)
+        if self.objective is None and any(rule is not None for rule in needs_objective):
+            raise ValueError("no_improvement and target_value stopping rules need an objective")
+        return self

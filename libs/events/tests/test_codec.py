@@ -1,0 +1,164 @@
+"""Encoding and decoding: round trips, upcasting on read, and one-sentence errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from discospace.events import (
+    EventDecodeError,
+    MeasurementCompleted,
+    MeasurementStarted,
+    OperationRequested,
+    decode,
+    decode_as,
+    encode,
+)
+from discospace.events.codec import upcast_payload
+
+Payloads = dict[tuple[str, int], dict[str, Any]]
+
+
+def _bytes(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload).encode()
+
+
+def _current(payloads: Payloads, cls: Any) -> dict[str, Any]:
+    return dict(payloads[(cls.type_name(), cls.current_version())])
+
+
+def test_every_event_survives_an_encode_decode_round_trip(
+    event_class: Any, payloads: Payloads
+) -> None:
+    event = event_class.model_validate(_current(payloads, event_class))
+    again = decode(encode(event))
+    assert again == event
+    assert type(again) is event_class
+
+
+def test_encoding_is_compact_utf8_json_with_the_envelope(payloads: Payloads) -> None:
+    event = OperationRequested.model_validate(_current(payloads, OperationRequested))
+    data = json.loads(encode(event).decode("utf-8"))
+    assert data["type"] == "OperationRequested"
+    assert data["schema_version"] == 1
+    assert data["occurred_at"].endswith("Z")
+
+
+def test_bytes_that_are_not_json_are_reported_as_not_json() -> None:
+    with pytest.raises(EventDecodeError, match=r"^not JSON: ") as caught:
+        decode(b'{"type": "OperationRequested",')
+    assert caught.value.kind == "malformed"
+
+
+def test_bytes_that_are_not_text_are_reported_as_not_json() -> None:
+    with pytest.raises(EventDecodeError, match=r"^not JSON: ") as caught:
+        decode(b"\xff\xfe\x00")
+    assert caught.value.kind == "malformed"
+
+
+def test_json_that_is_not_an_object_is_not_an_event() -> None:
+    with pytest.raises(EventDecodeError, match="a JSON object is expected, got list") as caught:
+        decode(b"[1, 2]")
+    assert caught.value.kind == "malformed"
+
+
+def test_an_object_without_a_type_is_not_an_event() -> None:
+    with pytest.raises(EventDecodeError, match="has no 'type'") as caught:
+        decode(b'{"schema_version": 1}')
+    assert caught.value.kind == "malformed"
+
+
+def test_an_unknown_type_is_named_in_the_error() -> None:
+    with pytest.raises(EventDecodeError, match="unknown event type 'SpaceExploded'") as caught:
+        decode(b'{"type": "SpaceExploded", "schema_version": 1}')
+    assert caught.value.kind == "unknown_type"
+    assert caught.value.type_name == "SpaceExploded"
+
+
+def test_a_schema_invalid_event_names_its_type_version_field_and_problem(
+    payloads: Payloads,
+) -> None:
+    payload = _current(payloads, OperationRequested)
+    payload["parameters"] = {**payload["parameters"], "batch_size": 0}
+    with pytest.raises(EventDecodeError) as caught:
+        decode(_bytes(payload))
+    assert str(caught.value) == (
+        "not a valid OperationRequested v1: parameters.batch_size: Input should be greater than 0"
+    )
+    assert caught.value.kind == "invalid"
+    assert (caught.value.type_name, caught.value.schema_version) == ("OperationRequested", 1)
+
+
+def test_a_misspelt_parameter_is_refused_rather_than_ignored(payloads: Payloads) -> None:
+    payload = _current(payloads, OperationRequested)
+    payload["parameters"] = {**payload["parameters"], "batch_sise": 4}
+    with pytest.raises(EventDecodeError, match=r"parameters\.batch_sise: Extra inputs"):
+        decode(_bytes(payload))
+
+
+def test_several_problems_are_counted_on_one_line(payloads: Payloads) -> None:
+    payload = _current(payloads, OperationRequested)
+    del payload["event_id"], payload["space_id"], payload["requested_by"]
+    with pytest.raises(EventDecodeError) as caught:
+        decode(_bytes(payload))
+    message = str(caught.value)
+    assert message.endswith("(and 2 other problems)")
+    assert "\n" not in message
+
+
+def test_a_version_newer_than_this_code_is_refused_as_unsupported(payloads: Payloads) -> None:
+    payload = {**_current(payloads, MeasurementCompleted), "schema_version": 3}
+    with pytest.raises(EventDecodeError, match="MeasurementCompleted v3 is newer") as caught:
+        decode(_bytes(payload))
+    assert caught.value.kind == "unsupported_version"
+
+
+@pytest.mark.parametrize("version", [0, "1", True, None])
+def test_a_schema_version_that_is_not_a_whole_number_from_1_is_malformed(
+    payloads: Payloads, version: object
+) -> None:
+    payload = {**_current(payloads, MeasurementStarted), "schema_version": version}
+    with pytest.raises(EventDecodeError, match="schema_version must be a whole number") as caught:
+        decode(_bytes(payload))
+    assert caught.value.kind == "malformed"
+
+
+def test_an_old_version_without_an_upcaster_is_refused_as_unsupported(
+    payloads: Payloads,
+) -> None:
+    payload = _current(payloads, MeasurementStarted)
+    with pytest.raises(EventDecodeError, match="no upcaster from MeasurementStarted v0") as caught:
+        upcast_payload(payload, MeasurementStarted, 0)
+    assert caught.value.kind == "unsupported_version"
+
+
+def test_an_old_payload_that_fails_after_upcasting_reports_the_version_it_was_written_in(
+    payloads: Payloads,
+) -> None:
+    payload = dict(payloads[("MeasurementCompleted", 1)])
+    payload["duration_seconds"] = -1
+    with pytest.raises(EventDecodeError, match=r"^not a valid MeasurementCompleted v1: "):
+        decode(_bytes(payload))
+
+
+def test_decode_as_returns_the_event_when_it_is_one_of_the_expected_types(
+    payloads: Payloads,
+) -> None:
+    data = _bytes(_current(payloads, MeasurementStarted))
+    event = decode_as(data, MeasurementCompleted, MeasurementStarted)
+    assert isinstance(event, MeasurementStarted)
+
+
+def test_decode_as_refuses_a_valid_event_of_another_type(payloads: Payloads) -> None:
+    data = _bytes(_current(payloads, MeasurementStarted))
+    with pytest.raises(EventDecodeError) as caught:
+        decode_as(data, OperationRequested)
+    assert str(caught.value) == "expected OperationRequested, got MeasurementStarted"
+    assert caught.value.kind == "unexpected_type"
+
+
+def test_decode_accepts_text_as_well_as_bytes(payloads: Payloads) -> None:
+    text = json.dumps(_current(payloads, MeasurementStarted))
+    assert decode(text) == decode(text.encode())

@@ -1,0 +1,70 @@
+"""One stored payload per event type and schema version: every one still loads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from discospace.events import all_event_types, decode, encode
+from discospace.events.upcasting import has_upcaster
+
+Stored = tuple[tuple[str, int], dict[str, Any]]
+
+
+def test_every_stored_payload_decodes_to_the_current_version_of_its_type(
+    stored_payload: Stored,
+) -> None:
+    (name, _), payload = stored_payload
+    event = decode(json.dumps(payload).encode())
+    assert event.type == name
+    assert event.schema_version == type(event).current_version()
+
+
+def test_a_stored_payload_of_the_current_version_is_written_back_unchanged(
+    stored_payload: Stored,
+) -> None:
+    (_, version), payload = stored_payload
+    event = decode(json.dumps(payload).encode())
+    if version == event.schema_version:
+        assert json.loads(encode(event)) == payload
+    else:
+        assert json.loads(encode(event))["schema_version"] > version
+
+
+def test_every_event_type_has_a_stored_payload_for_every_version_up_to_the_current(
+    payloads: dict[tuple[str, int], dict[str, Any]],
+) -> None:
+    missing = [
+        f"{cls.type_name()}.v{version}.json"
+        for cls in all_event_types()
+        for version in range(1, cls.current_version() + 1)
+        if (cls.type_name(), version) not in payloads
+    ]
+    assert missing == []
+
+
+def test_no_stored_payload_names_a_type_or_version_that_does_not_exist(
+    payloads: dict[tuple[str, int], dict[str, Any]],
+) -> None:
+    known = {
+        (cls.type_name(), version)
+        for cls in all_event_types()
+        for version in range(1, cls.current_version() + 1)
+    }
+    assert set(payloads) - known == set()
+
+
+def test_every_past_version_has_an_upcaster_to_the_next(event_class: Any) -> None:
+    for version in range(1, event_class.current_version()):
+        assert has_upcaster(event_class.type_name(), version)
+
+
+def test_a_version_1_measurement_completed_is_upcast_with_an_empty_uncertainty(
+    payloads: dict[tuple[str, int], dict[str, Any]],
+) -> None:
+    old = payloads[("MeasurementCompleted", 1)]
+    assert "uncertainty" not in old
+    event = decode(json.dumps(old))
+    assert event.schema_version == 2
+    assert event.uncertainty == {}  # type: ignore[attr-defined]
+    assert event.values == old["values"]  # type: ignore[attr-defined]
