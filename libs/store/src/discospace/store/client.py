@@ -1,0 +1,228 @@
+"""One way to reach the store: a ClickHouse server over HTTP(S), or embedded chDB by default.
+
+`connect(settings)` returns a clickhouse-connect `Client` whose default database exists and is
+selected, so the same SQL runs on both backends. Imports of clickhouse-connect and chDB stay inside
+the functions that need them, so importing the settings is cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from discospace.store._chdb import open_chdb
+from discospace.store.errors import (
+    StoreError,
+    StoreSettingsError,
+    StoreUnreachableError,
+    reason_of,
+)
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
+
+DEFAULT_DATABASE = "discospace"
+_DATABASE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_DEFAULT_PORTS = {"http": 8123, "https": 8443}
+_UNREACHABLE_REASONS = (
+    ("Connection refused", "connection refused"),
+    ("Failed to resolve", "host name not found"),
+    ("Name or service not known", "host name not found"),
+    ("timed out", "timed out"),
+    ("Remote end closed", "the server closed the connection without an HTTP answer"),
+    ("Connection reset", "the server reset the connection"),
+    ("SSL", "TLS handshake failed"),
+)
+
+
+class StoreSettings(BaseSettings):
+    """Where the store lives.
+
+    `CLICKHOUSE_URL` (http or https, optionally with user, password and database) points at a
+    ClickHouse server or cluster; without it the store is embedded chDB in `data_dir`.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="DISCOSPACE_STORE_",
+        env_ignore_empty=True,
+        extra="ignore",
+        validate_by_name=True,
+    )
+
+    url: str | None = Field(
+        default=None,
+        validation_alias="CLICKHOUSE_URL",
+        description="ClickHouse server URL; unset means embedded chDB.",
+        examples=["http://default:secret@clickhouse:8123/discospace"],
+    )
+    data_dir: Path = Field(
+        default=Path(".run/store"),
+        description="chDB data directory (relative to the current directory unless absolute).",
+    )
+    database: str | None = Field(
+        default=None,
+        description="Database of the store tables; else the URL path's; else 'discospace'.",
+    )
+    connect_timeout_s: float = Field(default=5.0, gt=0, description="Server connect timeout.")
+
+    def describe(self) -> str:
+        """Where this store is, for logs and health pages (never shows a password)."""
+        if self.url is None:
+            return (
+                f"chDB at {self.data_dir.resolve()} (database {self.database or DEFAULT_DATABASE})"
+            )
+        target = _parse_server_url(self.url, self.database)
+        return f"ClickHouse at {target.redacted} (database {target.database})"
+
+
+@dataclass(frozen=True)
+class ServerTarget:
+    """A ClickHouse server URL taken apart and checked."""
+
+    interface: str
+    host: str
+    port: int
+    username: str | None
+    password: str
+    database: str
+
+    @property
+    def redacted(self) -> str:
+        user = f"{self.username}@" if self.username else ""
+        return f"{self.interface}://{user}{self.host}:{self.port}"
+
+
+def connect(settings: StoreSettings | None = None) -> Client:
+    """A client on the configured store with its database created (if missing) and selected."""
+    settings = settings or StoreSettings()
+    if settings.url is None:
+        database = _checked_database(settings.database or DEFAULT_DATABASE)
+        client = open_chdb(settings.data_dir)
+    else:
+        target = _parse_server_url(settings.url, settings.database)
+        database = target.database
+        client = _open_server(target, settings.connect_timeout_s)
+    try:
+        _ensure_database(client, database)
+    except Exception:
+        client.close()
+        raise
+    client.database = database
+    return client
+
+
+def _checked_database(name: str) -> str:
+    if not _DATABASE_NAME.match(name):
+        raise StoreSettingsError(
+            f"The store database name {name!r} must start with a letter or underscore and hold "
+            "only letters, digits and underscores (64 at most)."
+        )
+    return name
+
+
+def _parse_server_url(url: str, database: str | None) -> ServerTarget:
+    parts = _split_url(url)
+    path_database = unquote(parts.path.strip("/"))
+    return ServerTarget(
+        interface=parts.scheme,
+        host=parts.hostname or "",
+        port=_url_port(parts, url),
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password or ""),
+        database=_checked_database(database or path_database or DEFAULT_DATABASE),
+    )
+
+
+def _split_url(url: str) -> SplitResult:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in _DEFAULT_PORTS:
+        raise StoreSettingsError(
+            f"CLICKHOUSE_URL must start with http:// or https://, got {_safe_url(url)!r}."
+        )
+    if not parts.hostname:
+        raise StoreSettingsError(f"CLICKHOUSE_URL {_safe_url(url)!r} names no host.")
+    return parts
+
+
+def _url_port(parts: SplitResult, url: str) -> int:
+    try:
+        return parts.port or _DEFAULT_PORTS[parts.scheme]
+    except ValueError:
+        raise StoreSettingsError(
+            f"CLICKHOUSE_URL {_safe_url(url)!r} has a port that is not a number from 0 to 65535."
+        ) from None
+
+
+def _safe_url(url: str) -> str:
+    """The URL with any password replaced, so an error message never leaks it."""
+    return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url.strip())
+
+
+def _open_server(target: ServerTarget, timeout_s: float) -> Client:
+    import clickhouse_connect
+    from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
+
+    try:
+        return clickhouse_connect.get_client(
+            interface=target.interface,
+            host=target.host,
+            port=target.port,
+            username=target.username,
+            password=target.password,
+            connect_timeout=timeout_s,
+            tz_mode="aware",
+        )
+    except OperationalError as error:
+        raise StoreUnreachableError(
+            f"Cannot reach ClickHouse at {target.redacted}: {_unreachable_reason(error)}."
+        ) from error
+    except DatabaseError as error:
+        raise StoreError(
+            f"ClickHouse at {target.redacted} refused the connection: {reason_of(error)}."
+        ) from error
+
+
+def _unreachable_reason(error: Exception) -> str:
+    text = " ".join(str(e) for e in _error_chain(error))
+    for needle, reason in _UNREACHABLE_REASONS:
+        if needle in text:
+            return reason
+    return "no ClickHouse server answered"
+
+
+def _error_chain(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _ensure_database(client: Client, database: str) -> None:
+    """Create the database unless it exists (checked first: a user may lack CREATE rights)."""
+    from clickhouse_connect.driver.exceptions import Error
+
+    parameters = {"database": database}
+    try:
+        exists = client.command(
+            "SELECT count() FROM system.databases WHERE name = {database:String}",
+            parameters=parameters,
+            use_database=False,
+        )
+        if not exists:
+            client.command(
+                "CREATE DATABASE IF NOT EXISTS {database:Identifier}",
+                parameters=parameters,
+                use_database=False,
+            )
+    except Error as error:
+        raise StoreError(
+            f"Cannot create the store database {database}: {reason_of(error)}."
+        ) from error

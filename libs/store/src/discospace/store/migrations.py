@@ -1,0 +1,160 @@
+"""Versioned, idempotent DDL for the store, applied at every start.
+
+`MIGRATIONS` is the ordered history of the schema; adding a table or a column is one new entry at
+the end. Never edit an entry that has shipped: `migrate` compares a checksum of each applied
+migration's statements and refuses a store whose history differs from the code's.
+
+Every statement must be idempotent (`IF NOT EXISTS`, `ADD COLUMN IF NOT EXISTS`...): a start that
+crashed half way through a migration, or two services migrating the same server at once, then just
+apply it again. `schema_migrations` is a ReplacingMergeTree keyed by version, so a version recorded
+twice reads once with `FINAL`.
+
+Engines and keys are chosen to behave the same on chDB and a single ClickHouse server. A table is
+ordered by what its reads select on first, so a read touches the granules of its rows and its cost
+grows with those rows, not with the store: `events` by operation (`correlation_id`, '' for none)
+then `event_id`. Copies of an event share both, so the table still keeps one row per `event_id`.
+Tables serving a space's views should likewise start their ORDER BY with the space or sample store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from discospace.store.errors import MigrationError, reason_of
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from clickhouse_connect.driver.client import Client
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the schema history."""
+
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+    @property
+    def checksum(self) -> str:
+        """A hash of the statements, blind to whitespace, so reformatting is not a change."""
+        canonical = "\n;\n".join(" ".join(s.split()) for s in self.statements)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        version=1,
+        description="raw events deduplicated by event_id, and consumer offsets",
+        statements=(
+            """
+            CREATE TABLE IF NOT EXISTS events (
+                event_id String,
+                type LowCardinality(String),
+                schema_version UInt16,
+                occurred_at DateTime64(3, 'UTC'),
+                correlation_id String,
+                causation_id Nullable(String),
+                key Nullable(String),
+                topic LowCardinality(String),
+                partition Int32,
+                offset Int64,
+                payload String CODEC(ZSTD(3)),
+                INDEX events_event_id event_id TYPE bloom_filter(0.01) GRANULARITY 1
+            )
+            ENGINE = ReplacingMergeTree
+            ORDER BY (correlation_id, event_id)
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS consumer_offsets (
+                consumer String,
+                topic String,
+                partition Int32,
+                offset Int64,
+                updated_at DateTime64(6, 'UTC')
+            )
+            ENGINE = ReplacingMergeTree(updated_at)
+            ORDER BY (consumer, topic, partition)
+            """,
+        ),
+    ),
+)
+
+_HISTORY_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version UInt32,
+    description String,
+    checksum String,
+    applied_at DateTime64(3, 'UTC')
+)
+ENGINE = ReplacingMergeTree(applied_at)
+ORDER BY version
+"""
+
+
+def migrate(client: Client, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Apply the migrations the store lacks, in order; return the versions applied now."""
+    _check_history_order(migrations)
+    client.command(_HISTORY_TABLE)
+    applied = applied_migrations(client)
+    _check_unchanged(migrations, applied)
+    missing = [m for m in migrations if m.version not in applied]
+    for migration in missing:
+        _apply(client, migration)
+    return [m.version for m in missing]
+
+
+def applied_migrations(client: Client) -> dict[int, str]:
+    """The versions recorded in the store, with the checksum each was applied with."""
+    if not client.command("EXISTS TABLE schema_migrations"):
+        return {}
+    result = client.query(
+        "SELECT version, argMax(checksum, applied_at) FROM schema_migrations GROUP BY version"
+    )
+    return {int(version): str(checksum) for version, checksum in result.result_rows}
+
+
+def schema_version(client: Client) -> int:
+    """The highest migration version applied to the store (0 for a bare store)."""
+    return max(applied_migrations(client), default=0)
+
+
+def _check_history_order(migrations: Sequence[Migration]) -> None:
+    versions = [m.version for m in migrations]
+    if versions != sorted(set(versions)) or (versions and versions[0] < 1):
+        raise MigrationError(
+            "Migration versions must be distinct, positive and in increasing order, "
+            f"got {versions}."
+        )
+
+
+def _check_unchanged(migrations: Sequence[Migration], applied: dict[int, str]) -> None:
+    for migration in migrations:
+        recorded = applied.get(migration.version)
+        if recorded is not None and recorded != migration.checksum:
+            raise MigrationError(
+                f"Migration {migration.version} ({migration.description}) differs from the one "
+                "applied to this store; add a new migration instead of editing a shipped one."
+            )
+
+
+def _apply(client: Client, migration: Migration) -> None:
+    from clickhouse_connect.driver.exceptions import Error
+
+    for statement in migration.statements:
+        try:
+            client.command(statement)
+        except Error as error:
+            raise MigrationError(
+                f"Migration {migration.version} ({migration.description}) failed: "
+                f"{reason_of(error)}."
+            ) from error
+    client.insert(
+        "schema_migrations",
+        [[migration.version, migration.description, migration.checksum, datetime.now(UTC)]],
+        column_names=["version", "description", "checksum", "applied_at"],
+    )

@@ -1,0 +1,78 @@
+"""Store settings: which store they name, and one-sentence errors for those that name none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from discospace.store.client import StoreSettings, connect
+from discospace.store.errors import StoreSettingsError
+
+
+def test_without_a_url_the_store_is_embedded_chdb_in_the_run_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CLICKHOUSE_URL", raising=False)
+    settings = StoreSettings()
+    assert settings.url is None
+    assert settings.data_dir == Path(".run/store")
+    assert settings.describe() == f"chDB at {Path('.run/store').resolve()} (database discospace)"
+
+
+def test_clickhouse_url_and_prefixed_settings_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CLICKHOUSE_URL", "https://reader:s3cret@ch.example:9443")
+    monkeypatch.setenv("DISCOSPACE_STORE_DATABASE", "lab_store")
+    settings = StoreSettings()
+    assert settings.url == "https://reader:s3cret@ch.example:9443"
+    assert (
+        settings.describe() == "ClickHouse at https://reader@ch.example:9443 (database lab_store)"
+    )
+
+
+def test_an_empty_clickhouse_url_means_embedded_chdb(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLICKHOUSE_URL", "")
+    assert StoreSettings().url is None
+
+
+def test_the_database_comes_from_the_settings_then_the_url_path_then_the_default() -> None:
+    url = "http://ch:8123/from_url"
+    assert StoreSettings(url=url, database="explicit").describe().endswith("(database explicit)")
+    assert StoreSettings(url=url).describe().endswith("(database from_url)")
+    assert StoreSettings(url="http://ch:8123").describe().endswith("(database discospace)")
+
+
+def test_a_url_without_a_port_uses_the_clickhouse_http_ports() -> None:
+    assert "http://ch:8123 " in StoreSettings(url="http://ch").describe()
+    assert "https://ch:8443 " in StoreSettings(url="https://ch").describe()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("clickhouse://ch:9000", "CLICKHOUSE_URL must start with http:// or https://"),
+        ("ch.example:8123", "CLICKHOUSE_URL must start with http:// or https://"),
+        ("http://", "names no host"),
+        ("http://ch:port", "has a port that is not a number"),
+        ("http://ch:8123/bad-name", "must start with a letter or underscore"),
+    ],
+)
+def test_a_bad_url_is_refused_with_one_sentence(url: str, message: str) -> None:
+    with pytest.raises(StoreSettingsError, match=message) as caught:
+        connect(StoreSettings(url=url))
+    assert str(caught.value).count(". ") == 0
+    assert str(caught.value).endswith(".")
+
+
+def test_an_error_about_a_url_never_shows_its_password() -> None:
+    with pytest.raises(StoreSettingsError) as caught:
+        connect(StoreSettings(url="ftp://admin:hunter2@ch:21"))
+    assert "hunter2" not in str(caught.value)
+    assert "admin:***@ch" in str(caught.value)
+
+
+def test_a_database_name_that_is_not_an_identifier_is_refused() -> None:
+    with pytest.raises(StoreSettingsError, match="store database name 'x; DROP'"):
+        connect(StoreSettings(url=None, database="x; DROP"))
