@@ -1,1 +1,29 @@
-"""discospace.runtime."""
+"""discospace.runtime: what every service shell is made of.
+
+`settings` (ServiceSettings, env prefix per service), `service` (create_service: broker,
+/metrics, /health, AsyncAPI), `consuming` (typed handlers, manual commit, duplicate dropping),
+`deadletter` (bad messages to the dead-letter topic), `publishing` (`to_<topic>` publishers),
+`runner` (uvicorn, graceful SIGTERM), `logs` (JSON lines), `metrics`, `provisioning` (topics),
+`idempotence` (seen event ids), `contracts` (`python -m discospace.runtime.contracts proto`).
+"""
+
+from discospace.runtime.consuming import Consumer, WiringError
+from discospace.runtime.idempotence import SeenEventIds
+from discospace.runtime.metrics import RuntimeMetrics
+from discospace.runtime.publishing import EventPublisher
+from discospace.runtime.runner import run, serve
+from discospace.runtime.service import Service, create_service
+from discospace.runtime.settings import ServiceSettings
+
+__all__ = [
+    "Consumer",
+    "EventPublisher",
+    "RuntimeMetrics",
+    "SeenEventIds",
+    "Service",
+    "ServiceSettings",
+    "WiringError",
+    "create_service",
+    "run",
+    "serve",
+]

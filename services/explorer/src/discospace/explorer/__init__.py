@@ -1,1 +1,1 @@
-"""discospace.explorer."""
+"""discospace.explorer: owns operations; runs operators over each operation's event history."""

@@ -1,1 +1,1 @@
-"""discospace.projector."""
+"""discospace.projector: every topic into the ClickHouse sample store, which serves the views."""

@@ -1,1 +1,1 @@
-"""discospace.registry."""
+"""discospace.registry: validates submitted discovery spaces against the experiment catalog."""

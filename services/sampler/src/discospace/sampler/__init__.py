@@ -1,1 +1,1 @@
-"""discospace.sampler."""
+"""discospace.sampler: turns sample requests into entities and routes their measurements."""

@@ -1,0 +1,145 @@
+"""Subscribing typed event handlers to topics, with manual commit and duplicate dropping.
+
+One `Consumer` is one FastStream subscriber (one member of the service's consumer group) on
+one or more topics; several handlers may share it, each taking the event types named in its
+first parameter's annotation:
+
+    consumer = service.consumer(service.topics.operations)
+
+    @consumer
+    async def on_samples_requested(event: SamplesRequested) -> None: ...
+
+The message is decoded with `discospace.events.codec`, so a bad message raises
+`EventDecodeError` and is dead-lettered by `discospace.runtime.deadletter`. The offset is
+committed only after the message was handled (FastStream's NACK_ON_ERROR: success commits, an
+error seeks back so the message comes again).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from faststream.kafka import KafkaBroker
+from faststream.kafka.subscriber.usecase import LogicSubscriber
+from faststream.message import StreamMessage
+from faststream.middlewares import AckPolicy
+
+from discospace.events import Event, decode_as
+from discospace.runtime.idempotence import SeenEventIds
+from discospace.runtime.metrics import RuntimeMetrics
+
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+
+
+class WiringError(TypeError):
+    """A handler whose signature does not say which events it takes."""
+
+
+class EventDecoder:
+    """Decodes a message into one of the event types the consumer's handlers take."""
+
+    def __init__(self) -> None:
+        self.accepted: tuple[type[Event], ...] = ()
+
+    def accept(self, event_types: tuple[type[Event], ...]) -> None:
+        self.accepted += tuple(t for t in event_types if t not in self.accepted)
+
+    async def __call__(self, message: StreamMessage[Any]) -> Event:
+        return decode_as(message.body, *self.accepted)
+
+
+def event_types_of(handler: Callable[..., Any]) -> tuple[type[Event], ...]:
+    """The event classes named by the annotation of `handler`'s first parameter."""
+    parameters = list(inspect.signature(handler).parameters)
+    if not parameters:
+        raise WiringError(f"{handler.__name__} must take the event as its first parameter.")
+    annotation = typing.get_type_hints(handler).get(parameters[0])
+    options = typing.get_args(annotation) if _is_union(annotation) else (annotation,)
+    if not options or not all(_is_event_class(option) for option in options):
+        raise WiringError(
+            f"{handler.__name__}: annotate the first parameter with event classes, "
+            f"not {annotation!r}."
+        )
+    return tuple(options)
+
+
+def _is_union(annotation: object) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _is_event_class(option: object) -> bool:
+    return isinstance(option, type) and issubclass(option, Event)
+
+
+def _filter_for(event_types: tuple[type[Event], ...]) -> Callable[..., Awaitable[bool]]:
+    async def takes(message: StreamMessage[Any]) -> bool:
+        return not message.processed and isinstance(await message.decode(), event_types)
+
+    return takes
+
+
+def _deduplicated(
+    handler: Handler, seen: SeenEventIds, metrics: RuntimeMetrics
+) -> Callable[..., Awaitable[Any]]:
+    """`handler`, skipping events whose id it already handled; a failed one is forgotten."""
+    first = next(iter(inspect.signature(handler).parameters))
+
+    @functools.wraps(handler)
+    async def once(*args: Any, **kwargs: Any) -> Any:
+        event: Event = args[0] if args else kwargs[first]
+        if not seen.first_time(event.event_id):
+            metrics.duplicates_dropped.inc()
+            return None
+        try:
+            return await handler(*args, **kwargs)
+        except BaseException:
+            seen.forget(event.event_id)
+            raise
+
+    return once
+
+
+class Consumer:
+    """A subscription of the service to topics; decorate handlers with it.
+
+    With a `group_id`, partitions are shared by the group's members and offsets are committed
+    after each handled message. Without one, the consumer replays every partition from the
+    start each time the service starts (how a service folds its state) and commits nothing.
+    """
+
+    def __init__(
+        self,
+        broker: KafkaBroker,
+        *topics: str,
+        group_id: str | None,
+        metrics: RuntimeMetrics,
+        pattern: str | None = None,
+        description: str | None = None,
+        seen_capacity: int = 100_000,
+    ) -> None:
+        self.decoder = EventDecoder()
+        self.metrics = metrics
+        self.seen = SeenEventIds(seen_capacity)
+        self.subscriber: LogicSubscriber[Any] = broker.subscriber(
+            *topics,
+            pattern=pattern,
+            group_id=group_id,
+            ack_policy=AckPolicy.NACK_ON_ERROR if group_id else AckPolicy.MANUAL,
+            auto_offset_reset="earliest",
+            decoder=self.decoder,
+            description=description,
+        )
+
+    def __call__(self, handler: Handler) -> Handler:
+        """Register `handler` for the event types its first parameter names."""
+        event_types = event_types_of(handler)
+        self.decoder.accept(event_types)
+        self.subscriber(filter=_filter_for(event_types))(
+            _deduplicated(handler, self.seen, self.metrics)
+        )
+        return handler

@@ -1,0 +1,188 @@
+"""The app factory: from settings, a wired service (broker, HTTP endpoints, metrics, contracts).
+
+A service's `app.py` calls `create_service(settings, description=...)`, declares its
+consumers and publishers on the returned `Service`, and hands it to `run`:
+
+    service = create_service(settings, description="Validates and registers spaces.")
+    to_spaces = service.publisher(service.topics.spaces, SpaceRegistered, SpaceRejected)
+
+    @service.consumer(service.topics.space_submissions)
+    async def on_space_submitted(event: SpaceSubmitted) -> None: ...
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from faststream.asgi import AsgiFastStream
+from faststream.kafka import KafkaBroker
+from faststream.kafka.prometheus import KafkaPrometheusMiddleware
+from faststream.specification import AsyncAPI
+
+from discospace.events import DeadLettered, Event
+from discospace.events.factory import Clock, utc_now
+from discospace.events.topics import TopicNames
+from discospace.runtime.consuming import Consumer
+from discospace.runtime.deadletter import DeadLetterPolicy
+from discospace.runtime.health import make_health
+from discospace.runtime.metrics import RuntimeMetrics
+from discospace.runtime.provisioning import provision_topics
+from discospace.runtime.publishing import EventPublisher
+from discospace.runtime.settings import ServiceSettings
+
+CONTRACTS_VERSION = "1.0.0"
+"""Version written in every AsyncAPI document; bump it with the event contracts."""
+
+Hook = Callable[[], Awaitable[Any]]
+
+
+@dataclass
+class Service:
+    """One running service: its settings, broker, ASGI app, metrics and declared topics."""
+
+    settings: ServiceSettings
+    broker: KafkaBroker
+    app: AsgiFastStream
+    metrics: RuntimeMetrics
+    clock: Clock
+    prometheus: KafkaPrometheusMiddleware | None = None
+    topics_used: set[str] = field(default_factory=set)
+    state: Any = None
+    """The service's folded state, if it keeps one (for its handlers, views and tests)."""
+
+    @property
+    def name(self) -> str:
+        return self.settings.service_name
+
+    @property
+    def topics(self) -> TopicNames:
+        return self.settings.topics
+
+    def consumer(
+        self,
+        *topics: str,
+        pattern: str | None = None,
+        replay: bool = False,
+        group_suffix: str = "",
+        description: str | None = None,
+    ) -> Consumer:
+        """A subscription of this service's consumer group to `topics` (or a pattern).
+
+        `replay=True`: no group; every start reads the topics from the beginning, to fold the
+        state the service needs (a catalog, the registered spaces). `group_suffix` gives a
+        subscription its own group (`<group>.<suffix>`), e.g. a pattern next to fixed topics.
+        """
+        self.topics_used.update(topics)
+        for topic in topics:
+            self.metrics.show_consumed(self.prometheus, self.name, topic)
+        group = self.settings.consumer_group + (f".{group_suffix}" if group_suffix else "")
+        return Consumer(
+            self.broker,
+            *topics,
+            pattern=pattern,
+            group_id=None if replay else group,
+            metrics=self.metrics,
+            description=description,
+        )
+
+    def publisher(
+        self,
+        topic: str,
+        *event_types: type[Event],
+        description: str | None = None,
+        route: Callable[[Event], str] | None = None,
+    ) -> EventPublisher:
+        """`to_<topic>`: publishes events of `event_types` to `topic` (or where `route` says)."""
+        if route is None:
+            self.topics_used.add(topic)
+        logical = topic.removeprefix(f"{self.topics.prefix}.").split(".")[0]
+        return EventPublisher(
+            self.broker,
+            topic,
+            *event_types,
+            title=f"{topic}:to_{logical.replace('-', '_')}",
+            description=description,
+            route=route,
+        )
+
+    def on_startup(self, hook: Hook) -> Hook:
+        """Run `hook` before the broker connects (build clients, replay state)."""
+        self.app.on_startup(hook)
+        return hook
+
+    def after_startup(self, hook: Hook) -> Hook:
+        """Run `hook` once the broker is connected (announce, publish)."""
+        self.app.after_startup(hook)
+        return hook
+
+    def on_shutdown(self, hook: Hook) -> Hook:
+        """Run `hook` after the broker stopped consuming (close clients)."""
+        self.app.after_shutdown(hook)
+        return hook
+
+    async def provision_topics(self) -> None:
+        """Create the fixed topics this service reads or writes, if missing."""
+        await provision_topics(
+            self.settings.kafka_bootstrap_servers,
+            self.topics_used,
+            self.topics,
+            partitions=self.settings.topic_partitions,
+            replication=self.settings.topic_replication,
+        )
+
+
+def _broker(settings: ServiceSettings, description: str) -> KafkaBroker:
+    name = settings.service_name
+    return KafkaBroker(
+        settings.kafka_bootstrap_servers,
+        client_id=f"discospace-{name}",
+        graceful_timeout=settings.graceful_timeout_s,
+        logger=logging.getLogger(f"discospace.{name}.broker"),
+        log_level=logging.DEBUG,
+        description=description,
+    )
+
+
+def create_service(
+    settings: ServiceSettings, *, description: str, clock: Clock = utc_now
+) -> Service:
+    """A service with its broker, /metrics, /health, dead-letter policy and AsyncAPI document."""
+    name = settings.service_name
+    metrics = RuntimeMetrics.create(name)
+    broker = _broker(settings, description)
+    app = AsgiFastStream(
+        broker,
+        asgi_routes=[
+            ("/metrics", metrics.asgi_app()),
+            ("/health", make_health(broker, name, settings.health_timeout_s)),
+        ],
+        logger=logging.getLogger(f"discospace.{name}"),
+        specification=AsyncAPI(
+            broker,
+            title=f"discospace {name}",
+            version=CONTRACTS_VERSION,
+            description=description,
+        ),
+    )
+    prometheus = KafkaPrometheusMiddleware(registry=metrics.registry, app_name=name)
+    service = Service(settings, broker, app, metrics, clock, prometheus)
+    to_dead_letter = service.publisher(
+        settings.topics.dead_letter,
+        DeadLettered,
+        description="Messages this service could not read, with the reason.",
+    )
+    broker.add_middleware(prometheus)
+    broker.add_middleware(
+        DeadLetterPolicy(
+            publish=to_dead_letter,
+            consumer=name,
+            metrics=metrics,
+            clock=clock,
+            retry_backoff_s=settings.retry_backoff_s,
+        )
+    )
+    app.on_startup(service.provision_topics)
+    return service

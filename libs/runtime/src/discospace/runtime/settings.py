@@ -1,0 +1,110 @@
+"""Settings every service shares; each service subclasses them with its own env prefix.
+
+A service reads `DISCOSPACE_<NAME>_<FIELD>` first. A few settings are the same for the whole
+deployment (the Kafka cluster, the topic prefix, the ClickHouse server, the log level), so they
+may also be given once, without the service's prefix: `KAFKA_BOOTSTRAP_SERVERS`,
+`DISCOSPACE_TOPIC_PREFIX`, `CLICKHOUSE_URL`, `DISCOSPACE_LOG_LEVEL`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from discospace.events.topics import DEFAULT_PREFIX, TopicNames
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+SHARED_ENV: dict[str, str] = {
+    "kafka_bootstrap_servers": "KAFKA_BOOTSTRAP_SERVERS",
+    "topic_prefix": "DISCOSPACE_TOPIC_PREFIX",
+    "log_level": "DISCOSPACE_LOG_LEVEL",
+    "clickhouse_url": "CLICKHOUSE_URL",
+}
+"""Settings that may be given once for every service, and the variable that gives them."""
+
+
+class SharedEnvSource(PydanticBaseSettingsSource):
+    """Reads the deployment-wide variables of `SHARED_ENV` for the fields a service has."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        variable = SHARED_ENV.get(field_name)
+        value = os.environ.get(variable) if variable else None
+        return value, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name, field in self.settings_cls.model_fields.items():
+            value, _, _ = self.get_field_value(field, name)
+            if value is not None:
+                values[name] = value
+        return values
+
+
+class ServiceSettings(BaseSettings):
+    """The settings of one service; subclasses set `service_name`, the env prefix and the port."""
+
+    model_config = SettingsConfigDict(env_prefix="DISCOSPACE_SERVICE_", extra="ignore")
+
+    service_name: ClassVar[str] = "service"
+
+    kafka_bootstrap_servers: str = Field(
+        default="127.0.0.1:9092", description="Kafka bootstrap servers, comma separated."
+    )
+    topic_prefix: str = Field(
+        default=DEFAULT_PREFIX, description="Prefix of every topic name (`<prefix>.<topic>`)."
+    )
+    group_id: str | None = Field(
+        default=None,
+        description="Kafka consumer group; by default `<topic prefix>.<service name>`.",
+    )
+    http_host: str = Field(default="127.0.0.1", description="Address of /health and /metrics.")
+    http_port: int = Field(default=8100, ge=0, le=65535, description="Port of /health, /metrics.")
+    log_level: LogLevel = Field(default="INFO", description="Lowest level of log line written.")
+    graceful_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="On shutdown, how long an in-flight message may take to finish before it "
+        "is handed back uncommitted.",
+    )
+    retry_backoff_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="Pause before a message whose handler failed is delivered again.",
+    )
+    topic_partitions: int = Field(
+        default=3, ge=1, description="Partitions of the topics this service creates."
+    )
+    topic_replication: int = Field(
+        default=1, ge=1, description="Replication factor of the topics this service creates."
+    )
+    health_timeout_s: float = Field(
+        default=2.0, gt=0, description="How long /health waits for the broker to answer."
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The service's own variables win over the deployment-wide ones."""
+        shared = SharedEnvSource(settings_cls)
+        return init_settings, env_settings, shared, dotenv_settings, file_secret_settings
+
+    @property
+    def topics(self) -> TopicNames:
+        """The concrete topic names under this deployment's prefix."""
+        return TopicNames(self.topic_prefix)
+
+    @property
+    def consumer_group(self) -> str:
+        """The consumer group of this service: one per service (per pool for actuators)."""
+        return self.group_id or f"{self.topic_prefix}.{self.service_name}"

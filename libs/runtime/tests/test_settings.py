@@ -1,0 +1,52 @@
+"""Settings: a service's own variables first, then the deployment-wide ones, then defaults."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+from pydantic import ValidationError
+from pydantic_settings import SettingsConfigDict
+
+from discospace.runtime import ServiceSettings
+
+
+class ToySettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="DISCOSPACE_TOY_", extra="ignore")
+    service_name: ClassVar[str] = "toy"
+
+
+def test_defaults_work_on_a_laptop(monkeypatch):
+    for name in ("KAFKA_BOOTSTRAP_SERVERS", "DISCOSPACE_TOPIC_PREFIX", "DISCOSPACE_LOG_LEVEL"):
+        monkeypatch.delenv(name, raising=False)
+    settings = ToySettings()
+    assert settings.kafka_bootstrap_servers == "127.0.0.1:9092"
+    assert settings.topics.spaces == "discospace.spaces"
+    assert settings.consumer_group == "discospace.toy"
+
+
+def test_the_kafka_cluster_can_be_named_once_for_every_service(monkeypatch):
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "kafka-1:9092,kafka-2:9092")
+    monkeypatch.setenv("DISCOSPACE_TOPIC_PREFIX", "staging")
+    settings = ToySettings()
+    assert settings.kafka_bootstrap_servers == "kafka-1:9092,kafka-2:9092"
+    assert settings.consumer_group == "staging.toy"
+
+
+def test_a_service_variable_wins_over_the_deployment_wide_one(monkeypatch):
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "shared:9092")
+    monkeypatch.setenv("DISCOSPACE_TOY_KAFKA_BOOTSTRAP_SERVERS", "own:9092")
+    monkeypatch.setenv("DISCOSPACE_TOY_HTTP_PORT", "9999")
+    settings = ToySettings()
+    assert (settings.kafka_bootstrap_servers, settings.http_port) == ("own:9092", 9999)
+
+
+def test_unprefixed_names_of_other_fields_are_not_read(monkeypatch):
+    monkeypatch.setenv("HTTP_PORT", "1234")
+    assert ToySettings().http_port == 8100
+
+
+def test_a_bad_value_is_refused_naming_the_field(monkeypatch):
+    monkeypatch.setenv("DISCOSPACE_TOY_HTTP_PORT", "seventy")
+    with pytest.raises(ValidationError, match="http_port"):
+        ToySettings()

@@ -1,0 +1,20 @@
+"""Settings of the explorer: `DISCOSPACE_EXPLORER_<FIELD>` (see ServiceSettings for shared ones)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from discospace.runtime.settings import ServiceSettings
+
+
+class ExplorerSettings(ServiceSettings):
+    """The explorer's settings; every field of `ServiceSettings`, prefixed."""
+
+    model_config = SettingsConfigDict(env_prefix="DISCOSPACE_EXPLORER_", extra="ignore")
+
+    service_name: ClassVar[str] = "explorer"
+
+    http_port: int = Field(default=8102, ge=0, le=65535, description="Port of /health, /metrics.")

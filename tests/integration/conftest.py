@@ -1,0 +1,302 @@
+"""Cross-service tests on the real broker: services in-process or as real processes.
+
+Every test gets its own topic prefix (`TopicNames.unique`), so tests never see each other's
+messages on the shared broker, and its own consumer groups (the group id starts with it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
+
+from discospace.core import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
+from discospace.events import (
+    ActuatorRegistered,
+    Event,
+    SpaceSubmitted,
+    TopicNames,
+    decode,
+    encode,
+    new_event,
+)
+from discospace.runtime import Service
+from discospace.runtime.contracts import SERVICES
+from discospace.testing.kafka import free_port
+from discospace.testing.prometheus import (
+    PrometheusClient,
+    PrometheusProcess,
+    PrometheusUnavailableError,
+    find_binary,
+    scrape_config,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+FINETUNE = ExperimentSpec(
+    actuator="SFTTrainer",
+    experiment="finetune-full-v1.2.0",
+    target_properties=("train_tokens_per_second",),
+    required_properties=("batch_size", "number_gpus"),
+)
+
+
+def submission(experiment: str = FINETUNE.experiment, sid: str = "sub-1") -> SpaceSubmitted:
+    spec = SpaceSpec(
+        sample_store="store-a",
+        entity_space=(
+            PropertySpec(name="batch_size", values=(1, 2, 4, 8)),
+            PropertySpec(name="number_gpus", values=(1, 2)),
+        ),
+        measurement_space=(ExperimentRef(actuator="SFTTrainer", experiment=experiment),),
+    )
+    return new_event(SpaceSubmitted, submission_id=sid, spec=spec, submitted_by="tester")
+
+
+def catalog(worker: str = "worker-1") -> ActuatorRegistered:
+    return new_event(
+        ActuatorRegistered,
+        actuator="SFTTrainer",
+        pool="a100",
+        experiments=(FINETUNE,),
+        worker_id=worker,
+    )
+
+
+@dataclass
+class Kafka:
+    """Plain aiokafka clients: what any outside producer or consumer would do."""
+
+    bootstrap: str
+
+    async def produce(self, topic: str, *values: bytes, key: bytes | None = b"k") -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
+        await producer.start()
+        try:
+            for value in values:
+                await producer.send_and_wait(topic, value, key=key)
+        finally:
+            await producer.stop()
+
+    async def publish(self, *events: Event, topics: TopicNames) -> None:
+        for event in events:
+            await self.produce(event.topic(topics), encode(event), key=event.key())
+
+    async def read(
+        self, topic: str, count: int, timeout_s: float = 30.0
+    ) -> list[ConsumerRecord[bytes, bytes]]:
+        """The first `count` records of `topic` (fails after `timeout_s` with what it got)."""
+        records = await self._collect(topic, lambda got: len(got) >= count, timeout_s)
+        assert len(records) >= count, f"{topic}: {len(records)} of {count} records in {timeout_s}s"
+        return records[:count]
+
+    async def read_all(
+        self, topic: str, settle_s: float = 2.0
+    ) -> list[ConsumerRecord[bytes, bytes]]:
+        """Every record `topic` holds, read until `settle_s` passed without a new one."""
+        return await self._collect(topic, lambda got: False, settle_s)
+
+    async def _collect(
+        self, topic: str, enough: Callable[[list[Any]], bool], timeout_s: float
+    ) -> list[ConsumerRecord[bytes, bytes]]:
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
+        )
+        await consumer.start()
+        records: list[ConsumerRecord[bytes, bytes]] = []
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not enough(records) and time.monotonic() < deadline:
+                batch = await consumer.getmany(timeout_ms=200)
+                records += [record for part in batch.values() for record in part]
+        finally:
+            await consumer.stop()
+        return records
+
+    async def read_events(self, topic: str, count: int, timeout_s: float = 30.0) -> list[Event]:
+        return [decode(r.value) for r in await self.read(topic, count, timeout_s)]
+
+
+@pytest.fixture
+def kafka(kafka_bootstrap: str) -> Kafka:
+    return Kafka(kafka_bootstrap)
+
+
+@pytest.fixture
+def topics() -> TopicNames:
+    return TopicNames.unique("it")
+
+
+@pytest.fixture
+def make_submission() -> Callable[..., SpaceSubmitted]:
+    return submission
+
+
+@pytest.fixture
+def make_catalog() -> Callable[..., ActuatorRegistered]:
+    return catalog
+
+
+@asynccontextmanager
+async def running(service: Service) -> AsyncIterator[Service]:
+    """Run `service` in this process: startup hooks, broker connected, consumers assigned."""
+    async with service.app.start_lifespan_context():
+        yield service
+
+
+@pytest.fixture
+def run_service() -> Callable[[Service], Any]:
+    return running
+
+
+async def eventually(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"not true after {timeout_s}s"
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., Awaitable[None]]:
+    return eventually
+
+
+@dataclass
+class ServiceProcess:
+    """`python -m discospace.<name>` as a real process, with its own port and log file."""
+
+    name: str
+    port: int
+    log_path: Path
+    process: subprocess.Popen[bytes]
+    started_at: float = field(default_factory=time.monotonic)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(self.url(path), timeout=5) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def wait_healthy(self, timeout_s: float = 60.0) -> float:
+        """Seconds from process start until /health answered 200."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert self.process.poll() is None, f"{self.name} exited: {self.log_tail()}"
+            try:
+                if self.get("/health")[0] == 200:
+                    return time.monotonic() - self.started_at
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"{self.name} not healthy: {self.log_tail()}"
+            time.sleep(0.05)
+
+    def terminate(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, then the exit status (killed and failing after `timeout_s`)."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"{self.name} ignored SIGTERM for {timeout_s}s") from None
+
+    def log_tail(self, lines: int = 8) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def launch(
+    name: str, bootstrap: str, topics: TopicNames, workdir: Path, **env: str
+) -> ServiceProcess:
+    """`python -m discospace.<name>` on `topics`, with a free port and its log in `workdir`."""
+    port = free_port()
+    environment = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "DISCOSPACE_TOPIC_PREFIX": topics.prefix,
+        f"DISCOSPACE_{name.upper()}_HTTP_PORT": str(port),
+        "DISCOSPACE_STORE_DATA_DIR": str(workdir / f"store-{name}"),
+        **env,
+    }
+    log_path = workdir / f"{name}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", f"discospace.{name}"],
+            cwd=REPO,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    return ServiceProcess(name, port, log_path, process)
+
+
+def kill_all(processes: list[ServiceProcess]) -> None:
+    for service in processes:
+        if service.process.poll() is None:
+            service.process.kill()
+            service.process.wait()
+
+
+@pytest.fixture
+def service_process(
+    kafka_bootstrap: str, topics: TopicNames, tmp_path: Path
+) -> Iterator[Callable[..., ServiceProcess]]:
+    """Factory: start a service as a process on this test's topics; stopped after the test."""
+    started: list[ServiceProcess] = []
+
+    def start(name: str, **env: str) -> ServiceProcess:
+        started.append(launch(name, kafka_bootstrap, topics, tmp_path, **env))
+        return started[-1]
+
+    yield start
+    kill_all(started)
+
+
+@pytest.fixture(scope="module")
+def every_service_scraped(
+    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[dict[str, ServiceProcess], PrometheusClient]]:
+    """The five services as processes and one real Prometheus scraping each as its own job.
+
+    One server for all: Prometheus applies new scrape targets at most every 5 s, so a server
+    per service would cost that wait five times.
+    """
+    workdir = tmp_path_factory.mktemp("scraped")
+    topics = TopicNames.unique("scraped")
+    services = {name: launch(name, kafka_bootstrap, topics, workdir) for name in SERVICES}
+    server = None
+    try:
+        for service in services.values():
+            service.wait_healthy()
+        jobs = {name: [f"127.0.0.1:{service.port}"] for name, service in services.items()}
+        server = PrometheusProcess(find_binary(os.environ), scrape_config(jobs), workdir)
+        server.wait_ready()
+        yield services, server.client
+    except PrometheusUnavailableError as error:
+        pytest.fail(str(error), pytrace=False)
+    finally:
+        if server is not None:
+            server.stop()
+        kill_all(list(services.values()))
