@@ -51,6 +51,18 @@ def test_explicit_points_need_no_strategy(payloads: Payloads) -> None:
     assert event.points == ({"x": 1},)
 
 
+def test_inputs_of_explicit_points_come_one_mapping_per_point(payloads: Payloads) -> None:
+    points = {"count": None, "strategy": None, "points": [{"x": 1}, {"x": 2}]}
+    with pytest.raises(ValidationError, match="one mapping per point"):
+        SamplesRequested.model_validate(
+            _payload(payloads, SamplesRequested, **points, inputs=[{"e.t": 1.5}])
+        )
+    event = SamplesRequested.model_validate(
+        _payload(payloads, SamplesRequested, **points, inputs=[{"e.t": 1.5}, {"e.t": 2.5}])
+    )
+    assert event.inputs == ({"e.t": 1.5}, {"e.t": 2.5})
+
+
 def test_a_count_needs_a_strategy(payloads: Payloads) -> None:
     with pytest.raises(ValidationError, match="count needs a strategy"):
         SamplesRequested.model_validate(_payload(payloads, SamplesRequested, strategy=None))

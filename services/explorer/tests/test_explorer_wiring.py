@@ -1,44 +1,71 @@
-"""The explorer's shell, in memory: both topics reach the operation's history."""
+"""The explorer's shell, in memory: events in through its consumer, decisions out."""
 
 from __future__ import annotations
 
-from faststream.kafka import TestKafkaBroker
+from typing import Any
 
-from discospace.events import MeasurementStarted, OperationRequested, TopicNames, encode
+from faststream.kafka import TestKafkaBroker
+from faststream.message import StreamMessage
+
+from discospace.events import (
+    Event,
+    OperationStarted,
+    SamplesRequested,
+    TopicNames,
+    decode,
+    encode,
+)
 from discospace.explorer.app import create_app
+from discospace.explorer.live import LiveExplorer
 from discospace.explorer.settings import ExplorerSettings
 
-REQUESTED = {
-    "event_id": "8e2d4c6a-0b1f-4e3d-9c5b-7a6f8e9d0c12",
-    "occurred_at": "2026-11-21T17:02:00Z",
-    "operation_id": "op-1",
-    "space_id": "space-5e1d0c9b7a24",
-    "operator": "random_walk",
-    "parameters": {"number_entities": 6, "batch_size": 2, "seed": 7},
-    "requested_by": "alice",
-}
-STARTED = {
-    "event_id": "4b9d8f8e-1c1e-5c4f-9f4b-1d8e0f3b2a10",
-    "occurred_at": "2026-11-21T17:05:00Z",
-    "operation_id": "op-1",
-    "request_id": "req-1",
-    "space_id": "space-5e1d0c9b7a24",
-    "sample_store": "store-a",
-    "entity_id": "9f86d081884c7d65",
-    "entity_values": {"batch_size": 4},
-    "experiment_id": "finetune-full-v1.2.0",
-    "worker_id": "a100-w0",
-}
+
+async def _event(message: StreamMessage[Any]) -> Event:
+    return decode(message.body)
 
 
-async def test_operation_and_measurement_events_are_folded_into_the_operations_history():
+async def test_in_memory_a_request_on_a_registered_space_is_answered_with_its_first_draw(
+    small_space, make_request
+):
     topics = TopicNames.unique("explorer")
     service = create_app(ExplorerSettings(topic_prefix=topics.prefix))
-    requested = OperationRequested.model_validate(REQUESTED)
-    started = MeasurementStarted.model_validate(STARTED)
+    explorer = service.state
+    assert isinstance(explorer, LiveExplorer)
+    seen: list[Event] = []
 
+    @service.broker.subscriber(topics.operations, group_id="observer", decoder=_event)
+    async def observe(event: Event) -> None:
+        seen.append(event)
+
+    request = make_request(small_space, batch_size=3, seed=5)
     async with TestKafkaBroker(service.broker) as broker:
-        await broker.publish(encode(requested), topics.operations)
-        await broker.publish(encode(started), topics.measurements)
+        await explorer.go_live()
+        await broker.publish(encode(small_space), topics.spaces, key=small_space.key())
+        await broker.publish(encode(request), topics.operations, key=request.key())
+        await explorer.stop()
 
-    assert service.state.history("op-1") == [requested, started]
+    [started] = [e for e in seen if isinstance(e, OperationStarted)]
+    [first] = [e for e in seen if isinstance(e, SamplesRequested)]
+    assert len(seen) == 3
+    assert (first.count, first.position, first.seed) == (3, 0, 5)
+    assert explorer.state.operations["op-1"].started == started
+
+
+async def test_in_memory_nothing_is_decided_before_the_explorer_goes_live(
+    small_space, make_request
+):
+    topics = TopicNames.unique("explorer")
+    service = create_app(ExplorerSettings(topic_prefix=topics.prefix))
+    seen: list[Event] = []
+
+    @service.broker.subscriber(topics.operations, group_id="observer", decoder=_event)
+    async def observe(event: Event) -> None:
+        seen.append(event)
+
+    request = make_request(small_space)
+    async with TestKafkaBroker(service.broker) as broker:
+        await broker.publish(encode(small_space), topics.spaces, key=small_space.key())
+        await broker.publish(encode(request), topics.operations, key=request.key())
+
+    assert seen == [request]
+    assert service.state.state.operations["op-1"].requested == request

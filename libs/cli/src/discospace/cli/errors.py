@@ -1,8 +1,27 @@
-"""Turning the errors a user can meet into one line."""
+"""Errors a CLI user can meet, and turning any of them into one line."""
 
 from pydantic import ValidationError
 
+from discospace.core.errors import DiscospaceError
 from discospace.core.loading import describe_validation_error
+
+
+class CliError(DiscospaceError):
+    """A command could not do what it was asked; ``str(error)`` is one sentence."""
+
+
+class KafkaUnavailableError(CliError):
+    """The Kafka bootstrap servers do not answer."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        super().__init__(
+            f"Kafka at {bootstrap_servers} is not answering: start it with `make up` "
+            "or set KAFKA_BOOTSTRAP_SERVERS"
+        )
+
+
+class NoAnswerError(CliError):
+    """A service did not answer a published request in time."""
 
 
 def user_error_line(error: Exception) -> str:

@@ -92,6 +92,12 @@ class MeasurementRequested(_MeasurementEvent):
         examples=["a100-80gb"],
     )
     attempt: Attempt = 1
+    inputs: PropertyValues = Field(
+        default_factory=dict,
+        description="Observed property values of other experiments that this (dependent) "
+        "experiment requires, by observed property id; empty for an independent experiment.",
+        examples=[{"finetune-full-v1.2.0.train_tokens_per_second": 4210.5}],
+    )
 
     @field_validator("pool")
     @classmethod

@@ -147,6 +147,19 @@ class SamplesRequested(OperationEvent):
         "explorer retries points whose measurement failed transiently.",
         examples=[1],
     )
+    inputs: tuple[PropertyValues, ...] = Field(
+        default=(),
+        description="Observed property values (by observed property id) that the experiments "
+        "need for each point, one mapping per point in the order of `points`: what dependent "
+        "experiments read from the experiments they depend on. Empty when none is needed.",
+        examples=[[{"finetune-full-v1.2.0.train_tokens_per_second": 4210.5}]],
+    )
+    single_measurement: bool = Field(
+        default=True,
+        description="Reuse a measurement the sample store already holds for an entity and "
+        "experiment instead of measuring it again (the operation's setting).",
+        examples=[True],
+    )
 
     @model_validator(mode="after")
     def _count_or_points(self) -> SamplesRequested:
@@ -154,6 +167,8 @@ class SamplesRequested(OperationEvent):
             raise ValueError("give either count (with a strategy) or points, not both or neither")
         if self.count is not None and self.strategy is None:
             raise ValueError("count needs a strategy: random, sequential or grouped")
+        if self.inputs and len(self.inputs) != len(self.points or ()):
+            raise ValueError("inputs, when given, hold one mapping per point")
         return self
 
 

@@ -140,6 +140,8 @@ def _broker(settings: ServiceSettings, description: str) -> KafkaBroker:
         settings.kafka_bootstrap_servers,
         client_id=f"discospace-{name}",
         graceful_timeout=settings.graceful_timeout_s,
+        # Pattern subscriptions (measure.<pool>) see a new pool's topic at the next refresh.
+        metadata_max_age_ms=int(settings.metadata_max_age_s * 1000),
         logger=logging.getLogger(f"discospace.{name}.broker"),
         log_level=logging.DEBUG,
         description=description,

@@ -82,6 +82,12 @@ class ServiceSettings(BaseSettings):
     topic_replication: int = Field(
         default=1, ge=1, description="Replication factor of the topics this service creates."
     )
+    metadata_max_age_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often Kafka metadata is refreshed, so pattern subscriptions see new "
+        "topics (a new pool's measure topic) within this time.",
+    )
     health_timeout_s: float = Field(
         default=2.0, gt=0, description="How long /health waits for the broker to answer."
     )

@@ -82,6 +82,94 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        version=2,
+        description="projection tables: spaces, actuators, operations, measurements, results",
+        statements=(
+            """
+            CREATE TABLE IF NOT EXISTS spaces (
+                space_key String,
+                event_id String,
+                status LowCardinality(String),
+                space_id String,
+                submission_id String,
+                occurred_at DateTime64(3, 'UTC'),
+                sample_store String,
+                size Nullable(String),
+                spec String CODEC(ZSTD(3)),
+                experiments String CODEC(ZSTD(3)),
+                reason String
+            )
+            ENGINE = ReplacingMergeTree
+            ORDER BY (space_key, event_id)
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS actuators (
+                actuator String,
+                pool String,
+                worker_id String,
+                event_id String,
+                occurred_at DateTime64(3, 'UTC'),
+                gpu_model Nullable(String),
+                experiments String CODEC(ZSTD(3))
+            )
+            ENGINE = ReplacingMergeTree
+            ORDER BY (actuator, pool, worker_id, event_id)
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS operations (
+                operation_id String,
+                event_id String,
+                type LowCardinality(String),
+                occurred_at DateTime64(3, 'UTC'),
+                space_id String,
+                payload String CODEC(ZSTD(3))
+            )
+            ENGINE = ReplacingMergeTree
+            ORDER BY (operation_id, event_id)
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS measurements (
+                space_id String,
+                operation_id String,
+                entity_id String,
+                experiment_id String,
+                event_id String,
+                kind LowCardinality(String),
+                request_id String,
+                sample_store String,
+                occurred_at DateTime64(3, 'UTC'),
+                attempt UInt16,
+                is_valid Nullable(Bool),
+                reason String,
+                retryable Bool,
+                values String,
+                entity_values String
+            )
+            ENGINE = ReplacingMergeTree
+            ORDER BY (space_id, operation_id, entity_id, experiment_id, event_id)
+            SETTINGS index_granularity = 1024
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS results (
+                sample_store String,
+                entity_id String,
+                experiment_id String,
+                event_id String,
+                space_id String,
+                operation_id String,
+                occurred_at DateTime64(3, 'UTC'),
+                is_valid Bool,
+                reason String,
+                values String,
+                entity_values String
+            )
+            ENGINE = ReplacingMergeTree
+            ORDER BY (sample_store, entity_id, experiment_id, event_id)
+            SETTINGS index_granularity = 1024
+            """,
+        ),
+    ),
 )
 
 _HISTORY_TABLE = """

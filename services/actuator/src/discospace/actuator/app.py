@@ -1,13 +1,20 @@
 """An actuator worker's wiring: requests in from its pool's topic, outcomes out on
-`measurements`, and its catalog announced on `actuators` once connected."""
+`measurements`, and its catalog announced on `actuators` once connected.
+
+The worker runs `concurrency` consumers of the pool's group, so it measures up to that many
+requests at once. A request's offset is committed only after its result is published: a worker
+killed mid-measurement leaves the request to another worker of the pool.
+"""
 
 from __future__ import annotations
 
 import logging
 
-from discospace.actuator.domain import announcement, measure
+from discospace.actuator.domain import announcement
+from discospace.actuator.plugin import Actuator
+from discospace.actuator.plugins import load_actuator
 from discospace.actuator.settings import ActuatorSettings
-from discospace.core import ExperimentSpec, load_experiment_specs
+from discospace.actuator.worker import Worker, WorkerMetrics
 from discospace.events import (
     ActuatorRegistered,
     MeasurementCompleted,
@@ -27,17 +34,21 @@ DESCRIPTION = (
 logger = logging.getLogger("discospace.actuator")
 
 
-def catalog(settings: ActuatorSettings) -> tuple[ExperimentSpec, ...]:
-    """The experiments this worker offers: those of its catalog file, if it has one."""
-    return load_experiment_specs(settings.catalog_file) if settings.catalog_file else ()
-
-
-def create_app(settings: ActuatorSettings | None = None, *, clock: Clock = utc_now) -> Service:
-    """The actuator worker, ready to run."""
+def create_app(
+    settings: ActuatorSettings | None = None,
+    *,
+    clock: Clock = utc_now,
+    actuator: Actuator | None = None,
+) -> Service:
+    """The actuator worker, ready to run; `actuator` replaces the configured plugin (tests)."""
     settings = settings or ActuatorSettings()
+    plugin = actuator or load_actuator(settings.actuator, settings.plugin_parameters())
     service = create_service(settings, description=DESCRIPTION, clock=clock)
     topics = service.topics
-    experiments = catalog(settings)
+    worker = Worker(
+        plugin, settings.worker_id, service.clock, WorkerMetrics.create(service.metrics.registry)
+    )
+    service.state = worker
     to_actuators = service.publisher(
         topics.actuators, ActuatorRegistered, description="This worker's catalog."
     )
@@ -51,15 +62,25 @@ def create_app(settings: ActuatorSettings | None = None, *, clock: Clock = utc_n
 
     @service.after_startup
     async def announce() -> None:
+        catalog = plugin.catalog()
         await to_actuators(
             announcement(
-                settings.actuator, settings.pool, settings.worker_id, experiments, service.clock()
+                plugin.name,
+                settings.pool,
+                settings.worker_id,
+                catalog,
+                service.clock(),
+                settings.gpu_model,
             )
         )
-        logger.info("announced %d experiments on pool %s", len(experiments), settings.pool)
+        logger.info("announced %d experiments on pool %s", len(catalog), settings.pool)
 
-    @service.consumer(topics.measure(settings.pool), description="This pool's requests.")
     async def on_measurement_requested(event: MeasurementRequested) -> None:
-        await to_measurements.all(measure(event, service.clock()))
+        async for answer in worker.handle(event):
+            await to_measurements(answer)
 
+    for _ in range(settings.concurrency):
+        service.consumer(topics.measure(settings.pool), description="This pool's requests.")(
+            on_measurement_requested
+        )
     return service

@@ -1,65 +1,62 @@
-"""The explorer's state, pure: every operation's history, folded from its events.
+"""The explorer's pure domain in one place: state, fold, decisions and the operators it runs.
 
-State is a fold of events: the operations topic (requests, the explorer's own decisions, the
-sampler's answers) and the measurements topic, in the order of each operation's partition.
-`explore` folds one event and returns the decisions it leads to. Operators (random walk, grid,
-optimizers) decide from the history; they arrive with the discovery loop, so for now no event
-leads to a decision.
+State is a fold of events (`state.py`, `operation.py`); the engine (`decide.py`) turns an
+operation's state and the time into decisions; operators (`operators.py`, `random_walk.py`)
+are pure decide functions the engine asks what to explore next. Nothing here reads a clock,
+draws a random number or touches Kafka: time and seeds come in as arguments.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TypeAlias
-
-from discospace.events import (
-    MeasurementCompleted,
-    MeasurementFailed,
-    MeasurementReused,
-    MeasurementStarted,
-    OperationCancelRequested,
-    OperationCompleted,
-    OperationFailed,
-    OperationRequested,
-    OperationStarted,
-    SamplesDrawn,
-    SamplesRequested,
+from discospace.explorer.decide import Decided, Engine, Timing, decide
+from discospace.explorer.operation import (
+    Decision,
+    MeasurementInput,
+    OperationInput,
+    OperationState,
+    evolve,
 )
-from discospace.events.common import OperationEvent
-
-OperationInput: TypeAlias = (
-    OperationRequested
-    | OperationCancelRequested
-    | OperationStarted
-    | SamplesRequested
-    | SamplesDrawn
-    | OperationCompleted
-    | OperationFailed
+from discospace.explorer.operators import (
+    Draw,
+    Finish,
+    Measure,
+    OperationView,
+    Operator,
+    OperatorRegistry,
+    Proposal,
+    Wait,
 )
-MeasurementInput: TypeAlias = (
-    MeasurementStarted | MeasurementCompleted | MeasurementFailed | MeasurementReused
-)
-Decision: TypeAlias = OperationStarted | SamplesRequested | OperationCompleted | OperationFailed
+from discospace.explorer.random_walk import RandomWalk
+from discospace.explorer.state import ExplorerState, explore, go_live, tick
 
 
-@dataclass
-class ExplorerState:
-    """Every operation's events, in the order the explorer read them."""
-
-    histories: dict[str, list[OperationEvent]] = field(default_factory=lambda: defaultdict(list))
-
-    def history(self, operation_id: str) -> list[OperationEvent]:
-        return list(self.histories.get(operation_id, ()))
+def known_operators() -> OperatorRegistry:
+    """Every operator the explorer runs, by name; a new operator is added here."""
+    return OperatorRegistry([RandomWalk()])
 
 
-def evolve(state: ExplorerState, event: OperationEvent) -> None:
-    """Add `event` to its operation's history."""
-    state.histories[event.operation_id].append(event)
-
-
-def explore(state: ExplorerState, event: OperationEvent, now: datetime) -> list[Decision]:
-    """Fold `event`, then decide what the operation does next (nothing until operators exist)."""
-    evolve(state, event)
-    return []
+__all__ = [
+    "Decided",
+    "Decision",
+    "Draw",
+    "Engine",
+    "ExplorerState",
+    "Finish",
+    "Measure",
+    "MeasurementInput",
+    "OperationInput",
+    "OperationState",
+    "OperationView",
+    "Operator",
+    "OperatorRegistry",
+    "Proposal",
+    "RandomWalk",
+    "Timing",
+    "Wait",
+    "decide",
+    "evolve",
+    "explore",
+    "go_live",
+    "known_operators",
+    "tick",
+]

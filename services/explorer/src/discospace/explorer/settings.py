@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from discospace.explorer.decide import Timing
 from discospace.runtime.settings import ServiceSettings
 
 
@@ -18,3 +19,31 @@ class ExplorerSettings(ServiceSettings):
     service_name: ClassVar[str] = "explorer"
 
     http_port: int = Field(default=8102, ge=0, le=65535, description="Port of /health, /metrics.")
+    measurement_retry_backoff_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="Wait before the first retry of a measurement that failed transiently; "
+        "it doubles with each further attempt.",
+    )
+    measurement_retry_backoff_max_s: float = Field(
+        default=300.0, ge=0, description="The longest wait before a retry."
+    )
+    space_wait_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long an operation on a space not read yet waits for it before it "
+        "fails as not registered.",
+    )
+    publish_retry_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="Pause before publishing a decision again when the broker refused it.",
+    )
+
+    @property
+    def timing(self) -> Timing:
+        return Timing(
+            retry_backoff_s=self.measurement_retry_backoff_s,
+            retry_backoff_max_s=self.measurement_retry_backoff_max_s,
+            space_wait_s=self.space_wait_s,
+        )

@@ -1,23 +1,26 @@
-"""The projector's port to the store: events in, one at a time, off the event loop.
+"""The projector's port to the store: projection writes and view reads, off the event loop.
 
-clickhouse-connect (and chDB) are synchronous, so every store call runs on one worker
-thread: the event loop keeps serving /health and the consumers, and store calls never
-overlap (chDB hosts one engine per process).
+clickhouse-connect (and chDB) are synchronous, so every store call runs on one worker thread:
+the event loop keeps consuming and serving HTTP, and store calls never overlap (chDB hosts one
+engine per process). A view asked for before the store is open answers 503 (`StoreError`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from aiokafka import ConsumerRecord
-
-from discospace.events import Event
+from discospace.projector.metrics import ProjectorMetrics
+from discospace.projector.reading import StoreViews
+from discospace.projector.writing import Projection, ReadEvent
 from discospace.store.client import StoreSettings, connect
-from discospace.store.events import EventRecord, write_batch
+from discospace.store.errors import StoreError
+from discospace.store.events import TopicPartition
 from discospace.store.migrations import migrate
 
 if TYPE_CHECKING:
@@ -27,39 +30,64 @@ T = TypeVar("T")
 logger = logging.getLogger("discospace.projector.store")
 
 
-class EventStore:
-    """The raw event log of the store, written by one consumer (the projector's group)."""
+class StoreWorker:
+    """The store of one projector: its projection (writes) and its views (reads)."""
 
-    def __init__(self, settings: StoreSettings, consumer: str) -> None:
+    def __init__(self, settings: StoreSettings, consumer: str, metrics: ProjectorMetrics) -> None:
         self.settings = settings
         self.consumer = consumer
+        self.metrics = metrics
         self._client: Client | None = None
+        self._projection: Projection | None = None
+        self._views: StoreViews | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store")
 
     async def _call(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
 
     async def open(self) -> None:
-        """Connect and apply the store's migrations (idempotent)."""
-        self._client = await self._call(connect, self.settings)
-        applied = await self._call(migrate, self._client)
+        """Connect, apply the store's migrations (idempotent), read the recorded offsets."""
+        self._client = client = await self._call(connect, self.settings)
+        applied = await self._call(migrate, client)
+        self._projection = await self._call(Projection, client, self.consumer)
+        self._views = StoreViews(client)
         logger.info("store open: %s, %d migrations applied", self.settings.describe(), len(applied))
 
     async def close(self) -> None:
         if self._client is not None:
             await self._call(self._client.close)
-            self._client = None
+            self._client = self._projection = self._views = None
         self._thread.shutdown(wait=True)
 
-    async def write(self, event: Event, record: ConsumerRecord[Any, Any]) -> int:
-        """Store `event` as read at `record`'s position; 0 when it was already stored."""
-        if self._client is None:
-            raise RuntimeError("The event store is not open.")
-        row = EventRecord.of(
-            event,
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            key=record.key,
-        )
-        return await self._call(write_batch, self._client, self.consumer, [row])
+    async def write(self, batch: Sequence[ReadEvent]) -> int:
+        """Write what the store has not recorded as read; return how many events that was."""
+        projection = self._open(self._projection)
+        started = time.perf_counter()
+        fresh = await self._call(projection.unseen, batch)
+        written = await self._call(projection.write, fresh)
+        self.metrics.write_seconds.observe(time.perf_counter() - started)
+        self.metrics.skipped.inc(len(batch) - len(fresh))
+        for event_type, count in Counter(item.event.type for item in fresh).items():
+            self.metrics.projected.labels(event_type=event_type).inc(count)
+        return written
+
+    def positions(self) -> dict[TopicPartition, int]:
+        """The next offset to read per topic partition, as this process last knew the store.
+
+        Without waiting: a consumer seeks with these before it fetches anything.
+        """
+        return self._open(self._projection).positions()
+
+    async def reload_positions(self) -> None:
+        """Read the offsets recorded in the store again (another process may have written)."""
+        projection = self._open(self._projection)
+        await self._call(projection.reload)
+
+    async def read(self, function: Callable[[StoreViews], T]) -> T:
+        """`function(views)` on the store's thread: how the HTTP routes read the views."""
+        return await self._call(function, self._open(self._views))
+
+    def _open(self, part: T | None) -> T:
+        if part is None:
+            raise StoreError("The store is not open yet; the projector is still starting.")
+        return part

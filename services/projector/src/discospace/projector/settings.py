@@ -21,4 +21,19 @@ class ProjectorSettings(ServiceSettings):
 
     service_name: ClassVar[str] = "projector"
 
-    http_port: int = Field(default=8105, ge=0, le=65535, description="Port of /health, /metrics.")
+    http_port: int = Field(
+        default=8105, ge=0, le=65535, description="Port of the views, /health and /metrics."
+    )
+    batch_max_events: int = Field(
+        default=1000, ge=1, description="Most events written to the store in one batch."
+    )
+    batch_linger_s: float = Field(
+        default=0.05,
+        ge=0,
+        description="How long the writer waits for more events before writing a batch.",
+    )
+    buffer_capacity: int = Field(
+        default=20_000,
+        ge=1,
+        description="Events read and not yet written before the consumer waits for the store.",
+    )

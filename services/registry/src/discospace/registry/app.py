@@ -1,12 +1,25 @@
-"""The registry's wiring: catalogs in from the actuators topic, spaces answered on `spaces`."""
+"""The registry's wiring: catalogs and registrations folded, submissions answered on `spaces`.
+
+At start it replays the actuators and spaces topics up to their current end (before the broker
+starts consuming), so no submission is judged on a partial catalog; live consumers without a
+group then keep both folds current. Submissions are consumed in the registry's group.
+"""
 
 from __future__ import annotations
 
 import logging
 
-from discospace.events import ActuatorRegistered, SpaceRegistered, SpaceRejected, SpaceSubmitted
+from discospace.events import (
+    ActuatorRegistered,
+    Event,
+    SpaceRegistered,
+    SpaceRejected,
+    SpaceSubmitted,
+)
 from discospace.events.factory import Clock, utc_now
-from discospace.registry.domain import RegistryState, decide_submission, evolve_catalog
+from discospace.registry.domain import RegistryState, decide_submission, evolve
+from discospace.registry.metrics import RegistryMetrics
+from discospace.registry.replay import replay
 from discospace.registry.settings import RegistrySettings
 from discospace.runtime import Service, create_service
 
@@ -22,18 +35,43 @@ def create_app(settings: RegistrySettings | None = None, *, clock: Clock = utc_n
     """The registry service, ready to run."""
     service = create_service(settings or RegistrySettings(), description=DESCRIPTION, clock=clock)
     state = service.state = RegistryState()
+    metrics = RegistryMetrics.create(service.metrics.registry)
     topics = service.topics
     to_spaces = service.publisher(
         topics.spaces, SpaceRegistered, SpaceRejected, description="Registered or rejected spaces."
     )
 
+    def fold(event: Event) -> None:
+        if isinstance(event, ActuatorRegistered | SpaceRegistered):
+            for problem in evolve(state, event):
+                logger.warning("catalog entry left out: %s", problem)
+            metrics.observe(state)
+
+    @service.on_startup
+    async def replay_catalogs_and_registrations() -> None:
+        folded = await replay(
+            service.settings.kafka_bootstrap_servers, [topics.actuators, topics.spaces], fold
+        )
+        logger.info(
+            "replayed %d events: %d experiments, %d spaces",
+            folded,
+            len(state),
+            len(state.registrations),
+        )
+
     @service.consumer(topics.actuators, replay=True, description="Experiment catalogs.")
     async def on_actuator_registered(event: ActuatorRegistered) -> None:
-        for problem in evolve_catalog(state, event):
-            logger.warning("catalog entry left out: %s", problem)
+        fold(event)
+
+    @service.consumer(topics.spaces, replay=True, description="Registrations, to remember them.")
+    async def on_space_registered(event: SpaceRegistered) -> None:
+        fold(event)
 
     @service.consumer(topics.space_submissions, description="Spaces submitted for registration.")
     async def on_space_submitted(event: SpaceSubmitted) -> None:
-        await to_spaces(decide_submission(state, event, service.clock()))
+        answer = decide_submission(state, event, service.clock())
+        await to_spaces(answer)
+        metrics.answered(answer, event)
+        metrics.observe(state)
 
     return service

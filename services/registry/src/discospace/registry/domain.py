@@ -1,31 +1,78 @@
-"""The registry's decisions, pure: fold actuator catalogs, answer a submitted space.
+"""The registry's decisions, pure: fold catalogs and registrations, answer a submitted space.
 
 No Kafka, clock or randomness here: the time of the answer comes in as an argument.
+
+A registration's event id is derived from the space id alone, and the registry remembers every
+registration (its own, read back from the spaces topic): submitting a registered space again
+answers with the identical first registration, which every consumer drops as a duplicate. So a
+space is registered once, whoever submits it and however often. A rejection is caused by its
+submission, so a redelivered submission yields the same rejection.
 """
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
+from functools import singledispatch
+from typing import TypeAlias
 
-from discospace.core import DiscospaceError, DiscoverySpace, ExperimentCatalog, ExperimentSpec
-from discospace.events import ActuatorRegistered, SpaceRegistered, SpaceRejected, SpaceSubmitted
+from discospace.core import (
+    DiscospaceError,
+    DiscoverySpace,
+    ExperimentCatalog,
+    ExperimentSpec,
+    MeasurementSpace,
+)
+from discospace.events import (
+    ActuatorRegistered,
+    Event,
+    SpaceRegistered,
+    SpaceRejected,
+    SpaceSubmitted,
+    caused_event_id,
+)
 
-logger = logging.getLogger("discospace.registry.domain")
+SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
+
+
+def registration_event_id(space_id: str) -> str:
+    """The event id of the registration of ``space_id``: the same for every submission."""
+    return caused_event_id(space_id, 0, SpaceRegistered.type_name())
 
 
 class RegistryState:
-    """What the registry knows: every experiment the actuators announced."""
+    """What the registry knows: the experiments actuators offer, and the registered spaces."""
 
     def __init__(self) -> None:
         self.catalog = ExperimentCatalog()
+        self.actuators: set[str] = set()
+        self.registrations: dict[str, SpaceRegistered] = {}
 
     def __len__(self) -> int:
+        """How many experiments the catalog holds."""
         return len(self.catalog)
 
+    def is_registered(self, space_id: str) -> bool:
+        return space_id in self.registrations
 
-def evolve_catalog(state: RegistryState, event: ActuatorRegistered) -> list[str]:
-    """Add the announced experiments to the catalog; return why any was left out."""
+    def offered_by(self, actuator: str) -> list[str]:
+        """The experiments ``actuator`` offers, sorted."""
+        return sorted(e.identifier for e in self.catalog if e.actuator == actuator)
+
+
+def evolve(state: RegistryState, event: ActuatorRegistered | SpaceRegistered) -> list[str]:
+    """Fold ``event`` into ``state``; return why any part of it was left out."""
+    return _fold(event, state)
+
+
+@singledispatch
+def _fold(event: Event, state: RegistryState) -> list[str]:
+    raise TypeError(f"the registry does not fold {event.type}")
+
+
+@_fold.register
+def _(event: ActuatorRegistered, state: RegistryState) -> list[str]:
+    """Add the announced experiments; a later announcement replaces an entry of the same name."""
+    state.actuators.add(event.actuator)
     problems = []
     for spec in event.experiments:
         try:
@@ -35,20 +82,70 @@ def evolve_catalog(state: RegistryState, event: ActuatorRegistered) -> list[str]
     return problems
 
 
+@_fold.register
+def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
+    """Remember a registration; the first one of a space wins."""
+    state.registrations.setdefault(event.space_id, event)
+    return []
+
+
 def decide_submission(
     state: RegistryState, event: SpaceSubmitted, occurred_at: datetime
-) -> SpaceRegistered | SpaceRejected:
-    """Register the submitted space when it is well formed and the catalog can measure it."""
+) -> SpaceAnswer:
+    """Register the submitted space when it is well formed and the catalog can measure it.
+
+    A space registered before gets its first registration back, unchanged. A new registration
+    is folded into ``state`` at once, so a second submission arriving before the first
+    registration is read back from the topic gets the identical answer too.
+    """
     try:
         space = DiscoverySpace.from_spec(event.spec)
     except DiscospaceError as error:
         return _rejected(event, occurred_at, str(error), space_id=None)
-    problems = space.problems(state.catalog)
+    if space.id in state.registrations:
+        return state.registrations[space.id]
+    problems = problems_of(state, space)
     if problems:
         return _rejected(event, occurred_at, "; ".join(problems), space_id=space.id)
-    return SpaceRegistered.caused_by(
-        event,
-        occurred_at,
+    registered = _registered(state, event, space, occurred_at)
+    evolve(state, registered)
+    return registered
+
+
+def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
+    """Every reason the catalog cannot measure ``space``, one sentence each (as
+    ``DiscoverySpace.problems``), an unknown experiment with a hint of what is offered."""
+    resolved, problems = [], []
+    for ref in space.experiments:
+        try:
+            resolved.append(state.catalog.resolve(ref))
+        except DiscospaceError as error:
+            problems.append(f"{error}{_hint(state, ref.actuator, ref.experiment)}")
+    try:
+        return problems + MeasurementSpace(resolved).missing(space.entity_space)
+    except DiscospaceError as error:
+        return [*problems, str(error)]
+
+
+def _hint(state: RegistryState, actuator: str, experiment: str) -> str:
+    """What the submitter can use instead of an experiment no actuator offers."""
+    if state.catalog.get(actuator, experiment) is not None:
+        return ""
+    if not state.actuators:
+        return " (no actuator has registered yet)"
+    if actuator not in state.actuators:
+        known = ", ".join(sorted(state.actuators))
+        return f" (no actuator '{actuator}' is registered; registered actuators: {known})"
+    return f" (actuator '{actuator}' offers: {', '.join(state.offered_by(actuator))})"
+
+
+def _registered(
+    state: RegistryState, event: SpaceSubmitted, space: DiscoverySpace, occurred_at: datetime
+) -> SpaceRegistered:
+    return SpaceRegistered(
+        event_id=registration_event_id(space.id),
+        occurred_at=occurred_at,
+        causation_id=event.event_id,
         submission_id=event.submission_id,
         space_id=space.id,
         spec=space.to_spec(),

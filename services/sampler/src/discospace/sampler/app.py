@@ -1,19 +1,42 @@
-"""The sampler's wiring: sample requests in; drawn entities, requests to pools, reuses out."""
+"""The sampler's wiring: sample requests in; drawn entities, requests to pools, reuses out.
+
+Spaces, pools and the memo are folded by replaying consumers (every start reads their topics
+from the beginning); requests wait until those have caught up with where the topics ended at
+start (see `catchup.py`), then wait briefly for a space registered since. A request's offset
+is committed only after every answer is published.
+"""
 
 from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeAlias
 
 from discospace.events import (
     ActuatorRegistered,
     Event,
+    MeasurementCompleted,
+    MeasurementFailed,
     MeasurementRequested,
     MeasurementReused,
+    MeasurementStarted,
     SamplesDrawn,
     SamplesRequested,
     SpaceRegistered,
+    SpaceRejected,
 )
 from discospace.events.factory import Clock, utc_now
-from discospace.runtime import Service, create_service
-from discospace.sampler.domain import SamplerState, draw, evolve_pools, evolve_space
+from discospace.runtime import EventPublisher, Service, create_service
+from discospace.sampler.catchup import CatchUp, end_offsets
+from discospace.sampler.domain import (
+    SamplerState,
+    decide,
+    evolve_memo,
+    evolve_pools,
+    evolve_space,
+)
+from discospace.sampler.metrics import SamplerMetrics
 from discospace.sampler.settings import SamplerSettings
 
 DESCRIPTION = (
@@ -22,11 +45,55 @@ DESCRIPTION = (
     "to the measure topic of a pool that runs the experiment."
 )
 
+MeasurementEvent: TypeAlias = (
+    MeasurementStarted | MeasurementCompleted | MeasurementFailed | MeasurementReused
+)
+SPACE_POLL_S = 0.05
+
 
 def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_now) -> Service:
     """The sampler service, ready to run."""
-    service = create_service(settings or SamplerSettings(), description=DESCRIPTION, clock=clock)
+    settings = settings or SamplerSettings()
+    service = create_service(settings, description=DESCRIPTION, clock=clock)
     state = service.state = SamplerState()
+    metrics = SamplerMetrics.create(service.metrics.registry, lambda: len(state.memo))
+    catch_up = CatchUp()
+    service.broker.add_middleware(catch_up.middleware)
+    publish = _publishers(service)
+    topics = service.topics
+    replayed = (topics.spaces, topics.actuators, topics.measurements)
+
+    @service.on_startup
+    async def note_where_topics_end() -> None:
+        catch_up.arm(await end_offsets(settings.kafka_bootstrap_servers, replayed))
+
+    @service.consumer(topics.spaces, replay=True, description="Registered spaces.")
+    async def on_space_event(event: SpaceRegistered | SpaceRejected) -> None:
+        if isinstance(event, SpaceRegistered):
+            evolve_space(state, event)
+
+    @service.consumer(topics.actuators, replay=True, description="Pools and their experiments.")
+    async def on_actuator_registered(event: ActuatorRegistered) -> None:
+        evolve_pools(state, event)
+
+    @service.consumer(topics.measurements, replay=True, description="The sample stores' memo.")
+    async def on_measurement_event(event: MeasurementEvent) -> None:
+        if isinstance(event, MeasurementCompleted):
+            evolve_memo(state, event)
+
+    @service.consumer(topics.operations, description="Requests for more samples.")
+    async def on_samples_requested(event: SamplesRequested) -> None:
+        await catch_up.wait(settings.catch_up_timeout_s)
+        await _space_registered(state, event.space_id, settings.space_wait_s)
+        answers = decide(state, event, service.clock())
+        await asyncio.gather(*(publish(answer) for answer in answers))
+        metrics.observe(answers)
+
+    return service
+
+
+def _publishers(service: Service) -> Callable[[Event], Awaitable[None]]:
+    """One `publish(event)` that sends each answer to its topic."""
     topics = service.topics
     to_operations = service.publisher(
         topics.operations, SamplesDrawn, description="Which entities each request drew."
@@ -38,28 +105,26 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
         route=lambda event: event.topic(topics),
     )
     to_measurements = service.publisher(
-        topics.measurements, MeasurementReused, description="Measurements reused from the store."
+        topics.measurements,
+        MeasurementReused,
+        MeasurementFailed,
+        description="Measurements reused from the sample store, and pairs no pool can take.",
     )
-    publishers = {
+    by_type: dict[type[Event], EventPublisher] = {
         SamplesDrawn: to_operations,
         MeasurementRequested: to_measure,
         MeasurementReused: to_measurements,
+        MeasurementFailed: to_measurements,
     }
 
     async def publish(event: Event) -> None:
-        await publishers[type(event)](event)
+        await by_type[type(event)](event)
 
-    @service.consumer(topics.spaces, replay=True, description="Registered spaces.")
-    async def on_space_registered(event: SpaceRegistered) -> None:
-        evolve_space(state, event)
+    return publish
 
-    @service.consumer(topics.actuators, replay=True, description="Pools and their experiments.")
-    async def on_actuator_registered(event: ActuatorRegistered) -> None:
-        evolve_pools(state, event)
 
-    @service.consumer(topics.operations, description="Requests for more samples.")
-    async def on_samples_requested(event: SamplesRequested) -> None:
-        for answer in draw(state, event, service.clock()):
-            await publish(answer)
-
-    return service
+async def _space_registered(state: SamplerState, space_id: str, wait_s: float) -> None:
+    """Give the spaces consumer up to `wait_s` to read a space registered moments ago."""
+    deadline = time.monotonic() + wait_s
+    while space_id not in state.spaces and time.monotonic() < deadline:
+        await asyncio.sleep(SPACE_POLL_S)

@@ -1,50 +1,62 @@
-"""The sampler's state and decisions, pure.
+"""The sampler's state and its one decision, pure (no Kafka, clock or randomness).
 
-State: the registered spaces (to draw entities from) and which pools offer each experiment
-(to route a measurement request). `draw` answers one `SamplesRequested` with `SamplesDrawn`,
-then `MeasurementRequested` (to a pool) or `MeasurementReused` (already in the sample store)
-per entity and experiment; drawing arrives with the discovery loop, so for now it answers
-nothing.
+State is three folds: registered spaces (to draw from), pools (to route to) and the memo of
+every sample store (to reuse from). `decide` answers one `SamplesRequested` with the events of
+`discospace.sampler.answers`.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeAlias
 
 from discospace.events import (
     ActuatorRegistered,
-    MeasurementRequested,
-    MeasurementReused,
-    SamplesDrawn,
+    MeasurementCompleted,
     SamplesRequested,
     SpaceRegistered,
 )
+from discospace.sampler.answers import Answer, Context, answer
+from discospace.sampler.drawing import SpaceBook, draw_entities
+from discospace.sampler.memo import MemoIndex
+from discospace.sampler.routing import PoolDirectory
 
-Answer: TypeAlias = SamplesDrawn | MeasurementRequested | MeasurementReused
+
+class UnknownSpaceError(LookupError):
+    """A request names a space the sampler has not seen registered (yet)."""
+
+    def __init__(self, space_id: str) -> None:
+        super().__init__(f"space '{space_id}' is not registered (or not read yet)")
+        self.space_id = space_id
 
 
 @dataclass
 class SamplerState:
-    """The spaces the sampler can draw from and the pools that run each experiment."""
+    """What the sampler folded: spaces, pools and the memo of the sample stores."""
 
-    spaces: dict[str, SpaceRegistered] = field(default_factory=dict)
-    pools: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    spaces: SpaceBook = field(default_factory=SpaceBook)
+    pools: PoolDirectory = field(default_factory=PoolDirectory)
+    memo: MemoIndex = field(default_factory=MemoIndex)
 
 
 def evolve_space(state: SamplerState, event: SpaceRegistered) -> None:
-    """Remember a registered space by its id."""
-    state.spaces[event.space_id] = event
+    state.spaces.record(event)
 
 
 def evolve_pools(state: SamplerState, event: ActuatorRegistered) -> None:
-    """Remember that `event.pool` runs each of the announced experiments."""
-    for spec in event.experiments:
-        state.pools[(spec.actuator, spec.experiment)].add(event.pool)
+    state.pools.record(event)
 
 
-def draw(state: SamplerState, event: SamplesRequested, now: datetime) -> list[Answer]:
-    """The answer to one request for samples (nothing until drawing exists)."""
-    return []
+def evolve_memo(state: SamplerState, event: MeasurementCompleted) -> bool:
+    """Fold one completion into the memo; True when it became the memo of its pair."""
+    return state.memo.record(event)
+
+
+def decide(state: SamplerState, request: SamplesRequested, now: datetime) -> list[Answer]:
+    """The answer to one request for samples; raises `UnknownSpaceError` for an unseen space."""
+    space = state.spaces.get(request.space_id)
+    if space is None:
+        raise UnknownSpaceError(request.space_id)
+    drawn = draw_entities(request, space)
+    context = Context(request, space.sample_store, now)
+    return answer(context, drawn, state.memo, state.pools)

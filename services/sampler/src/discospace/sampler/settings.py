@@ -18,3 +18,16 @@ class SamplerSettings(ServiceSettings):
     service_name: ClassVar[str] = "sampler"
 
     http_port: int = Field(default=8103, ge=0, le=65535, description="Port of /health, /metrics.")
+    space_wait_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="How long a request for a space not read yet waits for its registration "
+        "before it is handed back (and delivered again after `retry_backoff_s`).",
+    )
+    catch_up_timeout_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="At start, how long requests wait for the spaces, actuators and "
+        "measurements topics to be read to where they ended; after it, they are answered "
+        "with what was read (a warning says so).",
+    )

@@ -1,0 +1,184 @@
+"""View figures on embedded chDB: a fixed 80-entity space while the store grows around it.
+
+Run: .venv/bin/python benchmarks/bench_views.py [--sizes 1000,100000,1000000]
+
+The space (2 models x 10 batch sizes x 4 GPU counts, one experiment) is measured in full
+through the real fold. The store then grows to each size with measurements of other spaces:
+`other-stores` puts them in other sample stores, `same-store` in the space's own sample store
+(entities outside the space), the worst case for the "elsewhere" view. Each figure is the
+median of 5 reads, printed one per line; a fresh temporary data dir is used and removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from clickhouse_connect.driver.client import Client
+
+from discospace.core import (
+    DiscoverySpace,
+    Entity,
+    ExperimentRef,
+    ExperimentSpec,
+    PropertySpec,
+    SpaceSpec,
+)
+from discospace.core.canonical import canonical_json
+from discospace.events import (
+    MeasurementCompleted,
+    MeasurementRequested,
+    OperationParameters,
+    OperationStarted,
+    SpaceRegistered,
+    measurement_request_id,
+)
+from discospace.projector.reading import StoreViews
+from discospace.projector.tables import COLUMNS, Table
+from discospace.projector.writing import insert_rows
+from discospace.store.client import StoreSettings, connect
+from discospace.store.migrations import migrate
+
+T0 = datetime(2026, 11, 21, tzinfo=UTC)
+STORE = "bench-store"
+EXPERIMENT = ExperimentSpec(
+    actuator="SFTTrainer",
+    experiment="finetune",
+    target_properties=("train_tokens_per_second", "peak_gpu_memory_mib"),
+    required_properties=("model_name", "batch_size", "number_gpus"),
+)
+SPEC = SpaceSpec(
+    sample_store=STORE,
+    entity_space=(
+        PropertySpec(name="model_name", values=("llama-7b", "granite-8b")),
+        PropertySpec(name="batch_size", values=tuple(2**i for i in range(10))),
+        PropertySpec(name="number_gpus", values=(1, 2, 4, 8)),
+    ),
+    measurement_space=(ExperimentRef(actuator="SFTTrainer", experiment="finetune"),),
+)
+SPACE_ID = DiscoverySpace.from_spec(SPEC).id
+CHUNK = 100_000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000,100000,1000000")
+    arguments = parser.parse_args()
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    for layout in ("other-stores", "same-store"):
+        with tempfile.TemporaryDirectory(prefix="bench-views-") as data_dir:
+            client = connect(StoreSettings(url=None, data_dir=Path(data_dir), database="bench"))
+            migrate(client)
+            insert_rows(client, _space_history())
+            _grow_and_measure(client, layout, sizes)
+            client.close()
+
+
+def _space_history() -> list[Any]:
+    registered = SpaceRegistered(
+        event_id="registered",
+        occurred_at=T0,
+        submission_id="sub",
+        space_id=SPACE_ID,
+        spec=SPEC,
+        experiments=(EXPERIMENT,),
+    )
+    started = OperationStarted(
+        event_id="started",
+        occurred_at=T0,
+        operation_id="op-bench",
+        space_id=SPACE_ID,
+        operator="random_walk",
+        parameters=OperationParameters(number_entities="all", seed=1),
+    )
+    events: list[Any] = [registered, started]
+    for index, entity in enumerate(DiscoverySpace.from_spec(SPEC).entity_space.sequential()):
+        events += _measured(started, entity, index)
+    return events
+
+
+def _measured(started: OperationStarted, entity: Entity, index: int) -> list[Any]:
+    subject = {
+        "operation_id": "op-bench",
+        "request_id": measurement_request_id("op-bench", entity.id, "finetune"),
+        "space_id": SPACE_ID,
+        "sample_store": STORE,
+        "entity_id": entity.id,
+        "entity_values": entity.as_dict(),
+        "experiment_id": "finetune",
+    }
+    at = T0 + timedelta(seconds=index)
+    requested = MeasurementRequested.caused_by(
+        started, at, index, **subject, experiment=SPEC.measurement_space[0], pool="a100"
+    )
+    completed = MeasurementCompleted.caused_by(
+        requested,
+        at,
+        **subject,
+        worker_id="w0",
+        values={"train_tokens_per_second": 100.0 + index, "peak_gpu_memory_mib": 1000},
+        is_valid=True,
+        uncertainty={},
+        duration_seconds=1.0,
+    )
+    return [requested, completed]
+
+
+def _grow_and_measure(client: Client, layout: str, sizes: list[int]) -> None:
+    stored = 0
+    for size in sizes:
+        began = time.perf_counter()
+        while stored < size:
+            count = min(CHUNK, size - stored)
+            _insert_background(client, layout, stored, count)
+            stored += count
+        grown = time.perf_counter() - began
+        print(f"[{layout}] store at {size:>9,} other measurements (grown in {grown:.1f} s)")
+        _measure_views(StoreViews(client))
+
+
+def _insert_background(client: Client, layout: str, start: int, count: int) -> None:
+    measurements, results = [], []
+    for k in range(start, start + count):
+        store = STORE if layout == "same-store" else f"store-{k % 10}"
+        values = {"model_name": "other", "batch_size": 4096 + k, "number_gpus": 1}
+        entity_id = Entity.of(values).id
+        space, operation = f"space-bg{k % 100:03d}", f"op-bg{k % 1000:04d}"
+        at = T0 + timedelta(milliseconds=k)
+        event_id = f"bg-{k}"
+        payload, point = '{"train_tokens_per_second":1.0}', canonical_json(values)
+        subject = (space, operation, entity_id, "finetune", event_id, "completed", f"req-{k}")
+        measurements.append((*subject, store, at, 1, True, "", False, payload, point))
+        results.append(
+            (store, entity_id, "finetune", event_id, space, operation, at, True, "", payload, point)
+        )
+    client.insert(Table.MEASUREMENTS.value, measurements, column_names=COLUMNS[Table.MEASUREMENTS])
+    client.insert(Table.RESULTS.value, results, column_names=COLUMNS[Table.RESULTS])
+
+
+def _measure_views(views: StoreViews) -> None:
+    _figure("space show --include all (80 rows)", lambda: views.entities(SPACE_ID), 80)
+    _figure("space show --include measured", lambda: views.entities(SPACE_ID, ("measured",)), 80)
+    _figure("space show --include elsewhere", lambda: views.entities(SPACE_ID, ("elsewhere",)), 0)
+    _figure("operation progress (80 pairs)", lambda: [views.operation("op-bench")], 1)
+
+
+def _figure(name: str, read: Callable[[], Any], rows: int) -> None:
+    got = read()  # warm the caches the projector keeps (the space's layout)
+    assert len(got) == rows, f"{name}: {len(got)} rows, expected {rows}"
+    seconds = []
+    for _ in range(5):
+        began = time.perf_counter()
+        read()
+        seconds.append(time.perf_counter() - began)
+    print(f"  {name}: {statistics.median(seconds) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

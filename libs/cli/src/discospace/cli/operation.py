@@ -1,0 +1,91 @@
+"""``discospace operation ...``: request, watch, show and cancel operations.
+
+``create`` and ``cancel`` publish to the operations topic (what any Kafka client may do with
+the schemas in ``proto/``); ``show`` and ``create --watch`` read the projector's progress view.
+"""
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from discospace.cli.errors import CliError
+from discospace.cli.projector import projector_client
+from discospace.cli.requests import (
+    load_operation_file,
+    operation_request,
+    request_cancel,
+    request_operation,
+)
+from discospace.cli.settings import settings_of
+from discospace.cli.views import print_json, print_table
+from discospace.cli.watch import ending, progress_rows, watch_operation
+
+operation_app = typer.Typer(
+    help="Operations: run an operator on a registered space, follow it, cancel it.",
+    no_args_is_help=True,
+)
+
+OperationId = Annotated[str, typer.Argument(help="The operation id (op-...).", show_default=False)]
+
+
+@operation_app.command("create")
+def create(
+    ctx: typer.Context,
+    file: Annotated[
+        Path,
+        typer.Option(
+            "--file",
+            "-f",
+            help="Operation file: space_id, operator, parameters.",
+            show_default=False,
+        ),
+    ],
+    space: Annotated[
+        str | None, typer.Option("--space", help="The space to run on (overrides the file's).")
+    ] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Follow the progress until the operation ends.")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", min=0.05, help="Seconds between progress polls.")
+    ] = 0.5,
+) -> None:
+    """Request an operation and print its id; with --watch, show its progress until it ends."""
+    settings = settings_of(ctx)
+    request = operation_request(settings, load_operation_file(file), space)
+    asyncio.run(request_operation(settings, request))
+    typer.echo(request.operation_id)
+    if watch:
+        final = watch_operation(settings, request.operation_id, interval)
+        if final.status != "completed":
+            raise CliError(f"operation {request.operation_id} failed: {ending(final)}")
+
+
+@operation_app.command("show")
+def show(
+    ctx: typer.Context,
+    operation_id: OperationId,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the progress as JSON.")] = False,
+) -> None:
+    """Show an operation's status, counts, best entity so far and why it stopped."""
+    with projector_client(settings_of(ctx)) as client:
+        progress = client.operation(operation_id)
+    if as_json:
+        print_json(progress)
+        return
+    print_table(
+        f"Operation {operation_id}", progress_rows(progress), ("field", "value"), counted=False
+    )
+
+
+@operation_app.command("cancel")
+def cancel(
+    ctx: typer.Context,
+    operation_id: OperationId,
+    reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
+) -> None:
+    """Ask the explorer to stop an operation; measurements in flight still land."""
+    asyncio.run(request_cancel(settings_of(ctx), operation_id, reason))
+    typer.echo(f"cancel requested for {operation_id}")

@@ -1,0 +1,48 @@
+"""Where the CLI finds the system: Kafka, the topic prefix and the projector.
+
+Each comes from a root option (``discospace --kafka ... space create ...``) or its environment
+variable, with defaults that work on a laptop running ``make up``.
+"""
+
+import getpass
+from dataclasses import dataclass
+
+import typer
+
+from discospace.cli.errors import CliError
+from discospace.events.topics import DEFAULT_PREFIX, InvalidTopicNameError, TopicNames
+
+DEFAULT_KAFKA = "127.0.0.1:9092"
+DEFAULT_PROJECTOR = "http://127.0.0.1:8105"
+
+
+@dataclass(frozen=True)
+class CliSettings:
+    """The connection settings every command reads from the root context."""
+
+    kafka_bootstrap_servers: str = DEFAULT_KAFKA
+    topic_prefix: str = DEFAULT_PREFIX
+    projector_url: str = DEFAULT_PROJECTOR
+    user: str = "cli"
+
+    @property
+    def topics(self) -> TopicNames:
+        """Topic names under the prefix; a prefix Kafka cannot use is a user error."""
+        try:
+            return TopicNames(self.topic_prefix)
+        except InvalidTopicNameError as error:
+            raise CliError(str(error)) from None
+
+
+def current_user() -> str:
+    """Who runs the command, as the ``submitted_by`` / ``requested_by`` of events."""
+    try:
+        return getpass.getuser() or "cli"
+    except (KeyError, OSError):
+        return "cli"
+
+
+def settings_of(ctx: typer.Context) -> CliSettings:
+    """The settings the root callback stored (defaults when a command runs on its own)."""
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, CliSettings) else CliSettings(user=current_user())

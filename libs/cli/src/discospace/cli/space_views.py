@@ -1,0 +1,117 @@
+"""``space get`` and ``space show``: the projector's views of registered spaces.
+
+``get`` lists the spaces, or describes one (status, then its properties and experiments);
+``show`` prints a space's entities as a table, or exports them (CSV, JSON, Parquet) to a file
+or stdout.
+"""
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from discospace.cli.description import print_description
+from discospace.cli.errors import CliError
+from discospace.cli.projector import projector_client
+from discospace.cli.settings import settings_of
+from discospace.cli.views import plain, print_json, print_wide, table
+from discospace.core.discovery import DiscoverySpace
+
+if TYPE_CHECKING:
+    from discospace.client import SpaceDetail, SpaceSummary
+
+
+class Include(StrEnum):
+    """Which entities of the space a view holds."""
+
+    measured = "measured"
+    elsewhere = "elsewhere"
+    unmeasured = "unmeasured"
+    unsampled = "unsampled"
+    all = "all"
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+    parquet = "parquet"
+
+
+SPACE_COLUMNS = ("space_id", "status", "sample_store", "size", "registered_at")
+JsonOption = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
+
+
+def get(
+    ctx: typer.Context,
+    space_id: Annotated[
+        str | None, typer.Argument(help="One space to describe; every space when left out.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the spaces the projector knows, or describe one registered space."""
+    with projector_client(settings_of(ctx)) as client:
+        found = client.space(space_id) if space_id else client.spaces()
+    if as_json:
+        print_json(found)
+    elif isinstance(found, list):
+        _list(found, Console())
+    else:
+        _describe(found, Console())
+
+
+def _list(spaces: "list[SpaceSummary]", console: Console) -> None:
+    """The spaces as a table; the reason of each rejection below it, on its own lines."""
+    console.print(table("Spaces", [space.model_dump() for space in spaces], SPACE_COLUMNS))
+    for space in spaces:
+        if space.reason:
+            console.print(f"{space.space_id} {space.status}: {space.reason}", soft_wrap=True)
+
+
+def _describe(detail: "SpaceDetail", console: Console) -> None:
+    console.print(f"Space {detail.space_id}: {detail.status}", soft_wrap=True)
+    if detail.reason:
+        console.print(f"reason: {detail.reason}", soft_wrap=True)
+    if detail.spec is not None:
+        print_description(DiscoverySpace.from_spec(detail.spec), console)
+
+
+def _write(data: bytes, output: Path | None, fmt: Format) -> None:
+    if output is not None:
+        output.write_bytes(data)
+        return
+    if fmt is Format.parquet and sys.stdout.isatty():
+        raise CliError("Parquet is binary: give -o FILE, or redirect stdout to a file")
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
+def show(
+    ctx: typer.Context,
+    space_id: Annotated[str, typer.Argument(help="The space id (space-...).", show_default=False)],
+    include: Annotated[Include, typer.Option("--include", help="Which entities.")] = Include.all,
+    fmt: Annotated[Format, typer.Option("--format", help="How to print them.")] = Format.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many rows.")
+    ] = None,
+) -> None:
+    """Show a space's entities: one column per constitutive and per observed property."""
+    with projector_client(settings_of(ctx)) as client:
+        if fmt is not Format.table:
+            _write(client.export(space_id, include.value, fmt.value, limit), output, fmt)
+            return
+        frame = client.entities(space_id, include.value, limit)
+    title = f"Space {space_id}: {include.value} entities"
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    rendered = table(title, plain(rows), [str(c) for c in frame.columns])
+    if output is None:
+        print_wide(rendered)
+        return
+    with output.open("w", encoding="utf-8") as handle:
+        print_wide(rendered, Console(file=handle))

@@ -1,0 +1,88 @@
+"""Printing what the projector returns: rows as a Rich table, or as JSON.
+
+Cells are ``Text`` so that values such as ``[a, b]`` are never read as Rich markup; missing
+values print as ``-``.
+"""
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+Row = Mapping[str, Any]
+PROSE = frozenset({"reason", "value", "experiments", "workers"})
+"""Columns that wrap to fit the terminal; the others (ids, names, numbers) stay on one line."""
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON data: models dumped, NaN as None."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def cell(value: Any) -> Text:
+    """One table cell: ``-`` for nothing, numbers as written, the rest as plain text."""
+    value = plain(value)
+    if value is None:
+        return Text("-", style="dim")
+    if isinstance(value, datetime):
+        return Text(value.strftime("%Y-%m-%d %H:%M"))
+    if isinstance(value, float):
+        return Text(f"{value:.6g}")
+    if isinstance(value, Mapping):
+        return Text(", ".join(f"{k}={v}" for k, v in value.items()))
+    if isinstance(value, list):
+        return Text(", ".join(str(v) for v in value))
+    return Text(str(value))
+
+
+def table(
+    title: str, rows: Sequence[Row], columns: Iterable[str] | None = None, counted: bool = True
+) -> Table:
+    """A table with one row per mapping; columns default to the keys of the first row.
+
+    ``counted`` adds the number of rows to the title (a list of things, not a record's fields).
+    """
+    names = list(columns) if columns is not None else list(rows[0]) if rows else []
+    heading = f"{title} ({len(rows)})" if counted else title
+    result = Table(title=heading, title_justify="left")
+    for name in names:
+        result.add_column(name, overflow="fold", no_wrap=name not in PROSE)
+    for row in rows:
+        result.add_row(*(cell(row.get(name)) for name in names))
+    return result
+
+
+def print_table(
+    title: str, rows: Sequence[Row], columns: Iterable[str] | None = None, counted: bool = True
+) -> None:
+    Console().print(table(title, rows, columns, counted))
+
+
+def print_wide(rendered: Table, console: Console | None = None) -> None:
+    """Print a table at its natural width, wider than the terminal if it must be: a value is
+    never folded inside its cell (a terminal wraps the long lines; a file keeps them whole)."""
+    console = console or Console()
+    natural = Measurement.get(console, console.options.update_width(10**6), rendered).maximum
+    if natural > console.width:
+        console = Console(file=console.file, width=natural)
+    console.print(rendered)
+
+
+def print_json(data: Any) -> None:
+    typer.echo(json.dumps(plain(data), indent=2, default=str))

@@ -1,0 +1,171 @@
+"""`Client`: the projector's views over HTTP, as pandas DataFrames and typed models.
+
+    from discospace.client import Client
+
+    with Client("http://127.0.0.1:8105") as projector:
+        table = projector.entities("space-5e1d0c9b7a24", include="measured")
+        progress = projector.operation("op-3f2a9c1d")
+
+Every failure a user can meet is a `ClientError` whose message is one sentence: the projector
+not answering, an unknown space or operation, a bad parameter.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+import pandas as pd
+from pydantic import TypeAdapter, ValidationError
+
+from discospace.client.models import ActuatorPool, OperationProgress, SpaceDetail, SpaceSummary
+
+DEFAULT_URL = "http://127.0.0.1:8105"
+URL_ENV = "DISCOSPACE_PROJECTOR_URL"
+Include = Literal["measured", "elsewhere", "unmeasured", "unsampled", "all"]
+ExportFormat = Literal["csv", "json", "parquet"]
+M = TypeVar("M")
+
+
+class ClientError(Exception):
+    """The projector could not answer what was asked; `str(error)` is one sentence."""
+
+
+class ProjectorUnavailableError(ClientError):
+    """Nothing answered at the projector's URL, or it answered too late."""
+
+
+class NotKnownError(ClientError):
+    """The space or operation asked for is not known to the projector."""
+
+
+class Client:
+    """A client of the projector's HTTP API.
+
+    `base_url` defaults to `DISCOSPACE_PROJECTOR_URL`, else http://127.0.0.1:8105.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        timeout_s: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = (base_url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        self.timeout_s = timeout_s
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def spaces(self) -> list[SpaceSummary]:
+        """Every space the projector knows: id, sample store, size, status, reason."""
+        return self._json("/spaces", {}, TypeAdapter(list[SpaceSummary]))
+
+    def space(self, space_id: str) -> SpaceDetail:
+        """One space: its spec, resolved experiments and view columns."""
+        return self._json("/space", {"id": space_id}, TypeAdapter(SpaceDetail))
+
+    def entities(
+        self,
+        space_id: str,
+        include: Include | Sequence[Include] | str = "all",
+        limit: int | None = None,
+    ) -> pd.DataFrame:
+        """The entities of a space: one column per constitutive and observed property.
+
+        `include`: measured (through this space), elsewhere (through other spaces of its sample
+        store), unmeasured (sampled, no valid result; see `reason`), unsampled, or all.
+        """
+        data = self.export(space_id, include, "parquet", limit)
+        return pd.read_parquet(io.BytesIO(data))
+
+    def export(
+        self,
+        space_id: str,
+        include: Include | Sequence[Include] | str = "all",
+        format: ExportFormat | str = "csv",
+        limit: int | None = None,
+    ) -> bytes:
+        """A space's entities as a CSV, JSON or Parquet file's bytes."""
+        parameters = {"id": space_id, "include": _include(include), "format": format}
+        if limit is not None:
+            parameters["limit"] = str(limit)
+        return self._get("/space/entities", parameters).content
+
+    def operations(self) -> list[OperationProgress]:
+        """Every operation with its status, counts, best so far and stop reason."""
+        return self._json("/operations", {}, TypeAdapter(list[OperationProgress]))
+
+    def operation(self, operation_id: str) -> OperationProgress:
+        """One operation's progress."""
+        return self._json("/operation", {"id": operation_id}, TypeAdapter(OperationProgress))
+
+    def actuators(self) -> list[ActuatorPool]:
+        """Every actuator on every pool, with its catalog and workers."""
+        return self._json("/actuators", {}, TypeAdapter(list[ActuatorPool]))
+
+    def _json(self, path: str, parameters: dict[str, str], adapter: TypeAdapter[M]) -> M:
+        answer = self._get(path, parameters)
+        try:
+            return adapter.validate_json(answer.content)
+        except ValidationError:
+            raise ClientError(
+                f"the projector at {self.base_url} answered {path} with a document this client "
+                "cannot read; are the client and the projector the same version?"
+            ) from None
+
+    def _get(self, path: str, parameters: dict[str, str]) -> httpx.Response:
+        try:
+            answer = self._http.get(path, params=parameters)
+        except httpx.TimeoutException:
+            raise ProjectorUnavailableError(
+                f"the projector at {self.base_url} did not answer within {self.timeout_s:g} s."
+            ) from None
+        except httpx.TransportError:
+            raise ProjectorUnavailableError(
+                f"the projector at {self.base_url} is not answering: start it with `make up`."
+            ) from None
+        if answer.status_code >= 400:
+            raise _error_of(answer, self.base_url)
+        return answer
+
+
+def _include(include: Include | Sequence[Include] | str) -> str:
+    return include if isinstance(include, str) else ",".join(include)
+
+
+def _error_of(answer: httpx.Response, base_url: str) -> ClientError:
+    sentence = _error_sentence(answer) or (
+        f"the projector at {base_url} answered HTTP {answer.status_code}."
+    )
+    if answer.status_code == 404:
+        return NotKnownError(sentence)
+    if answer.status_code in (502, 503, 504):
+        return ProjectorUnavailableError(sentence)
+    return ClientError(sentence)
+
+
+def _error_sentence(answer: httpx.Response) -> str | None:
+    try:
+        body: Any = answer.json()
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, str) and error else None

@@ -1,0 +1,102 @@
+"""The projector's answers as the client reads them (the HTTP contract, read tolerantly).
+
+These mirror `discospace.projector.models` field for field (a test checks it); unknown fields are
+ignored, so a newer projector that adds fields still reads.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from discospace.core.spec import ExperimentSpec, Scalar, SpaceSpec
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class SpaceSummary(_Answer):
+    """One space in the list of spaces."""
+
+    space_id: str | None
+    submission_ids: list[str] = Field(default_factory=list)
+    status: str = Field(description="registered, rejected, or submitted (no answer yet).")
+    reason: str = ""
+    sample_store: str | None = None
+    size: int | None = Field(default=None, description="Absent when infinite or unknown.")
+    submitted_at: datetime | None = None
+    registered_at: datetime | None = None
+
+
+class SpaceDetail(SpaceSummary):
+    """One space: its summary, spec, resolved experiments and view columns."""
+
+    spec: SpaceSpec | None = None
+    experiments: list[ExperimentSpec] = Field(default_factory=list)
+    constitutive_properties: list[str] = Field(default_factory=list)
+    observed_properties: dict[str, str] = Field(
+        default_factory=dict, description="View column -> observed property id."
+    )
+
+
+class ActuatorPool(_Answer):
+    """One actuator on one pool: its latest catalog and the workers that announced it."""
+
+    actuator: str
+    pool: str
+    gpu_model: str | None = None
+    experiments: list[ExperimentSpec] = Field(default_factory=list)
+    workers: list[str] = Field(default_factory=list)
+    registered_at: datetime | None = None
+
+
+class OperationCounts(_Answer):
+    """What became of an operation's entity-experiment pairs so far."""
+
+    requested: int = 0
+    measured: int = 0
+    reused: int = 0
+    failed: int = 0
+    invalid: int = 0
+    in_flight: int = 0
+
+
+class BestSoFar(_Answer):
+    """The best valid result for the operation's objective so far."""
+
+    property: str
+    direction: Literal["min", "max"]
+    value: float
+    entity_id: str
+    entity_values: dict[str, Scalar] = Field(default_factory=dict)
+    experiment_id: str = ""
+    values: dict[str, Scalar] = Field(default_factory=dict)
+
+
+class OperationProgress(_Answer):
+    """An operation: status, parameters, counts, best so far, and why it stopped."""
+
+    operation_id: str
+    space_id: str | None = None
+    operator: str | None = None
+    status: str = Field(description="requested, running, cancelling, completed or failed.")
+    requested_by: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    requested_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    counts: OperationCounts = Field(default_factory=OperationCounts)
+    done: int = Field(default=0, description="measured + reused + failed.")
+    total: int | None = None
+    best: BestSoFar | None = None
+    stop_reason: str | None = None
+    stop_detail: str = ""
+    failure_reason: str | None = None
+
+    @property
+    def ended(self) -> bool:
+        """Whether the operation is over (completed, cancelled included, or failed)."""
+        return self.status in ("completed", "failed")

@@ -1,0 +1,231 @@
+"""The read commands (space get/show, operation show, actuators) through the real client,
+answered by a scripted projector at the HTTP port (httpx's MockTransport)."""
+
+import io
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import discospace.client
+from discospace.cli.main import app
+from discospace.client import (
+    ActuatorPool,
+    BestSoFar,
+    OperationCounts,
+    OperationProgress,
+    SpaceDetail,
+    SpaceSummary,
+)
+from discospace.core import load_space_spec
+from discospace.testing.kafka import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SEED = load_space_spec(REPO_ROOT / "examples" / "seed-space.yaml")
+AT = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
+SPACE_ID = "space-0123456789ab"
+
+runner = CliRunner()
+
+REGISTERED = SpaceSummary(
+    space_id=SPACE_ID,
+    submission_ids=["sub-1"],
+    status="registered",
+    sample_store="2351e8",
+    size=80,
+    registered_at=AT,
+)
+REJECTED = SpaceSummary(
+    space_id="space-ffffffffffff",
+    status="rejected",
+    reason="experiment 'x' of actuator 'A' is not in the catalog",
+    sample_store="s",
+    size=4,
+)
+ENTITIES = pd.DataFrame(
+    {
+        "batch_size": [1, 2],
+        "number_gpus": [2, 4],
+        "train_tokens_per_second": [1234.5, float("nan")],
+        "reason": [None, "out of memory"],
+    }
+)
+PROGRESS = OperationProgress(
+    operation_id="op-1",
+    space_id=SPACE_ID,
+    operator="random_walk",
+    status="running",
+    counts=OperationCounts(requested=10, measured=4, reused=1, failed=1, in_flight=4),
+    done=6,
+    total=80,
+    best=BestSoFar(
+        property="train_tokens_per_second", direction="max", value=1234.5, entity_id="e1"
+    ),
+)
+POOL = ActuatorPool(
+    actuator="SFTTrainer",
+    pool="a100",
+    gpu_model="NVIDIA-A100-80GB-PCIe",
+    experiments=[],
+    workers=["a100-0", "a100-1"],
+)
+
+
+def _parquet(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer)
+    return buffer.getvalue()
+
+
+def _export(request: httpx.Request) -> httpx.Response:
+    fmt = request.url.params["format"]
+    if fmt == "parquet":
+        return httpx.Response(200, content=_parquet(ENTITIES))
+    if fmt == "csv":
+        return httpx.Response(200, content=ENTITIES.to_csv(index=False).encode())
+    return httpx.Response(200, content=ENTITIES.to_json(orient="records").encode())
+
+
+def projector(request: httpx.Request) -> httpx.Response:
+    """What the projector answers (documents in the shape of its models)."""
+    identifier = request.url.params.get("id")
+    known_space = identifier == SPACE_ID
+    routes: dict[str, Callable[[], httpx.Response]] = {
+        "/spaces": lambda: _json([REGISTERED.model_dump(mode="json"), REJECTED.model_dump()]),
+        "/space": lambda: (
+            _json(SpaceDetail(**REGISTERED.model_dump(), spec=SEED).model_dump(mode="json"))
+            if known_space
+            else _not_known("space", identifier)
+        ),
+        "/space/entities": lambda: (
+            _export(request) if known_space else _not_known("space", identifier)
+        ),
+        "/operation": lambda: (
+            _json(PROGRESS.model_dump(mode="json"))
+            if identifier == "op-1"
+            else _not_known("operation", identifier)
+        ),
+        "/actuators": lambda: _json([POOL.model_dump(mode="json")]),
+    }
+    return routes[request.url.path]()
+
+
+def _json(data: object) -> httpx.Response:
+    return httpx.Response(200, content=json.dumps(data, default=str).encode())
+
+
+def _not_known(kind: str, identifier: str | None) -> httpx.Response:
+    return httpx.Response(404, json={"error": f"{kind} '{identifier}' is not known."})
+
+
+@pytest.fixture(autouse=True)
+def scripted_projector(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = discospace.client.Client
+
+    class Scripted(real):  # type: ignore[misc,valid-type]
+        def __init__(self, base_url: str | None = None) -> None:
+            super().__init__(base_url, transport=httpx.MockTransport(projector))
+
+    monkeypatch.setattr(discospace.client, "Client", Scripted)
+
+
+def cli(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_space_get_lists_every_space_with_its_status_and_reason() -> None:
+    result = cli("space", "get")
+    assert result.exit_code == 0, result.output
+    assert "Spaces (2)" in result.stdout
+    for text in (SPACE_ID, "registered", "2351e8", "80", "rejected", "is not in the catalog"):
+        assert text in result.stdout
+
+
+def test_space_get_of_one_space_describes_its_properties_and_experiments() -> None:
+    result = cli("space", "get", SPACE_ID)
+    assert result.exit_code == 0, result.output
+    assert f"Space {SPACE_ID}: registered" in result.stdout
+    assert "80 entities; 4 categorical, 3 discrete" in result.stdout
+    assert "finetune-lora-fsdp-r-4-a-16-tm-default-v1.2.0" in result.stdout
+
+
+def test_space_get_json_is_the_projector_document() -> None:
+    result = cli("space", "get", "--json")
+    assert [space["status"] for space in json.loads(result.stdout)] == ["registered", "rejected"]
+
+
+def test_space_show_prints_one_column_per_property_and_a_dash_for_no_value() -> None:
+    result = cli("space", "show", SPACE_ID, "--include", "all")
+    assert result.exit_code == 0, result.output
+    assert f"Space {SPACE_ID}: all entities (2)" in result.stdout
+    header = next(line for line in result.stdout.splitlines() if "batch_size" in line)
+    for column in ("number_gpus", "train_tokens_per_second", "reason"):
+        assert column in header
+    assert "1234.5" in result.stdout
+    assert "out of memory" in result.stdout
+    assert "nan" not in result.stdout.lower()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_space_show_exports_to_a_file(tmp_path: Path, fmt: str) -> None:
+    output = tmp_path / f"entities.{fmt}"
+    result = cli("space", "show", SPACE_ID, "--format", fmt, "-o", str(output))
+    assert result.exit_code == 0, result.output
+    readers = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}
+    frame = readers[fmt](output)
+    assert list(frame.columns) == list(ENTITIES.columns)
+    assert len(frame) == 2
+
+
+def test_space_show_csv_goes_to_stdout_without_an_output_file() -> None:
+    result = cli("space", "show", SPACE_ID, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "batch_size,number_gpus,train_tokens_per_second,reason"
+
+
+def test_an_include_the_views_do_not_have_is_refused_by_the_command_line() -> None:
+    result = cli("space", "show", SPACE_ID, "--include", "everything")
+    assert result.exit_code == 2
+    assert "everything" in result.stderr
+
+
+def test_a_space_the_projector_does_not_know_is_one_line() -> None:
+    result = cli("space", "show", "space-unknown")
+    assert result.exit_code == 2
+    assert result.stderr == "error: space 'space-unknown' is not known.\n"
+
+
+def test_operation_show_prints_status_counts_and_best() -> None:
+    result = cli("operation", "show", "op-1")
+    assert result.exit_code == 0, result.output
+    for text in ("running", "counts.in_flight", "best.value", "1234.5", "random_walk"):
+        assert text in result.stdout
+
+
+def test_operation_show_of_an_unknown_operation_is_one_line() -> None:
+    result = cli("operation", "show", "op-404")
+    assert (result.exit_code, result.stderr) == (2, "error: operation 'op-404' is not known.\n")
+
+
+def test_actuators_lists_pools_gpu_models_and_workers() -> None:
+    result = cli("actuators")
+    assert result.exit_code == 0, result.output
+    for text in ("SFTTrainer", "a100", "NVIDIA-A100-80GB-PCIe", "a100-0, a100-1"):
+        assert text in result.stdout
+
+
+def test_a_projector_that_does_not_answer_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.undo()
+    url = f"http://127.0.0.1:{free_port()}"
+    result = runner.invoke(app, ["--projector", url, "space", "get"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: the projector at {url} is not answering: start it with `make up`.\n"
+    )

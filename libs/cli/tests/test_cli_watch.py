@@ -1,0 +1,106 @@
+"""The --watch progress loop, fed by a scripted progress source (no projector needed)."""
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from discospace.cli.errors import CliError
+from discospace.cli.watch import UNSEEN_GRACE_S, best_text, ending, follow, progress_rows
+from discospace.client import BestSoFar, OperationCounts, OperationProgress
+
+
+def progress(
+    status: str, requested: int, measured: int, reused: int = 0, failed: int = 0, **more: Any
+) -> OperationProgress:
+    counts = OperationCounts(
+        requested=requested,
+        measured=measured,
+        reused=reused,
+        failed=failed,
+        in_flight=requested - measured - reused - failed,
+    )
+    done = measured + reused + failed
+    return OperationProgress(operation_id="op-1", status=status, counts=counts, done=done, **more)
+
+
+BEST = BestSoFar(property="train_tokens_per_second", direction="max", value=4210.5, entity_id="e1")
+
+
+def run_follow(answers: Iterator[Any]) -> tuple[OperationProgress, str, list[float]]:
+    out = io.StringIO()
+    sleeps: list[float] = []
+    final = follow(lambda: next(answers), 0.5, Console(file=out, width=200), sleeps.append)
+    return final, out.getvalue(), sleeps
+
+
+def test_watching_polls_until_the_operation_has_ended_and_returns_how_it_ended() -> None:
+    answers = iter(
+        [
+            None,
+            progress("running", 8, 2, total=80),
+            progress("running", 80, 40, reused=10, failed=1, total=80, best=BEST),
+            progress(
+                "completed", 80, 75, reused=4, failed=1, total=80, best=BEST,
+                stop_reason="requested_entities_measured",
+                stop_detail="80 of 80 requested entities measured",
+            ),
+            progress("never read", 0, 0),
+        ]
+    )  # fmt: skip
+    final, shown, sleeps = run_follow(answers)
+
+    assert (final.status, final.done, final.counts.failed, final.counts.reused) == (
+        "completed",
+        80,
+        1,
+        4,
+    )
+    assert ending(final) == "80 of 80 requested entities measured"
+    assert sleeps == [0.5, 0.5, 0.5]
+    assert "80/80" in shown
+    assert "best train_tokens_per_second=4210.5" in shown
+    assert "failed 1  reused 4" in shown
+
+
+def test_without_a_total_the_bar_counts_against_what_was_requested_so_far() -> None:
+    _, shown, _ = run_follow(iter([progress("completed", 6, 5, failed=1)]))
+    assert "6/6" in shown
+
+
+def test_a_failed_operation_ends_the_watch_with_its_reason() -> None:
+    final, _, _ = run_follow(
+        iter([progress("failed", 0, 0, failure_reason="space 'space-x' is not registered")])
+    )
+    assert final.ended
+    assert ending(final) == "space 'space-x' is not registered"
+
+
+def test_an_operation_the_projector_never_sees_ends_the_watch_with_one_sentence() -> None:
+    never = iter(lambda: None, object())
+    with pytest.raises(CliError, match="has not seen the operation after 60s"):
+        run_follow(never)
+
+
+def test_an_operation_seen_within_the_grace_is_followed_to_its_end() -> None:
+    polls = int(UNSEEN_GRACE_S / 0.5)
+    final, _, sleeps = run_follow(iter([*([None] * polls), progress("completed", 1, 1)]))
+    assert final.status == "completed"
+    assert len(sleeps) == polls
+
+
+def test_the_best_so_far_reads_property_equals_value() -> None:
+    assert best_text(progress("running", 1, 1, best=BEST)) == "train_tokens_per_second=4210.5"
+    assert best_text(progress("running", 1, 0)) == "-"
+
+
+def test_show_lists_every_fact_every_count_and_the_best() -> None:
+    rows = progress_rows(progress("running", 4, 1, best=BEST))
+    values = {row["field"]: row["value"] for row in rows}
+    assert values["status"] == "running"
+    assert values["counts.requested"] == 4
+    assert values["counts.in_flight"] == 3
+    assert values["best.value"] == 4210.5
+    assert values["best.entity_id"] == "e1"

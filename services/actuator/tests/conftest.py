@@ -1,0 +1,180 @@
+"""Requests the actuator tests send a worker, a fixed clock, and the real broker for the
+integration tests (workers in this process, or as processes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from discospace.core import Entity, ExperimentRef
+from discospace.events import (
+    Event,
+    MeasurementRequested,
+    TopicNames,
+    decode,
+    encode,
+    measurement_request_id,
+    new_event,
+)
+from discospace.runtime import Service
+from discospace.runtime.provisioning import provision_topics
+from discospace.testing.kafka import delete_topics, free_port
+
+REPO = Path(__file__).resolve().parents[3]
+POOL = "p1"
+
+AT = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
+
+
+def fixed_clock() -> datetime:
+    return AT
+
+
+def request(
+    values: dict[str, Any] | None = None,
+    *,
+    experiment: str = "benchmark",
+    parameterization: dict[str, Any] | None = None,
+    attempt: int = 1,
+    pool: str = "p1",
+    operation: str = "op-1",
+    inputs: dict[str, Any] | None = None,
+) -> MeasurementRequested:
+    entity = Entity.of(values or {"batch_size": 8, "model_max_length": 1024})
+    ref = ExperimentRef(
+        actuator="synthetic", experiment=experiment, parameterization=parameterization or {}
+    )
+    experiment_id = experiment + "".join(
+        f"-{k}.{v}" for k, v in sorted((parameterization or {}).items())
+    )
+    return new_event(
+        MeasurementRequested,
+        fixed_clock,
+        operation_id=operation,
+        request_id=measurement_request_id(operation, entity.id, experiment_id),
+        space_id="space-000000000000",
+        sample_store="store-a",
+        entity_id=entity.id,
+        entity_values=entity.as_dict(),
+        experiment_id=experiment_id,
+        experiment=ref,
+        pool=pool,
+        attempt=attempt,
+        inputs=inputs or {},
+    )
+
+
+@pytest.fixture
+def clock() -> Callable[[], datetime]:
+    return fixed_clock
+
+
+@pytest.fixture
+def make_request() -> Callable[..., MeasurementRequested]:
+    return request
+
+
+@pytest.fixture
+def topics() -> TopicNames:
+    return TopicNames.unique("actuator")
+
+
+class Kafka:
+    """Plain aiokafka clients on the real broker: what any outside producer or reader does."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    async def publish(self, *events: Event, topics: TopicNames) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
+        await producer.start()
+        try:
+            for event in events:
+                await producer.send_and_wait(event.topic(topics), encode(event), key=event.key())
+        finally:
+            await producer.stop()
+
+    async def wait_for(
+        self, topic: str, found: Callable[[list[Event]], bool], timeout_s: float = 60.0
+    ) -> list[Event]:
+        """The events of `topic` from the start, read until `found(events)` holds."""
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
+        )
+        await consumer.start()
+        events: list[Event] = []
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not found(events):
+                assert time.monotonic() < deadline, f"{topic}: not found in {len(events)} events"
+                batch = await consumer.getmany(timeout_ms=200)
+                events += [decode(r.value) for part in batch.values() for r in part]
+        finally:
+            await consumer.stop()
+        return events
+
+
+@pytest.fixture
+async def kafka(kafka_bootstrap: str, topics: TopicNames) -> AsyncIterator[Kafka]:
+    """The broker, with this test's topics created first (3 partitions) and deleted after."""
+    names = [*topics.fixed(), topics.measure(POOL)]
+    await provision_topics(kafka_bootstrap, names, topics, partitions=3)
+    yield Kafka(kafka_bootstrap)
+    await delete_topics(kafka_bootstrap, names)
+
+
+@asynccontextmanager
+async def running(service: Service) -> AsyncIterator[Service]:
+    """Run `service` in this process: startup hooks, broker connected, consumers started."""
+    async with service.app.start_lifespan_context():
+        yield service
+
+
+@pytest.fixture
+def run_service() -> Callable[[Service], Any]:
+    return running
+
+
+@pytest.fixture
+def worker_process(
+    kafka_bootstrap: str, topics: TopicNames, tmp_path: Path
+) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Factory: `python -m discospace.actuator` on this test's topics; killed after the test."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(worker_id: str, **env: str) -> subprocess.Popen[bytes]:
+        environment = {
+            **os.environ,
+            "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
+            "DISCOSPACE_TOPIC_PREFIX": topics.prefix,
+            "DISCOSPACE_ACTUATOR_HTTP_PORT": str(free_port()),
+            "DISCOSPACE_ACTUATOR_POOL": POOL,
+            "DISCOSPACE_ACTUATOR_WORKER_ID": worker_id,
+            **env,
+        }
+        with (tmp_path / f"{worker_id}.log").open("wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "discospace.actuator"],
+                cwd=REPO,
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

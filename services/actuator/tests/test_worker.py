@@ -1,0 +1,177 @@
+"""A worker answers a measurement request: started, then completed or failed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from discospace.actuator.plugin import MeasurementTask, Outcome
+from discospace.actuator.synthetic import SyntheticActuator, SyntheticParameters
+from discospace.actuator.worker import Worker, WorkerMetrics
+from discospace.core.measurement import ValidMeasurement
+from discospace.events import MeasurementCompleted, MeasurementFailed, MeasurementStarted
+
+
+def _worker(clock, actuator=None, **parameters) -> Worker:
+    actuator = actuator or SyntheticActuator(SyntheticParameters(**parameters))
+    return Worker(actuator, "w0", clock, WorkerMetrics.create())
+
+
+def _sample(worker: Worker, name: str) -> float | None:
+    return worker.metrics.registry.get_sample_value(name)
+
+
+async def _answers(worker, request):
+    return [event async for event in worker.handle(request)]
+
+
+async def test_a_request_is_answered_with_started_then_completed_with_the_values(
+    clock, make_request
+):
+    worker = _worker(clock)
+    request = make_request({"batch_size": 8, "model_max_length": 1024})
+
+    started, completed = await _answers(worker, request)
+
+    assert isinstance(started, MeasurementStarted)
+    assert isinstance(completed, MeasurementCompleted)
+    for event in (started, completed):
+        assert (event.request_id, event.entity_id, event.experiment_id) == (
+            request.request_id,
+            request.entity_id,
+            "benchmark",
+        )
+        assert (event.operation_id, event.sample_store, event.worker_id) == (
+            "op-1",
+            "store-a",
+            "w0",
+        )
+        assert event.causation_id == request.event_id
+    assert completed.is_valid
+    assert set(completed.values) == {"throughput", "peak_memory"}
+    assert completed.duration_seconds >= 0
+
+
+async def test_measuring_a_request_again_yields_the_same_event_ids(clock, make_request):
+    worker = _worker(clock)
+    request = make_request()
+
+    first = await _answers(worker, request)
+    again = await _answers(worker, request)
+
+    assert [e.event_id for e in first] == [e.event_id for e in again]
+    assert first[1].values == again[1].values
+
+
+async def test_an_invalid_result_is_a_completed_measurement_with_its_reason(clock, make_request):
+    worker = _worker(clock)
+
+    _, completed = await _answers(
+        worker, make_request({"batch_size": 512, "model_max_length": 4096})
+    )
+
+    assert isinstance(completed, MeasurementCompleted)
+    assert (completed.is_valid, completed.invalid_reason, completed.values) == (
+        False,
+        "out of memory",
+        {},
+    )
+
+
+async def test_a_transient_failure_is_reported_retryable_with_its_attempt(clock, make_request):
+    worker = _worker(clock, failure_rate=1.0)
+
+    _, failed = await _answers(worker, make_request(attempt=3))
+
+    assert isinstance(failed, MeasurementFailed)
+    assert (failed.retryable, failed.attempt) == (True, 3)
+    assert failed.reason == "synthetic transient failure (attempt 3)"
+
+
+async def test_a_request_for_an_experiment_not_offered_fails_for_good_without_a_call(
+    clock, make_request
+):
+    worker = _worker(clock)
+
+    [failed] = await _answers(worker, make_request(experiment="training"))
+
+    assert isinstance(failed, MeasurementFailed)
+    assert not failed.retryable
+    assert failed.reason == (
+        "this worker does not offer experiment 'training' of actuator 'synthetic'"
+    )
+    assert _sample(worker, "discospace_measurement_requests_refused_total") == 1
+    assert worker.metrics.calls_with("synthetic", "valid") == 0
+
+
+async def test_a_parameterization_the_experiment_does_not_have_is_refused(clock, make_request):
+    worker = _worker(clock)
+
+    [failed] = await _answers(worker, make_request(parameterization={"epochs": 3}))
+
+    assert isinstance(failed, MeasurementFailed)
+    assert "has no optional property 'epochs'" in failed.reason
+
+
+class _Broken:
+    name = "broken"
+
+    def __init__(self, error: BaseException | None = None, delay: float = 0) -> None:
+        self.error = error
+        self.delay = delay
+
+    def catalog(self):
+        return SyntheticActuator().catalog()
+
+    async def measure(self, task: MeasurementTask) -> Outcome:
+        await asyncio.sleep(self.delay)
+        if self.error is not None:
+            raise self.error
+        return ValidMeasurement(values={"throughput": 1.0})
+
+
+async def test_a_plugin_that_raises_fails_the_measurement_for_good_with_the_error(
+    clock, make_request
+):
+    worker = _worker(clock, actuator=_Broken(RuntimeError("driver crashed")))
+
+    _, failed = await _answers(worker, make_request())
+
+    assert isinstance(failed, MeasurementFailed)
+    assert not failed.retryable
+    assert failed.reason == "actuator 'broken' raised RuntimeError: driver crashed"
+    assert worker.metrics.calls_with("broken", "error") == 1
+
+
+async def test_actuator_calls_are_counted_by_outcome(clock, make_request):
+    worker = _worker(clock)
+    assert worker.metrics.calls_with("synthetic", "error") == 0
+    labels = {"actuator": "synthetic", "outcome": "transient"}
+    assert worker.metrics.registry.get_sample_value("discospace_actuator_calls_total", labels) == 0
+    for batch in (1, 2, 3):
+        await _answers(worker, make_request({"batch_size": batch, "model_max_length": 1024}))
+    await _answers(worker, make_request({"batch_size": 1024, "model_max_length": 1024}))
+
+    assert worker.metrics.calls_with("synthetic", "valid") == 3
+    assert worker.metrics.calls_with("synthetic", "invalid") == 1
+    assert worker.metrics.calls_with("synthetic", "transient") == 0
+
+
+async def test_a_worker_stopped_mid_measurement_publishes_no_result(clock, make_request):
+    worker = _worker(clock, actuator=_Broken(delay=10))
+    seen = []
+
+    async def consume():
+        async for event in worker.handle(make_request()):
+            seen.append(event)
+
+    task = asyncio.create_task(consume())
+    while _sample(worker, "discospace_measurements_in_flight") == 0:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert [type(event) for event in seen] == [MeasurementStarted]
+    assert _sample(worker, "discospace_measurements_in_flight") == 0

@@ -1,0 +1,360 @@
+"""The engine: from an operation's folded state and the time, the explorer's next decisions.
+
+Every decision is a function of the folded state: the next request index is one past the
+highest folded, the next draw position the sum of counts already asked for, and event ids derive
+from the operation's `OperationStarted` and the request index. A restarted explorer that folds
+the same history therefore re-decides what it had not published yet, with the same ids, and
+nothing it had. Decisions are folded into the state as they are made, so a decision is never
+taken twice while it is being published; the caller must publish them in order.
+
+What the engine does for every operator: keeps at most `batch_size` entities in flight and
+refills the window as results arrive (continuous batching); retries transient failures with
+backoff; requests dependent experiments for an entity once those they depend on completed
+validly; applies the stopping rules and cancellation; completes with counts and the best entity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from discospace.core import DiscospaceError, ParameterizedExperiment
+from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
+from discospace.events.common import PropertyValues
+from discospace.explorer.objective import ObjectiveTracker
+from discospace.explorer.operation import Decision, OperationState, evolve
+from discospace.explorer.operators import (
+    Draw,
+    Finish,
+    Measure,
+    OperationView,
+    Operator,
+    OperatorRegistry,
+    Proposal,
+    Wait,
+)
+from discospace.explorer.pairs import RetryDue, RetryPolicy
+from discospace.explorer.progress import EntityProgress, Ready, counts, entity_progress, inputs_for
+from discospace.explorer.spaces import KnownSpace, SpaceEntry
+from discospace.explorer.starting import WaitForSpace, cancelled_before_start, start
+from discospace.explorer.stopping import Stop, deadline, rule_met
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Waits the engine applies (explorer settings, not part of any decision's content)."""
+
+    retry_backoff_s: float = 1.0
+    """Wait before the first retry of a transient failure; doubles with each attempt."""
+    retry_backoff_max_s: float = 60.0
+    space_wait_s: float = 30.0
+    """How long an operation waits for its space to be read before it is refused."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the engine decides with: the operators it knows and its timing."""
+
+    operators: OperatorRegistry
+    timing: Timing = Timing()
+
+
+@dataclass
+class Decided:
+    """Decisions to publish, in order, and when to decide again if nothing arrives before."""
+
+    events: list[Decision] = field(default_factory=list)
+    wake_at: datetime | None = None
+
+    def wake(self, at: datetime | None) -> None:
+        if at is not None and (self.wake_at is None or at < self.wake_at):
+            self.wake_at = at
+
+    def merge(self, other: Decided) -> None:
+        self.events.extend(other.events)
+        self.wake(other.wake_at)
+
+
+def decide(
+    state: OperationState, spaces: dict[str, SpaceEntry], engine: Engine, now: datetime
+) -> Decided:
+    """The operation's next decisions at `now`, already folded into `state`."""
+    decided = Decided()
+    if state.requested is None or state.finished is not None:
+        return decided
+    if state.started is None and state.cancel is not None:
+        _emit(state, decided, cancelled_before_start(state.requested, state.cancel, now))
+        return decided
+    if state.started is None:
+        wait = timedelta(seconds=engine.timing.space_wait_s)
+        deadline = (state.noticed_at or now) + wait
+        first = start(state.requested, spaces, engine.operators, deadline, now)
+        if isinstance(first, WaitForSpace):
+            decided.wake(first.until)
+            return decided
+        _emit(state, decided, first)
+    if state.finished is None:
+        _run(state, spaces, engine, now, decided)
+    return decided
+
+
+def _emit(state: OperationState, decided: Decided, event: Decision) -> None:
+    evolve(state, event)
+    decided.events.append(event)
+
+
+def _run(
+    state: OperationState,
+    spaces: dict[str, SpaceEntry],
+    engine: Engine,
+    now: datetime,
+    decided: Decided,
+) -> None:
+    started = state.started
+    assert started is not None
+    space, operator = spaces.get(started.space_id), engine.operators.get(started.operator)
+    if not isinstance(space, KnownSpace) or operator is None:
+        reason = f"space '{started.space_id}' or operator '{started.operator}' is no longer known"
+        event = OperationFailed.caused_by(
+            started, now, operation_id=state.operation_id, reason=reason
+        )
+        return _emit(state, decided, event)
+    running = _Running(state, space, operator, engine.timing, now, decided)
+    try:
+        running.step()
+    except DiscospaceError as error:
+        running.fail(f"operator '{operator.name}' failed: {error}")
+
+
+class _Running:
+    """One decision round of a started operation."""
+
+    def __init__(
+        self,
+        state: OperationState,
+        space: KnownSpace,
+        operator: Operator,
+        timing: Timing,
+        now: datetime,
+        decided: Decided,
+    ) -> None:
+        assert state.started is not None
+        self.state, self.space, self.operator = state, space, operator
+        self.started, self.now, self.decided = state.started, now, decided
+        self.parameters = self.started.parameters
+        self.policy = RetryPolicy(
+            self.parameters.max_retries, timing.retry_backoff_s, timing.retry_backoff_max_s
+        )
+
+    def step(self) -> None:
+        stop = self._stop()
+        if stop is not None:
+            self.complete(stop)
+            return
+        unsettled = self._unsettled()
+        self.follow_up(unsettled)
+        in_flight = self.state.draws.undrawn + len(unsettled)
+        proposal = self.operator.propose(self._view(in_flight))
+        in_flight += self.act(proposal, max(0, self.parameters.batch_size - in_flight))
+        if in_flight == 0 and isinstance(proposal, Finish):
+            self.complete(Stop(proposal.reason, proposal.detail))
+        elif in_flight == 0:
+            self.fail(
+                f"operator '{self.operator.name}' {_idle(proposal)} while nothing is in flight"
+            )
+        else:
+            self.decided.wake(deadline(self.parameters.stopping, self.started_at))
+
+    def _stop(self) -> Stop | None:
+        """Cancellation, or the first stopping rule met."""
+        if self.state.cancel is not None:
+            return _cancelled(self.state)
+        results = len(self.state.outcomes)
+        rules = self.parameters.stopping
+        return rule_met(rules, results, self._tracker(), self.started_at, self.now)
+
+    @property
+    def started_at(self) -> datetime:
+        return self.started.occurred_at
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def _unsettled(self) -> list[EntityProgress]:
+        """Progress of every entity not settled yet; those found settled leave `open`."""
+        unsettled = []
+        for entity in list(self.state.open):
+            progress = entity_progress(self.state, self.space, self.policy, entity)
+            if progress.settled:
+                del self.state.open[entity]
+            else:
+                unsettled.append(progress)
+        return unsettled
+
+    def _tracker(self) -> ObjectiveTracker | None:
+        objective = self.parameters.objective
+        if objective is None:
+            return None
+        if self.state.tracker is None:
+            source = self.space.measures(objective.property)
+            if source is None:
+                return None
+            self.state.tracker = ObjectiveTracker(objective, source)
+        self.state.tracker.update(self.state.outcomes)
+        return self.state.tracker
+
+    def _view(self, in_flight: int) -> OperationView:
+        draws = self.state.draws
+        return OperationView(
+            operation_id=self.state.operation_id,
+            parameters=self.parameters,
+            space=self.space,
+            started_at=self.started_at,
+            now=self.now,
+            free_slots=max(0, self.parameters.batch_size - in_flight),
+            in_flight=in_flight,
+            drawn_by_strategy=draws.asked,
+            entities_drawn=draws.drawn,
+            exhausted=draws.exhausted,
+            entities=self.state.entities,
+            outcomes=self.state.outcomes,
+            best=self.state.tracker.best if self.state.tracker else None,
+        )
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    def follow_up(self, unsettled: list[EntityProgress]) -> None:
+        """Retries that are due, and dependent experiments that became ready."""
+        for progress in sorted(unsettled, key=lambda p: p.entity_id):
+            values = self.state.entities.get(progress.entity_id)
+            if values is None:
+                continue
+            ready = [e for e in self.space.experiments if isinstance(progress.steps[e.id], Ready)]
+            if ready:
+                self.request_points(values, ready, 1, _merged(ready, progress))
+            for experiment in self.space.experiments:
+                self._retry(values, experiment, progress)
+
+    def _retry(
+        self, values: PropertyValues, experiment: ParameterizedExperiment, progress: EntityProgress
+    ) -> None:
+        step = progress.steps[experiment.id]
+        if isinstance(step, RetryDue) and step.at > self.now:
+            self.decided.wake(step.at)
+        elif isinstance(step, RetryDue):
+            inputs = inputs_for(experiment, progress)
+            self.request_points(values, [experiment], step.attempt, inputs)
+
+    def act(self, proposal: Proposal, free: int) -> int:
+        """Request what the operator proposed, within the free slots; entities requested."""
+        if isinstance(proposal, Draw) and min(proposal.count, free) > 0:
+            return self.draw(min(proposal.count, free))
+        if isinstance(proposal, Measure):
+            return self.measure(proposal.points, free)
+        return 0
+
+    def draw(self, count: int) -> int:
+        self.request(
+            count=count,
+            strategy=self.parameters.sampler,
+            seed=self.parameters.seed,
+            position=self.state.draws.asked,
+            group_by=self.parameters.group_by,
+            experiments=tuple(e.to_ref() for e in self.space.independent),
+        )
+        return count
+
+    def measure(self, points: tuple[PropertyValues, ...], free: int) -> int:
+        fresh: dict[str, PropertyValues] = {}
+        for point in points:
+            entity = self.space.entity_space.normalise(point)
+            if entity.id not in self.state.entities:
+                fresh.setdefault(entity.id, entity.as_dict())
+        chosen = list(fresh.values())[:free]
+        for values in chosen:
+            self.request_points(values, list(self.space.independent), 1, {})
+        return len(chosen)
+
+    def request_points(
+        self,
+        values: PropertyValues,
+        experiments: list[ParameterizedExperiment],
+        attempt: int,
+        inputs: PropertyValues,
+    ) -> None:
+        self.request(
+            points=(values,),
+            experiments=tuple(e.to_ref() for e in experiments),
+            attempt=attempt,
+            inputs=(inputs,) if inputs else (),
+        )
+
+    def request(self, **fields: object) -> None:
+        index = self.state.next_request_index
+        event = SamplesRequested.caused_by(
+            self.started,
+            self.now,
+            index,
+            operation_id=self.state.operation_id,
+            space_id=self.started.space_id,
+            request_index=index,
+            single_measurement=self.parameters.single_measurement,
+            **fields,
+        )
+        _emit(self.state, self.decided, event)
+
+    def complete(self, stop: Stop) -> None:
+        everything = self._everything()
+        tally = counts(self.state, everything)
+        tracker = self._tracker()
+        best = tracker.best if tracker else None
+        summary = (
+            f"{tally.measured} measured ({tally.invalid} invalid), {tally.reused} reused, "
+            f"{tally.failed} failed"
+        )
+        event = OperationCompleted.caused_by(
+            self.started,
+            self.now,
+            operation_id=self.state.operation_id,
+            space_id=self.started.space_id,
+            stop_reason=stop.reason,
+            stop_detail=f"{stop.detail}; {summary}",
+            best_entity_id=best.entity_id if best else None,
+            best_entity_values=best.entity_values if best else None,
+            best_values=best.values if best else None,
+            counts=tally,
+        )
+        _emit(self.state, self.decided, event)
+
+    def fail(self, reason: str) -> None:
+        event = OperationFailed.caused_by(
+            self.started,
+            self.now,
+            operation_id=self.state.operation_id,
+            reason=reason,
+            counts=counts(self.state, self._everything()),
+        )
+        _emit(self.state, self.decided, event)
+
+    def _everything(self) -> list[EntityProgress]:
+        return [
+            entity_progress(self.state, self.space, self.policy, entity)
+            for entity in self.state.entities
+        ]
+
+
+def _merged(experiments: list[ParameterizedExperiment], progress: EntityProgress) -> PropertyValues:
+    merged: PropertyValues = {}
+    for experiment in experiments:
+        merged.update(inputs_for(experiment, progress))
+    return merged
+
+
+def _idle(proposal: Proposal) -> str:
+    return "waits" if isinstance(proposal, Wait) else "proposed nothing new"
+
+
+def _cancelled(state: OperationState) -> Stop:
+    cancel = state.cancel
+    assert cancel is not None
+    detail = f"cancelled by {cancel.requested_by}" + (f": {cancel.reason}" if cancel.reason else "")
+    return Stop("cancelled", detail)

@@ -1,0 +1,237 @@
+"""One operation's state: a fold of its events from the operations and measurements topics.
+
+`evolve` records facts only, and tolerates any interleaving of the two topics (each keeps an
+operation's history in order, but nothing orders one topic against the other): a measurement
+may be folded before the request that caused it. Events already folded (same event id) are
+dropped, so the explorer can fold its own decisions at once and again when it reads them back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import singledispatch
+from typing import TypeAlias
+
+from discospace.core import entity_id, parameterized_experiment_id
+from discospace.core.spec import ExperimentRef
+from discospace.events import (
+    MeasurementCompleted,
+    MeasurementFailed,
+    MeasurementReused,
+    MeasurementStarted,
+    OperationCancelRequested,
+    OperationCompleted,
+    OperationFailed,
+    OperationRequested,
+    OperationStarted,
+    SamplesDrawn,
+    SamplesRequested,
+)
+from discospace.events.common import OperationEvent, PropertyValues
+from discospace.explorer.objective import ObjectiveTracker
+from discospace.explorer.pairs import Outcome, PairFacts, PairKey
+
+OperationInput: TypeAlias = (
+    OperationRequested
+    | OperationCancelRequested
+    | OperationStarted
+    | SamplesRequested
+    | SamplesDrawn
+    | OperationCompleted
+    | OperationFailed
+)
+MeasurementInput: TypeAlias = (
+    MeasurementStarted | MeasurementCompleted | MeasurementFailed | MeasurementReused
+)
+Decision: TypeAlias = OperationStarted | SamplesRequested | OperationCompleted | OperationFailed
+
+
+@dataclass
+class Draws:
+    """Totals of the requests for `count` more entities by strategy, kept as they are folded."""
+
+    asked: int = 0
+    """Entities asked for so far: the position of the next draw in the strategy's sequence."""
+    waiting: dict[int, int] = field(default_factory=dict)
+    """Request index -> count, for requests the sampler has not answered yet."""
+    drawn: int = 0
+    """Entities the sampler drew for them (fewer than asked at the end of a space)."""
+    exhausted: bool = False
+
+    @property
+    def undrawn(self) -> int:
+        return sum(self.waiting.values())
+
+
+@dataclass
+class OperationState:
+    """What the explorer knows of one operation."""
+
+    operation_id: str
+    requested: OperationRequested | None = None
+    noticed_at: datetime | None = None
+    """When the explorer first folded the request (its clock, not the requester's)."""
+    started: OperationStarted | None = None
+    cancel: OperationCancelRequested | None = None
+    finished: OperationCompleted | OperationFailed | None = None
+    requests: dict[int, SamplesRequested] = field(default_factory=dict)
+    next_request_index: int = 0
+    drawn: dict[int, SamplesDrawn] = field(default_factory=dict)
+    draws: Draws = field(default_factory=Draws)
+    entities: dict[str, PropertyValues | None] = field(default_factory=dict)
+    """Every entity of the operation, in the order it became known; values once seen."""
+    pairs: dict[PairKey, PairFacts] = field(default_factory=dict)
+    outcomes: list[Outcome] = field(default_factory=list)
+    """Results in the order of the measurements topic (the same on every replay)."""
+    seen: set[str] = field(default_factory=set)
+    open: dict[str, None] = field(default_factory=dict)
+    """Entities not found settled yet (settled is final), in the order they became known;
+    the engine removes those it finds settled, so it never examines them again."""
+    tracker: ObjectiveTracker | None = None
+    """Derived when deciding: best-so-far, read incrementally over `outcomes`."""
+
+    def pair(self, key: PairKey) -> PairFacts:
+        return self.pairs.setdefault(key, PairFacts())
+
+    def know(self, entity: str, values: PropertyValues | None = None) -> None:
+        if entity not in self.entities:
+            self.open[entity] = None
+        if values is not None:
+            self.entities[entity] = values
+        else:
+            self.entities.setdefault(entity, None)
+
+    def waits_for(self, space_id: str) -> bool:
+        """Requested on `space_id` and not started: the space may be what it waits for."""
+        return self.started is None and bool(self.requested and self.requested.space_id == space_id)
+
+    def forget_details(self) -> None:
+        """Once finished, only the request, start and end matter: free the rest."""
+        for details in (self.requests, self.drawn, self.entities, self.pairs, self.seen, self.open):
+            details.clear()
+        self.outcomes.clear()
+        self.draws = Draws()
+        self.tracker = None
+
+
+def evolve(state: OperationState, event: OperationEvent) -> bool:
+    """Fold `event` into its operation's state; False when it was already folded."""
+    if event.event_id in state.seen:
+        return False
+    state.seen.add(event.event_id)
+    _fold(event, state)
+    return True
+
+
+def experiment_id_of(ref: ExperimentRef) -> str:
+    return parameterized_experiment_id(ref.experiment, ref.parameterization)
+
+
+@singledispatch
+def _fold(event: OperationEvent, state: OperationState) -> None:
+    """Events the explorer does not need (none yet) change nothing."""
+
+
+@_fold.register
+def _(event: OperationRequested, state: OperationState) -> None:
+    state.requested = state.requested or event
+
+
+@_fold.register
+def _(event: OperationStarted, state: OperationState) -> None:
+    state.started = state.started or event
+
+
+@_fold.register
+def _(event: OperationCancelRequested, state: OperationState) -> None:
+    state.cancel = state.cancel or event
+
+
+@_fold.register(OperationCompleted)
+@_fold.register(OperationFailed)
+def _(event: OperationCompleted | OperationFailed, state: OperationState) -> None:
+    state.finished = state.finished or event
+
+
+@_fold.register
+def _(event: SamplesRequested, state: OperationState) -> None:
+    if event.request_index in state.requests:
+        return
+    state.requests[event.request_index] = event
+    state.next_request_index = max(state.next_request_index, event.request_index + 1)
+    if event.count is not None:
+        _count_request(state, event.request_index, event.count)
+    for point in event.points or ():
+        entity = entity_id(point)
+        state.know(entity, dict(point))
+        for ref in event.experiments:
+            facts = state.pair((entity, experiment_id_of(ref)))
+            if event.attempt >= facts.requested_attempt:
+                facts.requested_attempt = event.attempt
+                facts.request_index = event.request_index
+                facts.rejected = None
+
+
+def _count_request(state: OperationState, index: int, count: int) -> None:
+    state.draws.asked += count
+    answer = state.drawn.get(index)
+    if answer is None:
+        state.draws.waiting[index] = count
+    else:
+        _count_answer(state.draws, answer)
+
+
+def _count_answer(draws: Draws, answer: SamplesDrawn) -> None:
+    draws.waiting.pop(answer.request_index, None)
+    draws.drawn += len(answer.entity_ids)
+    draws.exhausted = draws.exhausted or answer.exhausted
+
+
+@_fold.register
+def _(event: SamplesDrawn, state: OperationState) -> None:
+    if event.request_index in state.drawn:
+        return
+    state.drawn[event.request_index] = event
+    for entity in event.entity_ids:
+        state.know(entity)
+    request = state.requests.get(event.request_index)
+    if request is not None and request.count is not None:
+        _count_answer(state.draws, event)
+    if request is not None and request.points:
+        _reject_points_not_drawn(state, request, event)
+
+
+def _reject_points_not_drawn(
+    state: OperationState, request: SamplesRequested, drawn: SamplesDrawn
+) -> None:
+    reason = "; ".join(drawn.rejected_points) or "it was not drawn"
+    for point in request.points or ():
+        entity = entity_id(point)
+        if entity in drawn.entity_ids:
+            continue
+        for ref in request.experiments:
+            facts = state.pair((entity, experiment_id_of(ref)))
+            if facts.request_index == request.request_index:
+                facts.rejected = reason
+
+
+@_fold.register
+def _(event: MeasurementStarted, state: OperationState) -> None:
+    state.know(event.entity_id, dict(event.entity_values))
+
+
+@_fold.register(MeasurementCompleted)
+@_fold.register(MeasurementReused)
+def _(event: MeasurementCompleted | MeasurementReused, state: OperationState) -> None:
+    state.know(event.entity_id, dict(event.entity_values))
+    facts = state.pair((event.entity_id, event.experiment_id))
+    if facts.outcome is None:
+        facts.outcome = Outcome.of(event)
+        state.outcomes.append(facts.outcome)
+
+
+@_fold.register
+def _(event: MeasurementFailed, state: OperationState) -> None:
+    state.know(event.entity_id, dict(event.entity_values))
+    state.pair((event.entity_id, event.experiment_id)).failures.setdefault(event.attempt, event)

@@ -1,0 +1,123 @@
+"""The operator interface: a pure decide function over an operation's state.
+
+The explorer's engine (`decide.py`) owns everything operators share: the concurrency window,
+retries with backoff, dependent experiments, stopping rules, cancellation, best-so-far and
+completion. An operator only says what to explore next, from an `OperationView`:
+
+- `Draw(count)`: `count` more entities by the operation's sampling strategy (random walk, grid);
+- `Measure(points)`: these entities, as property values (an optimizer's suggestions);
+- `Wait()`: nothing now; decide again when a result arrives;
+- `Finish(reason, detail)`: nothing more; the operation completes once what is in flight lands.
+
+`propose` must be a function of the view (seeds come from `view.parameters.seed`), so that a
+restarted explorer proposes the same thing. It is asked after every change, with the number of
+free slots in the window; asking for more than `free_slots` entities is trimmed to them.
+An operator may cache what it rebuilds from `view.outcomes` (e.g. an optimizer's model), keyed
+by operation id and the number of outcomes read, as long as the result stays the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar, Protocol, TypeAlias
+
+from discospace.events import OperationParameters
+from discospace.events.common import PropertyValues
+from discospace.events.operations import StopReason
+from discospace.explorer.objective import Best
+from discospace.explorer.pairs import Outcome
+from discospace.explorer.spaces import KnownSpace
+
+
+@dataclass(frozen=True)
+class OperationView:
+    """What an operator sees of its operation when it decides."""
+
+    operation_id: str
+    parameters: OperationParameters
+    """The parameters in force: the seed is always set."""
+    space: KnownSpace
+    started_at: datetime
+    now: datetime
+    free_slots: int
+    """Entities that may be requested now without exceeding `batch_size` in flight."""
+    in_flight: int
+    """Entities requested and not settled yet (waiting for a draw, a result or a retry)."""
+    drawn_by_strategy: int
+    """Entities asked for with `Draw` so far: the position of the next draw."""
+    entities_drawn: int
+    """Entities the sampler actually drew for `Draw` requests (fewer at the end of a space)."""
+    exhausted: bool
+    """The sampler reported that the strategy's sequence has no entity left."""
+    entities: Mapping[str, PropertyValues | None]
+    """Every entity of the operation by id, with its values once a measurement named them."""
+    outcomes: Sequence[Outcome]
+    """Results so far, in the order they arrived (the same on every replay)."""
+    best: Best | None
+    """The best entity for the objective so far (None without an objective or result)."""
+
+
+@dataclass(frozen=True)
+class Draw:
+    """`count` more entities by the operation's sampling strategy."""
+
+    count: int
+
+
+@dataclass(frozen=True)
+class Measure:
+    """These entities (property values of the operation's space)."""
+
+    points: tuple[PropertyValues, ...]
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Nothing to request now."""
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Nothing more to request: complete once what is in flight has landed."""
+
+    reason: StopReason
+    detail: str
+
+
+Proposal: TypeAlias = Draw | Measure | Wait | Finish
+
+
+class Operator(Protocol):
+    """An operator: checks its parameters once, then proposes what to explore next."""
+
+    name: ClassVar[str]
+
+    def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
+        """Why this operator cannot run with these parameters on this space (one sentence),
+        or None when it can."""
+        ...
+
+    def propose(self, view: OperationView) -> Proposal:
+        """What to explore next."""
+        ...
+
+
+class OperatorRegistry:
+    """The operators the explorer knows, by name."""
+
+    def __init__(self, operators: Sequence[Operator] = ()) -> None:
+        self._operators: dict[str, Operator] = {}
+        for operator in operators:
+            self.add(operator)
+
+    def add(self, operator: Operator) -> None:
+        self._operators[operator.name] = operator
+
+    def get(self, name: str) -> Operator | None:
+        return self._operators.get(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._operators))

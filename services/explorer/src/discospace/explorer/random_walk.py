@@ -1,0 +1,66 @@
+"""`random_walk`: measure `number_entities` entities (or all) in the sampler's order.
+
+The order is the operation's sampling strategy (random, sequential or grouped) from its seed;
+the walk keeps the window full until it has asked for its budget or the space is exhausted.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from discospace.core import DiscospaceError, sampling
+from discospace.events import OperationParameters
+from discospace.explorer.operators import Draw, Finish, OperationView, Proposal
+from discospace.explorer.spaces import KnownSpace
+
+
+class RandomWalk:
+    """Draws entities by strategy until the budget is asked for or the space runs out."""
+
+    name: ClassVar[str] = "random_walk"
+
+    def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
+        if parameters.number_entities == "all" and math.isinf(space.size):
+            return (
+                f"number_entities 'all' needs a finite space, but space '{space.space_id}' "
+                "has continuous properties: give a number"
+            )
+        if parameters.options:
+            names = ", ".join(sorted(parameters.options))
+            return f"random_walk takes no options, but was given {names}"
+        try:
+            sampling(space.entity_space, parameters.sampler, 0, parameters.group_by)
+        except DiscospaceError as error:
+            return (
+                f"the {parameters.sampler} sampler cannot run on space '{space.space_id}': {error}"
+            )
+        return None
+
+    def propose(self, view: OperationView) -> Proposal:
+        budget = _budget(view)
+        if view.exhausted and view.entities_drawn < budget:
+            return Finish("space_exhausted", _exhausted_detail(view))
+        if view.drawn_by_strategy >= budget:
+            return _finished(view, budget)
+        return Draw(min(view.free_slots, budget - view.drawn_by_strategy))
+
+
+def _budget(view: OperationView) -> int:
+    """Entities to ask for: the number requested, at most the size of the space."""
+    wanted = view.parameters.number_entities
+    size = view.space.size
+    if wanted == "all":
+        return int(size)
+    return wanted if math.isinf(size) else min(wanted, int(size))
+
+
+def _finished(view: OperationView, budget: int) -> Finish:
+    wanted = view.parameters.number_entities
+    if wanted == "all" or wanted > budget:
+        return Finish("space_exhausted", f"all {budget} entities of the space were drawn")
+    return Finish("requested_entities_measured", f"{budget} of {budget} requested entities drawn")
+
+
+def _exhausted_detail(view: OperationView) -> str:
+    return f"the space ran out after {view.entities_drawn} entities were drawn"

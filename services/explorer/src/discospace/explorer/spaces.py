@@ -1,0 +1,101 @@
+"""The registered spaces the explorer runs operations on, folded from `SpaceRegistered`.
+
+An operation names its space by id; the explorer needs the entity space (its size, to sample
+it) and the measurement space resolved against the catalog the registry recorded (which
+experiments depend on which). A registration the explorer cannot use is kept as a reason, so
+an operation on it fails with that sentence instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TypeAlias
+
+from discospace.core import (
+    DiscospaceError,
+    DiscoverySpace,
+    EntitySpace,
+    ExperimentCatalog,
+    ParameterizedExperiment,
+)
+from discospace.core.experiment import split_observed_property_id
+from discospace.events import SpaceRegistered
+
+
+@dataclass(frozen=True)
+class KnownSpace:
+    """A registered space as the explorer uses it.
+
+    `experiments` is in dependency order: every experiment comes after those it depends on.
+    """
+
+    space_id: str
+    sample_store: str
+    entity_space: EntitySpace
+    experiments: tuple[ParameterizedExperiment, ...]
+
+    @cached_property
+    def independent(self) -> tuple[ParameterizedExperiment, ...]:
+        """Experiments that need constitutive properties only: requested with each draw."""
+        return tuple(e for e in self.experiments if not e.is_dependent)
+
+    @cached_property
+    def _by_id(self) -> dict[str, ParameterizedExperiment]:
+        return {experiment.id: experiment for experiment in self.experiments}
+
+    def experiment(self, experiment_id: str) -> ParameterizedExperiment | None:
+        return self._by_id.get(experiment_id)
+
+    @property
+    def size(self) -> int | float:
+        return self.entity_space.size
+
+    def measures(self, objective: str) -> tuple[str, str] | None:
+        """(experiment id, target) whose values hold `objective`, or None when none does.
+
+        `objective` is a target name (the first experiment measuring it wins) or an observed
+        property id `<experiment id>.<target>`.
+        """
+        for experiment in self.experiments:
+            if objective in experiment.experiment.target_properties:
+                return experiment.id, objective
+            if objective in experiment.observed_property_ids:
+                return split_observed_property_id(objective)
+        return None
+
+
+SpaceEntry: TypeAlias = KnownSpace | str
+"""A usable space, or the sentence saying why the explorer cannot run operations on it."""
+
+
+def known_space(event: SpaceRegistered) -> SpaceEntry:
+    """The space a registration describes, or why it cannot be used."""
+    try:
+        space = DiscoverySpace.from_spec(event.spec)
+        measurement_space = space.measurement_space(ExperimentCatalog(event.experiments))
+        ordered = dependency_order(measurement_space.experiments)
+    except DiscospaceError as error:
+        return f"space '{event.space_id}' cannot be explored: {error}"
+    return KnownSpace(event.space_id, space.sample_store, space.entity_space, ordered)
+
+
+def dependency_order(
+    experiments: Iterable[ParameterizedExperiment],
+) -> tuple[ParameterizedExperiment, ...]:
+    """The experiments, each after those it depends on (stable otherwise).
+
+    Raises `DiscospaceError` when some depend on each other in a cycle: they could never run.
+    """
+    pending = list(experiments)
+    ordered: list[ParameterizedExperiment] = []
+    while pending:
+        placed = {e.id for e in ordered}
+        ready = [e for e in pending if e.depends_on <= placed]
+        if not ready:
+            names = ", ".join(sorted(f"'{e.id}'" for e in pending))
+            raise DiscospaceError(f"experiments {names} depend on each other in a cycle")
+        ordered.extend(ready)
+        pending = [e for e in pending if e not in ready]
+    return tuple(ordered)

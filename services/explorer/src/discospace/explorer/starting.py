@@ -1,0 +1,123 @@
+"""Starting an operation: check the request, fill in the seed, accept or refuse it.
+
+A request names a registered space and an operator; the parameters must fit both. The space
+may not have been read yet (nothing orders the spaces topic against the operations topic), so
+the explorer waits for it until a deadline (a while after it noticed the request) before
+refusing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeAlias
+
+from discospace.events import (
+    OperationCancelRequested,
+    OperationCompleted,
+    OperationCounts,
+    OperationFailed,
+    OperationParameters,
+    OperationRequested,
+)
+from discospace.events import OperationStarted as Started
+from discospace.events.envelope import content_id
+from discospace.explorer.operators import Operator, OperatorRegistry
+from discospace.explorer.spaces import KnownSpace, SpaceEntry
+from discospace.explorer.stopping import check_rules
+
+SEED_RANGE = 2**31
+"""Seeds the explorer picks lie in [0, SEED_RANGE)."""
+
+
+@dataclass(frozen=True)
+class WaitForSpace:
+    """The space is not known yet: decide again at `until`, then refuse if still unknown."""
+
+    until: datetime
+
+
+StartDecision: TypeAlias = Started | OperationFailed | WaitForSpace
+
+
+def start(
+    request: OperationRequested,
+    spaces: dict[str, SpaceEntry],
+    operators: OperatorRegistry,
+    space_deadline: datetime,
+    now: datetime,
+) -> StartDecision:
+    """Accept the request (`OperationStarted`), refuse it (`OperationFailed`) or wait."""
+    operator = operators.get(request.operator)
+    if operator is None:
+        known = ", ".join(operators.names)
+        return refuse(request, f"operator '{request.operator}' is not known: use {known}", now)
+    entry = spaces.get(request.space_id)
+    if entry is None:
+        return _wait_or_refuse(request, space_deadline, now)
+    if isinstance(entry, str):
+        return refuse(request, entry, now)
+    parameters = with_seed(request)
+    problem = check(parameters, entry, operator)
+    if problem is not None:
+        return refuse(request, problem, now)
+    return Started.caused_by(
+        request,
+        now,
+        operation_id=request.operation_id,
+        space_id=request.space_id,
+        operator=request.operator,
+        parameters=parameters,
+    )
+
+
+def refuse(request: OperationRequested, reason: str, now: datetime) -> OperationFailed:
+    return OperationFailed.caused_by(request, now, operation_id=request.operation_id, reason=reason)
+
+
+def cancelled_before_start(
+    request: OperationRequested, cancel: OperationCancelRequested, now: datetime
+) -> OperationCompleted:
+    """Cancelled before it started (e.g. while waiting for its space): nothing was measured."""
+    detail = f"cancelled by {cancel.requested_by} before it started"
+    return OperationCompleted.caused_by(
+        request,
+        now,
+        operation_id=request.operation_id,
+        space_id=request.space_id,
+        stop_reason="cancelled",
+        stop_detail=detail + (f": {cancel.reason}" if cancel.reason else ""),
+        counts=OperationCounts(requested=0, measured=0, reused=0, failed=0, invalid=0),
+    )
+
+
+def _wait_or_refuse(
+    request: OperationRequested, deadline: datetime, now: datetime
+) -> WaitForSpace | OperationFailed:
+    if now < deadline:
+        return WaitForSpace(deadline)
+    return refuse(request, f"space '{request.space_id}' is not registered", now)
+
+
+def with_seed(request: OperationRequested) -> OperationParameters:
+    """The parameters, with a seed derived from the request when it gave none.
+
+    Derived rather than drawn, so a restarted explorer picks the same seed.
+    """
+    parameters = request.parameters
+    if parameters.seed is not None:
+        return parameters
+    seed = int(content_id("seed", request.event_id), 16) % SEED_RANGE
+    return parameters.model_copy(update={"seed": seed})
+
+
+def check(parameters: OperationParameters, space: KnownSpace, operator: Operator) -> str | None:
+    """Why the operation cannot run as asked, in one sentence, or None when it can."""
+    problem = check_rules(parameters.stopping)
+    objective = parameters.objective
+    if problem is None and objective is not None and space.measures(objective.property) is None:
+        problem = (
+            f"the objective '{objective.property}' is not measured by any experiment of "
+            f"space '{space.space_id}'"
+        )
+    return problem or operator.check(parameters, space)

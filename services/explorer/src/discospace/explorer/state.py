@@ -1,0 +1,103 @@
+"""The explorer's whole state: registered spaces and every operation, and how events move it.
+
+`explore(state, event, engine, now)` folds one event and, once the explorer is live, returns
+the decisions it leads to. While replaying the topics at start the explorer only folds
+(`state.live` is False): deciding on a partial history could repeat a decision that is further
+down the log. `go_live` then decides for every operation at once, from the complete history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from discospace.events import SpaceRegistered
+from discospace.events.common import OperationEvent
+from discospace.explorer.decide import Decided, Engine, decide
+from discospace.explorer.operation import OperationState, evolve
+from discospace.explorer.spaces import SpaceEntry, known_space
+
+
+@dataclass
+class ExplorerState:
+    """Registered spaces by id, and operations by id."""
+
+    spaces: dict[str, SpaceEntry] = field(default_factory=dict)
+    operations: dict[str, OperationState] = field(default_factory=dict)
+    live: bool = False
+    """False while replaying the topics at start: fold, decide nothing."""
+
+    def operation(self, operation_id: str) -> OperationState:
+        return self.operations.setdefault(operation_id, OperationState(operation_id))
+
+    def has_folded(self, event: OperationEvent | SpaceRegistered) -> bool:
+        """Whether `event` would change nothing: already folded, or its operation is over."""
+        if isinstance(event, SpaceRegistered):
+            return event.space_id in self.spaces
+        operation = self.operations.get(event.operation_id)
+        return operation is not None and (
+            operation.finished is not None or event.event_id in operation.seen
+        )
+
+    def active(self) -> list[OperationState]:
+        """Operations requested and not finished, in the order they became known."""
+        return [op for op in self.operations.values() if op.requested and not op.finished]
+
+
+def explore(
+    state: ExplorerState,
+    event: OperationEvent | SpaceRegistered,
+    engine: Engine,
+    now: datetime,
+) -> Decided:
+    """Fold `event`; once live, the decisions it leads to (already folded into `state`)."""
+    if isinstance(event, SpaceRegistered):
+        return _on_space(state, event, engine, now)
+    operation = state.operation(event.operation_id)
+    if operation.finished is not None or not evolve(operation, event):
+        return Decided()
+    if operation.requested is not None and operation.noticed_at is None:
+        operation.noticed_at = now
+    if operation.finished is not None:
+        operation.forget_details()
+    if not state.live:
+        return Decided()
+    return _decide(state, operation, engine, now)
+
+
+def go_live(state: ExplorerState, engine: Engine, now: datetime) -> Decided:
+    """The explorer has read the history: decide for every operation still running."""
+    state.live = True
+    return tick(state, engine, now)
+
+
+def tick(state: ExplorerState, engine: Engine, now: datetime) -> Decided:
+    """Decide again for every operation (a timer fired: retries due, a deadline passed)."""
+    decided = Decided()
+    if state.live:
+        for operation in state.active():
+            decided.merge(_decide(state, operation, engine, now))
+    return decided
+
+
+def _on_space(
+    state: ExplorerState, event: SpaceRegistered, engine: Engine, now: datetime
+) -> Decided:
+    if event.space_id in state.spaces:
+        return Decided()
+    state.spaces[event.space_id] = known_space(event)
+    decided = Decided()
+    if state.live:
+        for operation in state.active():
+            if operation.waits_for(event.space_id):
+                decided.merge(_decide(state, operation, engine, now))
+    return decided
+
+
+def _decide(
+    state: ExplorerState, operation: OperationState, engine: Engine, now: datetime
+) -> Decided:
+    decided = decide(operation, state.spaces, engine, now)
+    if operation.finished is not None:
+        operation.forget_details()
+    return decided

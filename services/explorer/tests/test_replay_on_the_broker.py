@@ -1,0 +1,52 @@
+"""The explorer's replay reads real topics from the beginning to where they ended at start."""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from discospace.events import Event, TopicNames, encode
+from discospace.explorer.replay import replay
+from discospace.testing.kafka import create_topics, delete_topics
+
+pytestmark = pytest.mark.integration
+
+
+async def _produce(bootstrap: str, topic: str, values: list[tuple[bytes, bytes]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        for key, value in values:
+            await producer.send_and_wait(topic, value, key=key)
+    finally:
+        await producer.stop()
+
+
+async def test_replay_folds_every_event_up_to_the_end_and_skips_unreadable_messages(
+    kafka_bootstrap, small_space, make_request
+):
+    topics = TopicNames.unique("explorer-replay")
+    await create_topics(kafka_bootstrap, {topics.operations: 3, topics.spaces: 1})
+    try:
+        requests = [make_request(small_space, op=f"op-{n}") for n in range(7)]
+        await _produce(
+            kafka_bootstrap,
+            topics.operations,
+            [(r.key(), encode(r)) for r in requests] + [(b"op-0", b"not json")],
+        )
+        await _produce(kafka_bootstrap, topics.spaces, [(small_space.key(), encode(small_space))])
+        folded: list[Event] = []
+        report = await replay(kafka_bootstrap, [topics.spaces, topics.operations], folded.append)
+        assert (report.events, report.skipped) == (8, 1)
+        assert sorted(e.event_id for e in folded) == sorted(
+            [small_space.event_id, *(r.event_id for r in requests)]
+        )
+    finally:
+        await delete_topics(kafka_bootstrap, [topics.operations, topics.spaces])
+
+
+async def test_replay_of_topics_that_do_not_exist_yet_folds_nothing(kafka_bootstrap):
+    topics = TopicNames.unique("explorer-replay")
+    folded: list[Event] = []
+    report = await replay(kafka_bootstrap, [topics.operations, topics.measurements], folded.append)
+    assert (report.events, folded) == (0, [])

@@ -1,0 +1,76 @@
+"""A view's table as a file: CSV, JSON (a list of row objects) or Parquet."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Literal, get_args
+
+import pandas as pd
+
+from discospace.projector.errors import ViewError
+
+ExportFormat = Literal["csv", "json", "parquet"]
+FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
+MEDIA_TYPES: dict[ExportFormat, str] = {
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json",
+    "parquet": "application/vnd.apache.parquet",
+}
+
+
+def parse_format(text: str) -> ExportFormat:
+    """The export format named by `text`; `ViewError` for any other name."""
+    for name in FORMATS:
+        if text == name:
+            return name
+    raise ViewError(f"format {text!r} is not one of {', '.join(FORMATS)}.")
+
+
+def export(table: pd.DataFrame, fmt: ExportFormat) -> bytes:
+    """The table in format `fmt`; missing values are empty (CSV) or null (JSON, Parquet)."""
+    return _WRITERS[fmt](table)
+
+
+def _csv(table: pd.DataFrame) -> bytes:
+    return table.to_csv(index=False).encode()
+
+
+def _json(table: pd.DataFrame) -> bytes:
+    text = table.to_json(orient="records", force_ascii=False, double_precision=15)
+    return (text or "[]").encode()
+
+
+def _parquet(table: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    arrow_safe(table).to_parquet(buffer, index=False, engine="pyarrow")
+    return buffer.getvalue()
+
+
+def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with every column of mixed value types (e.g. 4 and "auto") turned to text.
+
+    Parquet columns hold one type; numbers of both kinds (int and float) stay numbers.
+    """
+    safe = table.copy()
+    for name in safe.columns:
+        column = safe[name]
+        kinds = {_kind(value) for value in column.dropna()}
+        if len(kinds) > 1:
+            safe[name] = column.map(lambda v: None if pd.isna(v) else str(v)).astype(object)
+    return safe
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+_WRITERS: dict[ExportFormat, Callable[[pd.DataFrame], bytes]] = {
+    "csv": _csv,
+    "json": _json,
+    "parquet": _parquet,
+}

@@ -1,0 +1,111 @@
+"""What the projector's HTTP API answers, as JSON: spaces, actuators, operations and progress.
+
+`discospace.client` parses these documents; a change here is a change of the HTTP contract
+(additive only: new fields with defaults).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from discospace.core.spec import ExperimentSpec, Scalar, SpaceSpec
+
+SpaceStatus = Literal["submitted", "registered", "rejected"]
+OperationStatus = Literal["requested", "running", "cancelling", "completed", "failed"]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class SpaceSummary(_Answer):
+    """One space in the list of spaces."""
+
+    space_id: str | None = Field(description="The space id; absent when the spec had none.")
+    submission_ids: list[str] = Field(description="Submissions of this space, oldest first.")
+    status: SpaceStatus = Field(description="registered, rejected, or submitted (no answer yet).")
+    reason: str = Field(default="", description="Why it was rejected (empty otherwise).")
+    sample_store: str | None = Field(description="The sample store the space uses.")
+    size: int | None = Field(description="Number of entities; absent when infinite or unknown.")
+    submitted_at: datetime | None = None
+    registered_at: datetime | None = Field(
+        default=None, description="When the registry answered (registered or rejected)."
+    )
+
+
+class SpaceDetail(SpaceSummary):
+    """One space: its summary, spec, resolved experiments and view columns."""
+
+    spec: SpaceSpec | None = None
+    experiments: list[ExperimentSpec] = Field(default_factory=list)
+    constitutive_properties: list[str] = Field(default_factory=list)
+    observed_properties: dict[str, str] = Field(
+        default_factory=dict,
+        description="View column -> observed property id (`<experiment id>.<target>`).",
+    )
+
+
+class ActuatorPool(_Answer):
+    """One actuator on one pool: its latest catalog and the workers that announced it."""
+
+    actuator: str
+    pool: str
+    gpu_model: str | None = None
+    experiments: list[ExperimentSpec]
+    workers: list[str]
+    registered_at: datetime = Field(description="The latest announcement.")
+
+
+class OperationCountsView(_Answer):
+    """What became of an operation's entity-experiment pairs so far."""
+
+    requested: int = Field(description="Pairs drawn (requested or reused).")
+    measured: int = Field(description="Pairs completed, valid or invalid.")
+    reused: int = Field(description="Pairs answered from the sample store.")
+    failed: int = Field(description="Pairs that failed for good.")
+    invalid: int = Field(description="Completed pairs without a valid result (among measured).")
+    in_flight: int = Field(description="Pairs requested and not done yet (retries included).")
+
+    @property
+    def done(self) -> int:
+        return self.measured + self.reused + self.failed
+
+
+class BestSoFar(_Answer):
+    """The best valid result for the operation's objective so far."""
+
+    property: str
+    direction: Literal["min", "max"]
+    value: float
+    entity_id: str
+    entity_values: dict[str, Scalar]
+    experiment_id: str
+    values: dict[str, Scalar] = Field(
+        default_factory=dict, description="Every value of that result (the objective's included)."
+    )
+
+
+class OperationProgress(_Answer):
+    """An operation: status, parameters, counts, best so far, and why it stopped."""
+
+    operation_id: str
+    space_id: str | None = None
+    operator: str | None = None
+    status: OperationStatus
+    requested_by: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    requested_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    counts: OperationCountsView
+    done: int = Field(description="measured + reused + failed.")
+    total: int | None = Field(
+        default=None, description="Pairs the operation plans to settle; absent when unbounded."
+    )
+    best: BestSoFar | None = None
+    stop_reason: str | None = None
+    stop_detail: str = ""
+    failure_reason: str | None = None

@@ -1,0 +1,241 @@
+"""An operation's progress (pure): status from its lifecycle, counts and best from its results.
+
+Counts are per entity-experiment pair (one measurement request id): measured once a completion
+landed (valid or invalid), reused when the store answered it, failed when its latest attempt
+failed for good (not retryable, or `max_retries` spent, the explorer's rule), in flight
+otherwise (retries included). The best so far is the best valid result for the objective
+among the operation's results (measured or reused), the first to reach it winning ties.
+
+The list of every operation shows an ended operation as the explorer reported it in its
+`OperationCompleted` (or `OperationFailed`) counts and best entity, so listing reads no
+results; one operation's progress is always computed from its results.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from discospace.core.experiment import split_observed_property_id
+from discospace.events import OperationParameters
+from discospace.projector.models import (
+    BestSoFar,
+    OperationCountsView,
+    OperationProgress,
+    OperationStatus,
+)
+from discospace.projector.queries import MeasurementRow, OperationRow
+from discospace.projector.spaces import SpaceState
+
+_ENDED = ("OperationCompleted", "OperationFailed")
+_WITH_SPACE = ("OperationStarted", "OperationRequested", "OperationCompleted")
+
+
+@dataclass(frozen=True)
+class _Lifecycle:
+    """The payloads of an operation's lifecycle events, by type (the latest of each)."""
+
+    payloads: dict[str, dict[str, Any]]
+    times: dict[str, Any]
+
+    @classmethod
+    def of(cls, rows: Sequence[OperationRow]) -> _Lifecycle:
+        return cls(
+            {row.type: json.loads(row.payload) for row in rows},
+            {row.type: row.occurred_at for row in rows},
+        )
+
+    def get(self, event_type: str, name: str) -> Any:
+        return self.payloads.get(event_type, {}).get(name)
+
+    def first(self, name: str, *event_types: str) -> Any:
+        return next((self.get(t, name) for t in event_types if self.get(t, name) is not None), None)
+
+    @property
+    def status(self) -> OperationStatus:
+        if "OperationFailed" in self.payloads:
+            return "failed"
+        if "OperationCompleted" in self.payloads:
+            return "completed"
+        if "OperationCancelRequested" in self.payloads:
+            return "cancelling"
+        return "running" if "OperationStarted" in self.payloads else "requested"
+
+    @property
+    def parameters(self) -> OperationParameters:
+        raw = self.first("parameters", "OperationStarted", "OperationRequested")
+        return OperationParameters.model_validate(raw or {})
+
+
+def operation_progress(
+    operation_id: str,
+    lifecycle: Sequence[OperationRow],
+    measurements: Sequence[MeasurementRow],
+    space: SpaceState | None = None,
+) -> OperationProgress:
+    """The progress of one operation from its lifecycle events and measurement events."""
+    life = _Lifecycle.of(lifecycle)
+    counts = pair_counts(measurements, life.parameters.max_retries)
+    best = best_so_far(measurements, life.parameters)
+    return _progress(operation_id, life, counts, best, space, _space_of(measurements))
+
+
+def reported_progress(
+    operation_id: str, lifecycle: Sequence[OperationRow], space: SpaceState | None = None
+) -> OperationProgress | None:
+    """An ended operation as the explorer reported it (counts, best), reading no result.
+
+    None while the operation runs, or when its end carried no counts.
+    """
+    life = _Lifecycle.of(lifecycle)
+    ended = life.payloads.get("OperationCompleted") or life.payloads.get("OperationFailed")
+    if ended is None or ended.get("counts") is None:
+        return None
+    reported = {name: int(value) for name, value in ended["counts"].items()}
+    settled = sum(reported.get(name, 0) for name in ("measured", "reused", "failed"))
+    in_flight = max(reported.get("requested", 0) - settled, 0)
+    counts = OperationCountsView(**reported, in_flight=in_flight)
+    return _progress(operation_id, life, counts, _reported_best(ended, life.parameters), space)
+
+
+def _progress(
+    operation_id: str,
+    life: _Lifecycle,
+    counts: OperationCountsView,
+    best: BestSoFar | None,
+    space: SpaceState | None,
+    measured_space: str | None = None,
+) -> OperationProgress:
+    parameters = life.parameters
+    return OperationProgress(
+        operation_id=operation_id,
+        space_id=life.first("space_id", *_WITH_SPACE) or measured_space,
+        operator=life.first("operator", "OperationStarted", "OperationRequested"),
+        status=life.status,
+        requested_by=life.get("OperationRequested", "requested_by"),
+        parameters=parameters.model_dump(mode="json"),
+        requested_at=life.times.get("OperationRequested"),
+        started_at=life.times.get("OperationStarted"),
+        ended_at=next((life.times[t] for t in _ENDED if t in life.times), None),
+        counts=counts,
+        done=counts.done,
+        total=planned_pairs(parameters, space),
+        best=best,
+        stop_reason=life.get("OperationCompleted", "stop_reason"),
+        stop_detail=life.get("OperationCompleted", "stop_detail") or "",
+        failure_reason=life.get("OperationFailed", "reason"),
+    )
+
+
+def _space_of(measurements: Sequence[MeasurementRow]) -> str | None:
+    return measurements[0].space_id if measurements else None
+
+
+def pair_counts(rows: Sequence[MeasurementRow], max_retries: int) -> OperationCountsView:
+    """Counts per entity-experiment pair (see the module doc)."""
+    by_request: dict[str, list[MeasurementRow]] = {}
+    for row in rows:
+        by_request.setdefault(row.request_id, []).append(row)
+    outcomes = [_outcome(pair_rows, max_retries) for pair_rows in by_request.values()]
+    return OperationCountsView(
+        requested=len(outcomes),
+        measured=sum(o in ("valid", "invalid") for o in outcomes),
+        reused=outcomes.count("reused"),
+        failed=outcomes.count("failed"),
+        invalid=outcomes.count("invalid"),
+        in_flight=outcomes.count("in_flight"),
+    )
+
+
+def _outcome(rows: Sequence[MeasurementRow], max_retries: int) -> str:
+    completed = [row for row in rows if row.kind == "completed"]
+    if completed:
+        return "valid" if any(row.is_valid for row in completed) else "invalid"
+    if any(row.kind == "reused" for row in rows):
+        return "reused"
+    latest = max(rows, key=lambda row: (row.attempt, row.occurred_at, row.kind == "failed"))
+    final = latest.kind == "failed" and (not latest.retryable or latest.attempt > max_retries)
+    return "failed" if final else "in_flight"
+
+
+def planned_pairs(parameters: OperationParameters, space: SpaceState | None) -> int | None:
+    """Entity-experiment pairs the operation plans to settle; None when it cannot be known."""
+    if space is None or space.spec is None:
+        return None
+    experiments = len(space.spec.measurement_space)
+    wanted = parameters.number_entities
+    if wanted == "all":
+        return None if space.size is None else space.size * experiments
+    return (wanted if space.size is None else min(wanted, space.size)) * experiments
+
+
+def best_so_far(
+    rows: Sequence[MeasurementRow], parameters: OperationParameters
+) -> BestSoFar | None:
+    """The best valid result for the objective (the first to reach it wins ties)."""
+    objective = parameters.objective
+    if objective is None:
+        return None
+    experiment, target = _objective_source(objective.property)
+    best: BestSoFar | None = None
+    for row in rows:
+        value = _objective_value(row, experiment, target)
+        if value is None or not _improves(value, best, objective.direction):
+            continue
+        best = BestSoFar(
+            property=objective.property,
+            direction=objective.direction,
+            value=value,
+            entity_id=row.entity_id,
+            entity_values=json.loads(row.entity_values),
+            experiment_id=row.experiment_id,
+            values=json.loads(row.values),
+        )
+    return best
+
+
+def _objective_source(name: str) -> tuple[str | None, str]:
+    """(experiment id or None for any experiment, target) of an objective's property."""
+    if "." in name:
+        return split_observed_property_id(name)
+    return None, name
+
+
+def _objective_value(row: MeasurementRow, experiment: str | None, target: str) -> float | None:
+    if row.kind not in ("completed", "reused") or not row.is_valid:
+        return None
+    if experiment is not None and row.experiment_id != experiment:
+        return None
+    raw = json.loads(row.values).get(target)
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        return None
+    return float(raw)
+
+
+def _improves(value: float, best: BestSoFar | None, direction: str) -> bool:
+    if best is None:
+        return True
+    return value > best.value if direction == "max" else value < best.value
+
+
+def _reported_best(ended: dict[str, Any], parameters: OperationParameters) -> BestSoFar | None:
+    objective, entity_id = parameters.objective, ended.get("best_entity_id")
+    if objective is None or entity_id is None:
+        return None
+    values = ended.get("best_values") or {}
+    experiment, target = _objective_source(objective.property)
+    value = values.get(target, values.get(objective.property))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return BestSoFar(
+        property=objective.property,
+        direction=objective.direction,
+        value=float(value),
+        entity_id=entity_id,
+        entity_values=ended.get("best_entity_values") or {},
+        experiment_id=experiment or "",
+        values=values,
+    )

@@ -1,0 +1,161 @@
+"""The views, read from the store: queries in, typed answers and tables out.
+
+Blocking (clickhouse-connect and chDB are synchronous): the HTTP routes call these methods on
+the store's worker thread. A registered space never changes under its id, so its layout, and
+the entity ids of a small finite space, are computed once and cached.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from discospace.projector import queries
+from discospace.projector.catalogs import actuator_pools
+from discospace.projector.errors import NotKnownError, ViewError
+from discospace.projector.models import (
+    ActuatorPool,
+    OperationProgress,
+    SpaceDetail,
+    SpaceSummary,
+)
+from discospace.projector.progress import operation_progress, reported_progress
+from discospace.projector.spaces import SpaceLayout, SpaceState, space_state, space_states
+from discospace.projector.view import VIEWS, View, entity_table
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
+
+ID_LOOKUP_LIMIT = 10_000
+"""Finite spaces up to this size read other spaces' results by entity id (an index lookup);
+larger ones read their sample store's results for their experiments and filter by membership."""
+_CACHED_SPACES = 64
+
+
+class StoreViews:
+    """Every view the projector serves, over one store client."""
+
+    def __init__(self, client: Client, *, id_lookup_limit: int = ID_LOOKUP_LIMIT) -> None:
+        self.client = client
+        self.id_lookup_limit = id_lookup_limit
+        self._layouts: OrderedDict[str, tuple[SpaceLayout, list[str] | None]] = OrderedDict()
+
+    def spaces(self) -> list[SpaceSummary]:
+        """Every space the store knows, registered, rejected or still submitted."""
+        return [_summary(state) for state in space_states(queries.space_rows(self.client))]
+
+    def space(self, space_id: str) -> SpaceDetail:
+        """One space with its spec, experiments and view columns."""
+        state = self._state(space_id)
+        detail = SpaceDetail(
+            **_summary(state).model_dump(),
+            spec=state.spec,
+            experiments=list(state.experiments),
+        )
+        if not state.is_registered:
+            return detail
+        layout = self._layout(space_id)[0]
+        return detail.model_copy(
+            update={
+                "constitutive_properties": list(layout.constitutive),
+                "observed_properties": {c.name: c.observed_id for c in layout.observed},
+            }
+        )
+
+    def entities(
+        self, space_id: str, include: tuple[View, ...] = VIEWS, limit: int | None = None
+    ) -> pd.DataFrame:
+        """The entities of a space in the views of `include` (see `view.entity_table`)."""
+        layout, entity_ids = self._layout(space_id)
+        measurements = queries.space_measurements(self.client, space_id)
+        elsewhere = []
+        if include != ("measured",):  # the other views exclude what is measured elsewhere
+            elsewhere = queries.store_results(
+                self.client,
+                layout.sample_store,
+                layout.experiment_ids,
+                other_than_space=space_id,
+                entity_ids=entity_ids,
+            )
+        return entity_table(layout, measurements, elsewhere, include, limit)
+
+    def operations(self) -> list[OperationProgress]:
+        """Every operation, oldest first: ended ones as reported, running ones computed."""
+        by_operation: dict[str, list[queries.OperationRow]] = {}
+        for row in queries.operation_rows(self.client):
+            by_operation.setdefault(row.operation_id, []).append(row)
+        states = {s.space_id: s for s in space_states(queries.space_rows(self.client))}
+        listed = []
+        for operation_id, rows in by_operation.items():
+            space_id = next((row.space_id for row in rows if row.space_id), None)
+            reported = reported_progress(operation_id, rows, states.get(space_id))
+            listed.append(reported or self._progress(operation_id, rows))
+        return listed
+
+    def operation(self, operation_id: str) -> OperationProgress:
+        """One operation's progress: status, counts, best so far, stop reason."""
+        rows = queries.operation_rows(self.client, operation_id)
+        if not rows:
+            raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
+        return self._progress(operation_id, rows)
+
+    def actuators(self) -> list[ActuatorPool]:
+        """Every actuator on every pool, with its latest catalog and its workers."""
+        return actuator_pools(queries.actuator_rows(self.client))
+
+    def _progress(self, operation_id: str, rows: list[queries.OperationRow]) -> OperationProgress:
+        space_id = next((row.space_id for row in rows if row.space_id), None)
+        space = self._state_or_none(space_id) if space_id else None
+        measurements = (
+            queries.space_measurements(self.client, space_id, operation_id) if space_id else []
+        )
+        return operation_progress(operation_id, rows, measurements, space)
+
+    def _state(self, space_id: str) -> SpaceState:
+        state = self._state_or_none(space_id)
+        if state is None:
+            raise NotKnownError(f"space {space_id!r} is not known to the projector.")
+        return state
+
+    def _state_or_none(self, space_id: str) -> SpaceState | None:
+        rows = queries.space_rows(self.client, space_id)
+        return space_state(rows) if rows else None
+
+    def _layout(self, space_id: str) -> tuple[SpaceLayout, list[str] | None]:
+        cached = self._layouts.get(space_id)
+        if cached is not None:
+            self._layouts.move_to_end(space_id)
+            return cached
+        state = self._state(space_id)
+        if not state.is_registered:
+            raise ViewError(
+                f"space {space_id!r} is {state.status}, not registered, so it has no views."
+            )
+        layout = SpaceLayout.of(state)
+        entry = (layout, _entity_ids(layout, self.id_lookup_limit))
+        self._layouts[space_id] = entry
+        if len(self._layouts) > _CACHED_SPACES:
+            self._layouts.popitem(last=False)
+        return entry
+
+
+def _entity_ids(layout: SpaceLayout, limit: int) -> list[str] | None:
+    space = layout.entity_space
+    if not space.is_finite or space.size > limit:
+        return None
+    return [entity.id for entity in space.sequential()]
+
+
+def _summary(state: SpaceState) -> SpaceSummary:
+    return SpaceSummary(
+        space_id=state.space_id,
+        submission_ids=list(state.submission_ids),
+        status=state.status,
+        reason=state.reason,
+        sample_store=state.sample_store,
+        size=state.size,
+        submitted_at=state.submitted_at,
+        registered_at=state.decided_at,
+    )

@@ -1,0 +1,162 @@
+"""The projector's HTTP API as plain ASGI apps, one per path (mounted beside /health).
+
+Paths are fixed (FastStream's ASGI app matches exact paths), ids go in the query string:
+
+    GET /spaces                                  every space: id, store, size, status, reason
+    GET /space?id=SPACE                          one space: spec, experiments, view columns
+    GET /space/entities?id=SPACE[&include=all][&limit=N][&format=json|csv|parquet]
+    GET /operations                              every operation with its progress
+    GET /operation?id=OPERATION                  one operation's progress
+    GET /actuators                               actuators, pools, catalogs, workers
+
+Errors answer `{"error": "<one sentence>"}`: 400 for bad parameters, 404 for an unknown space
+or operation, 503 when the store cannot be read; never a stack trace.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import parse_qs
+
+from pydantic import BaseModel, TypeAdapter
+
+from discospace.projector.errors import ProjectorError, ViewError
+from discospace.projector.exports import MEDIA_TYPES, export, parse_format
+from discospace.projector.models import ActuatorPool, OperationProgress, SpaceSummary
+from discospace.projector.reading import StoreViews
+from discospace.projector.view import parse_include
+from discospace.store.errors import StoreError
+
+T = TypeVar("T")
+StoreCall = Callable[[Callable[[StoreViews], T]], Awaitable[T]]
+"""Runs a function of the views on the store's worker thread and awaits its answer."""
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+JSON = "application/json"
+logger = logging.getLogger("discospace.projector.routes")
+_SPACES = TypeAdapter(list[SpaceSummary])
+_OPERATIONS = TypeAdapter(list[OperationProgress])
+_ACTUATORS = TypeAdapter(list[ActuatorPool])
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer: status, body and its media type, extra headers."""
+
+    body: bytes
+    media_type: str = JSON
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def model(cls, model: BaseModel) -> Answer:
+        return cls(model.model_dump_json().encode())
+
+    @classmethod
+    def error(cls, status: int, sentence: str) -> Answer:
+        return cls(TypeAdapter(dict[str, str]).dump_json({"error": sentence}), status=status)
+
+
+class Query:
+    """The query string of a request, read one parameter at a time."""
+
+    def __init__(self, query_string: bytes) -> None:
+        self._values = parse_qs(query_string.decode("utf-8", errors="replace"))
+
+    def text(self, name: str, default: str | None = None) -> str:
+        values = self._values.get(name)
+        if values:
+            return values[-1]
+        if default is None:
+            raise ViewError(f"the query parameter {name!r} is missing.")
+        return default
+
+    def count(self, name: str) -> int | None:
+        raw = self._values.get(name)
+        if not raw:
+            return None
+        if not raw[-1].isdigit():
+            raise ViewError(f"{name} must be a whole number from 0, not {raw[-1]!r}.")
+        return int(raw[-1])
+
+
+Handler = Callable[[Query], Awaitable[Answer]]
+
+
+class Route:
+    """One path: GET (or HEAD) only; user errors become one-sentence JSON answers."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") not in ("GET", "HEAD"):
+            answer = Answer.error(405, f"{scope.get('method')} is not allowed here: use GET.")
+        else:
+            answer = await self._answer(Query(scope.get("query_string", b"")))
+        await _send(answer, send, head=scope.get("method") == "HEAD")
+
+    async def _answer(self, query: Query) -> Answer:
+        try:
+            return await self.handler(query)
+        except ProjectorError as error:
+            return Answer.error(error.status_code, str(error))
+        except StoreError as error:
+            return Answer.error(503, f"the store cannot be read: {error}")
+        except Exception:
+            logger.exception("a view failed")
+            return Answer.error(500, "the view failed; the projector's log has the details.")
+
+
+async def _send(answer: Answer, send: Send, *, head: bool) -> None:
+    headers = [
+        (b"content-type", answer.media_type.encode()),
+        (b"content-length", str(len(answer.body)).encode()),
+        *((name.encode(), value.encode()) for name, value in answer.headers),
+    ]
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else answer.body})
+
+
+def view_routes(call: StoreCall[Any]) -> list[tuple[str, ASGIApp]]:
+    """The API's routes, each reading the store through `call`."""
+
+    async def spaces(query: Query) -> Answer:
+        return Answer(_SPACES.dump_json(await call(StoreViews.spaces)))
+
+    async def space(query: Query) -> Answer:
+        space_id = query.text("id")
+        return Answer.model(await call(lambda views: views.space(space_id)))
+
+    async def entities(query: Query) -> Answer:
+        space_id, include = query.text("id"), parse_include(query.text("include", "all"))
+        fmt, limit = parse_format(query.text("format", "json")), query.count("limit")
+        table = await call(lambda views: views.entities(space_id, include, limit))
+        name = f"{space_id}-{'-'.join(include) if len(include) < 4 else 'all'}.{fmt}"
+        disposition = ("content-disposition", f'attachment; filename="{name}"')
+        return Answer(export(table, fmt), MEDIA_TYPES[fmt], headers=(disposition,))
+
+    async def operations(query: Query) -> Answer:
+        return Answer(_OPERATIONS.dump_json(await call(StoreViews.operations)))
+
+    async def operation(query: Query) -> Answer:
+        operation_id = query.text("id")
+        return Answer.model(await call(lambda views: views.operation(operation_id)))
+
+    async def actuators(query: Query) -> Answer:
+        return Answer(_ACTUATORS.dump_json(await call(StoreViews.actuators)))
+
+    handlers: Sequence[tuple[str, Handler]] = (
+        ("/spaces", spaces),
+        ("/space", space),
+        ("/space/entities", entities),
+        ("/operations", operations),
+        ("/operation", operation),
+        ("/actuators", actuators),
+    )
+    return [(path, Route(handler)) for path, handler in handlers]

@@ -1,0 +1,223 @@
+"""A space's entities as a table (pure): one row per entity, one column per property.
+
+Every entity of the space is in exactly one of four views, in this order of precedence:
+
+- measured: a valid result measured through one of this space's operations;
+- elsewhere: no valid result measured here, but one in the same sample store measured through
+  another space, for an experiment of this space (what this space's operations reused from the
+  store included);
+- unmeasured: sampled through this space, without a valid result (yet): the `reason` column
+  says why (the actuator's invalid reason, a failure, or still in flight);
+- unsampled: never sampled here nor measured elsewhere; listed lazily in grid order, up to a
+  limit, and only for finite spaces.
+
+Columns: `entity_id`, the constitutive properties in the space's order, the observed properties
+(see `spaces.SpaceLayout`), `status` (which view) and `reason` (why an experiment of the space
+has no valid result for the entity; empty otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Literal, get_args
+
+import pandas as pd
+
+from discospace.core.canonical import Value
+from discospace.projector.errors import ViewError
+from discospace.projector.queries import MeasurementRow, ResultRow
+from discospace.projector.spaces import ID_COLUMN, REASON_COLUMN, STATUS_COLUMN, SpaceLayout
+
+View = Literal["measured", "elsewhere", "unmeasured", "unsampled"]
+VIEWS: tuple[View, ...] = get_args(View)
+DEFAULT_UNSAMPLED_LIMIT = 1000
+"""Never-sampled entities listed when no limit is given (a space may hold billions)."""
+
+
+def parse_include(text: str) -> tuple[View, ...]:
+    """The views named by `text`: one of VIEWS, a comma-separated list of them, or `all`."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if names == ["all"]:
+        return VIEWS
+    unknown = [name for name in names if name not in VIEWS]
+    if unknown or not names:
+        raise ViewError(
+            f"include {text!r} is not one of {', '.join(VIEWS)} or all "
+            "(or a comma-separated list of them)."
+        )
+    return tuple(view for view in VIEWS if view in names)
+
+
+@dataclass
+class _Pair:
+    """One entity and one experiment of the space, folded from its events."""
+
+    values: dict[str, Value] | None = None
+    problem: str = ""
+
+
+@dataclass
+class _Entity:
+    entity_id: str
+    values: dict[str, Value]
+    pairs: dict[str, _Pair] = field(default_factory=dict)
+
+    @property
+    def is_measured(self) -> bool:
+        return any(pair.values is not None for pair in self.pairs.values())
+
+
+def entity_table(
+    layout: SpaceLayout,
+    measurements: Sequence[MeasurementRow],
+    elsewhere: Sequence[ResultRow],
+    include: Sequence[View] = VIEWS,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """The rows of the views in `include`, at most `limit` of them (see the module doc)."""
+    views = _partition(layout, measurements, elsewhere)
+    parts: dict[View, Iterable[dict[str, Any]]] = {
+        view: _rows(layout, entities, view) for view, entities in views.items()
+    }
+    sampled = {key for entities in views.values() for key in entities}
+    if "unsampled" in include:
+        parts["unsampled"] = _unsampled_rows(layout, sampled, explicit=len(include) == 1)
+    cap = limit if limit is not None else len(sampled) + DEFAULT_UNSAMPLED_LIMIT
+    rows = (row for view in include for row in parts[view])
+    return pd.DataFrame(list(islice(rows, cap)), columns=list(layout.columns))
+
+
+def _partition(
+    layout: SpaceLayout, measurements: Sequence[MeasurementRow], elsewhere: Sequence[ResultRow]
+) -> dict[View, dict[str, _Entity]]:
+    """Entities known to the store, each in the first view that holds it."""
+    here = _fold(layout, _measurement_pairs(measurements))
+    measured = {key: entity for key, entity in here.items() if entity.is_measured}
+    other = _fold(layout, _result_pairs(elsewhere, layout))
+    for key, entity in _fold(layout, _reused_pairs(measurements)).items():
+        other.setdefault(key, entity)  # a result reused here was measured through another space
+    other = {k: e for k, e in other.items() if k not in measured and e.is_measured}
+    unmeasured = {k: e for k, e in here.items() if k not in measured and k not in other}
+    return {"measured": measured, "elsewhere": other, "unmeasured": unmeasured}
+
+
+def _rows(
+    layout: SpaceLayout, entities: dict[str, _Entity], view: View
+) -> Iterator[dict[str, Any]]:
+    return (_row(layout, entity, view) for entity in entities.values())
+
+
+def _measurement_pairs(
+    rows: Sequence[MeasurementRow],
+) -> Iterator[tuple[str, str, str, dict[str, Value] | None, str]]:
+    """(entity id, entity values, experiment, valid values or None, problem) per event.
+
+    Only a completion through this space gives values: a reused result was measured through
+    another space of the store (see `_reused_pairs`).
+    """
+    for row in rows:
+        valid = row.is_valid is True and row.kind == "completed"
+        values = json.loads(row.values) if valid else None
+        yield row.entity_id, row.entity_values, row.experiment_id, values, _problem(row)
+
+
+def _reused_pairs(
+    rows: Sequence[MeasurementRow],
+) -> Iterator[tuple[str, str, str, dict[str, Value] | None, str]]:
+    """The valid results this space's operations reused, as measured elsewhere."""
+    for row in rows:
+        if row.kind == "reused" and row.is_valid:
+            values = json.loads(row.values)
+            yield row.entity_id, row.entity_values, row.experiment_id, values, ""
+
+
+def _result_pairs(
+    rows: Sequence[ResultRow], layout: SpaceLayout
+) -> Iterator[tuple[str, str, str, dict[str, Value] | None, str]]:
+    members: dict[str, bool] = {}
+    for row in rows:
+        if row.entity_id not in members:
+            point = json.loads(row.entity_values)
+            members[row.entity_id] = layout.entity_space.why_not(point) is None
+        if members[row.entity_id] and row.is_valid:
+            yield row.entity_id, row.entity_values, row.experiment_id, json.loads(row.values), ""
+
+
+def _problem(row: MeasurementRow) -> str:
+    if row.kind in ("completed", "reused"):
+        return "" if row.is_valid else f"invalid: {row.reason}"
+    if row.kind == "failed":
+        again = ", may be retried" if row.retryable else ""
+        return f"failed (attempt {row.attempt}{again}): {row.reason}"
+    if row.kind == "started":
+        return f"being measured (attempt {row.attempt})"
+    return f"requested, not measured yet (attempt {row.attempt})"
+
+
+def _fold(
+    layout: SpaceLayout,
+    pairs: Iterable[tuple[str, str, str, dict[str, Value] | None, str]],
+) -> dict[str, _Entity]:
+    """Entities in order of first event; per experiment, the latest valid values and problem."""
+    experiments = set(layout.experiment_ids)
+    entities: dict[str, _Entity] = {}
+    for entity_id, entity_values, experiment_id, values, problem in pairs:
+        if experiment_id not in experiments:
+            continue
+        entity = entities.get(entity_id)
+        if entity is None:
+            entity = entities[entity_id] = _Entity(entity_id, json.loads(entity_values))
+        pair = entity.pairs.setdefault(experiment_id, _Pair())
+        if values is not None:
+            pair.values = values
+        pair.problem = problem
+    return entities
+
+
+def _row(layout: SpaceLayout, entity: _Entity, view: View) -> dict[str, Any]:
+    row: dict[str, Any] = {ID_COLUMN: entity.entity_id}
+    row.update({name: entity.values.get(name) for name in layout.constitutive})
+    for column in layout.observed:
+        pair = entity.pairs.get(column.experiment_id)
+        values = pair.values if pair is not None and pair.values is not None else {}
+        row[column.name] = values.get(column.target)
+    row[STATUS_COLUMN] = view
+    row[REASON_COLUMN] = _reasons(layout, entity)
+    return row
+
+
+def _reasons(layout: SpaceLayout, entity: _Entity) -> str:
+    missing = [
+        (experiment_id, pair.problem)
+        for experiment_id, pair in entity.pairs.items()
+        if pair.values is None and pair.problem
+    ]
+    if len(layout.experiment_ids) == 1:
+        return "; ".join(problem for _, problem in missing)
+    return "; ".join(f"{experiment_id}: {problem}" for experiment_id, problem in missing)
+
+
+def _unsampled_rows(
+    layout: SpaceLayout, known: AbstractSet[str], *, explicit: bool
+) -> Iterator[dict[str, Any]]:
+    space = layout.entity_space
+    if not space.is_finite:
+        if explicit:
+            names = ", ".join(p.name for p in space.infinite_properties())
+            raise ViewError(
+                f"space {layout.space_id!r} cannot list its never-sampled entities: "
+                f"{names} {'has' if ',' not in names else 'have'} no finite domain."
+            )
+        return
+    for entity in space.sequential():
+        if entity.id in known:
+            continue
+        row: dict[str, Any] = {ID_COLUMN: entity.id}
+        row.update({name: entity[name] for name in layout.constitutive})
+        row.update({column.name: None for column in layout.observed})
+        row.update({STATUS_COLUMN: "unsampled", REASON_COLUMN: ""})
+        yield row

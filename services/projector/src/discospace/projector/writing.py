@@ -1,0 +1,95 @@
+"""Writing a batch of read events: projection rows, raw events, then how far it has read.
+
+A projection records how far it has read together with what it wrote, and skips what it has
+already seen: an event read at an offset below the recorded one is dropped before anything is
+written. ClickHouse has no transaction across tables, so the order is rows, events, offsets: a
+crash in between replays the batch, and the tables (deduplicated by event id) absorb it.
+
+Blocking: call it from one worker thread (the store client serialises its calls anyway).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from discospace.events import Event
+from discospace.projector.fold import rows_of
+from discospace.projector.tables import COLUMNS, Table
+from discospace.store.events import (
+    EventRecord,
+    TopicPartition,
+    insert_events,
+    next_offsets,
+    read_offsets,
+    record_offsets,
+)
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEvent:
+    """An event and where it was read from (its raw record)."""
+
+    event: Event
+    record: EventRecord
+
+
+class Projection:
+    """The projection tables of one consumer, with the offsets it has recorded in the store.
+
+    The offsets are read once from the store and then kept in memory: this consumer is their
+    only writer, so a batch costs no read of the store.
+    """
+
+    def __init__(self, client: Client, consumer: str) -> None:
+        self.client = client
+        self.consumer = consumer
+        self._next: dict[TopicPartition, int] = read_offsets(client, consumer)
+
+    def next_offset(self, topic: str, partition: int) -> int | None:
+        """The next offset to read on a partition; None when nothing was recorded for it."""
+        return self._next.get((topic, partition))
+
+    def positions(self) -> dict[TopicPartition, int]:
+        """The next offset to read, per topic partition recorded."""
+        return dict(self._next)
+
+    def reload(self) -> None:
+        """Read the recorded offsets again (after a rebalance gave this consumer partitions)."""
+        self._next = read_offsets(self.client, self.consumer)
+
+    def unseen(self, batch: Sequence[ReadEvent]) -> list[ReadEvent]:
+        """The events of `batch` read at or past the recorded offsets."""
+        return [item for item in batch if item.record.offset >= self._position(item.record)]
+
+    def write(self, batch: Sequence[ReadEvent]) -> int:
+        """Store what was not read before; return how many events that was (0 for a replay)."""
+        fresh = self.unseen(batch)
+        if not fresh:
+            return 0
+        insert_rows(self.client, [item.event for item in fresh])
+        records = [item.record for item in fresh]
+        insert_events(self.client, records)
+        offsets = next_offsets(records)
+        record_offsets(self.client, self.consumer, offsets)
+        self._next.update(offsets)
+        return len(fresh)
+
+    def _position(self, record: EventRecord) -> int:
+        return self._next.get((record.topic, record.partition), 0)
+
+
+def insert_rows(client: Client, events: Sequence[Event]) -> dict[Table, int]:
+    """Insert the projection rows of `events`, one insert per table; return rows per table."""
+    by_table: dict[Table, list[tuple[object, ...]]] = defaultdict(list)
+    for event in events:
+        for row in rows_of(event):
+            by_table[row.table].append(row.values)
+    for table, rows in by_table.items():
+        client.insert(table.value, rows, column_names=COLUMNS[table])
+    return {table: len(rows) for table, rows in by_table.items()}

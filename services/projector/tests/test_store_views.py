@@ -1,0 +1,169 @@
+"""The projection in a real store (chDB, and a ClickHouse server where one answers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from discospace.core import Entity
+from discospace.projector.errors import NotKnownError, ViewError
+from discospace.projector.reading import StoreViews
+from discospace.projector.writing import Projection, insert_rows
+from discospace.store.events import count_events, read_offsets
+
+pytestmark = pytest.mark.integration
+
+CONSUMER = "projector"
+HOSTILE = ["x'; DROP TABLE measurements; --", "space {space:String}", "é 漢字 🙂\n"]
+
+
+@pytest.fixture
+def views(store_client, story) -> StoreViews:
+    Projection(store_client, CONSUMER).write(story.history.read())
+    return StoreViews(store_client)
+
+
+def _count(client, table: str) -> int:
+    return int(client.command(f"SELECT count() FROM {table} FINAL"))
+
+
+def test_a_space_view_from_the_store_has_every_view_of_the_space(views, story) -> None:
+    table = views.entities(story.space_a.space_id)
+    assert len(table) == 16
+    assert table["status"].value_counts().to_dict() == {
+        "unsampled": 9,
+        "unmeasured": 4,
+        "measured": 2,
+        "elsewhere": 1,
+    }
+    measured = table[table["status"] == "measured"]
+    assert sorted(measured["train_tokens_per_second"]) == [1000.0, 3000.5]
+
+
+def test_a_large_space_finds_results_elsewhere_by_membership_instead_of_ids(
+    store_client, story
+) -> None:
+    Projection(store_client, CONSUMER).write(story.history.read())
+    by_membership = StoreViews(store_client, id_lookup_limit=0)
+    by_ids = StoreViews(store_client)
+    space = story.space_a.space_id
+    for views in (by_membership, by_ids):
+        elsewhere = views.entities(space, ("elsewhere",))
+        assert list(elsewhere["entity_id"]) == [Entity.of(story.measured_in_b).id]
+    assert by_membership.entities(space).equals(by_ids.entities(space))
+
+
+def test_the_store_serves_each_view_alone(views, story) -> None:
+    space = story.space_a.space_id
+    elsewhere = views.entities(space, ("elsewhere",))
+    assert elsewhere[["model_name", "batch_size", "number_gpus"]].to_dict("records") == [
+        story.measured_in_b
+    ]
+    unmeasured = views.entities(space, ("unmeasured",))
+    assert "invalid: CUDA out of memory" in set(unmeasured["reason"])
+    assert len(views.entities(space, ("measured",))) == 2
+
+
+def test_a_replayed_batch_writes_nothing_even_after_a_restart(store_client, story) -> None:
+    batch = story.history.read()
+    first = Projection(store_client, CONSUMER)
+    first.write(batch)
+    before = {t: _count(store_client, t) for t in ("measurements", "results", "spaces")}
+    assert first.write(batch) == 0
+    assert Projection(store_client, CONSUMER).write(batch) == 0
+    assert {t: _count(store_client, t) for t in before} == before
+    assert count_events(store_client) == len(batch)
+    assert read_offsets(store_client, CONSUMER) == {("test.events", 0): len(batch)}
+
+
+def test_copies_written_past_the_offsets_still_read_once(views, store_client, story) -> None:
+    insert_rows(store_client, story.events)
+    table = views.entities(story.space_a.space_id)
+    assert len(table) == 16
+    assert views.operation("op-a").counts.requested == 6
+
+
+def test_a_batch_read_partly_before_writes_only_its_new_events(store_client, story) -> None:
+    batch = story.history.read()
+    projection = Projection(store_client, CONSUMER)
+    assert projection.write(batch[:10]) == 10
+    assert projection.write(batch[5:]) == len(batch) - 10
+    assert count_events(store_client) == len(batch)
+
+
+def test_the_list_of_spaces_says_which_are_registered_and_why_one_was_rejected(
+    views, story
+) -> None:
+    spaces = {space.space_id: space for space in views.spaces()}
+    space_a = spaces[story.space_a.space_id]
+    assert (space_a.status, space_a.sample_store, space_a.size) == ("registered", "fms-test", 16)
+    assert space_a.registered_at is not None
+    assert space_a.submitted_at < space_a.registered_at
+    rejected = spaces[story.rejected.space_id]
+    assert (rejected.status, rejected.reason) == ("rejected", "no actuator offers it")
+    assert (rejected.sample_store, rejected.size) == ("nowhere", 4)
+
+
+def test_one_space_comes_with_its_spec_and_view_columns(views, story) -> None:
+    detail = views.space(story.space_a.space_id)
+    assert detail.spec == story.space_a.spec
+    assert detail.constitutive_properties == ["model_name", "batch_size", "number_gpus"]
+    assert detail.observed_properties == {
+        "train_tokens_per_second": "finetune.train_tokens_per_second",
+        "peak_gpu_memory_mib": "finetune.peak_gpu_memory_mib",
+    }
+
+
+@pytest.mark.parametrize("space_id", ["space-000000000000", *HOSTILE])
+def test_an_unknown_space_is_named_in_one_sentence(views, store_client, space_id) -> None:
+    with pytest.raises(NotKnownError, match="is not known to the projector"):
+        views.space(space_id)
+    with pytest.raises(NotKnownError):
+        views.entities(space_id)
+    assert _count(store_client, "measurements") > 0
+
+
+def test_a_rejected_space_has_no_views(views, story) -> None:
+    with pytest.raises(ViewError, match="is rejected, not registered"):
+        views.entities(story.rejected.space_id)
+
+
+def test_every_operation_is_listed_with_its_progress(views) -> None:
+    operations = {op.operation_id: op for op in views.operations()}
+    assert set(operations) == {"op-a", "op-b", "op-other"}
+    assert operations["op-b"].status == "completed"
+    assert operations["op-a"].counts.in_flight == 2
+    assert operations["op-a"].best is not None
+
+
+def test_the_list_shows_ended_operations_as_reported_and_one_from_its_results(
+    store_client, story
+) -> None:
+    claimed = {"requested": 3, "measured": 1, "reused": 0, "failed": 0, "invalid": 0}
+    story.op_a.finish("cancelled", claimed)
+    Projection(store_client, CONSUMER).write(story.history.read())
+    views = StoreViews(store_client)
+    listed = {op.operation_id: op for op in views.operations()}["op-a"]
+    assert (listed.status, listed.counts.requested, listed.counts.measured) == ("completed", 3, 1)
+    computed = views.operation("op-a")
+    assert (computed.counts.requested, computed.counts.measured) == (6, 3)
+
+
+def test_one_operation_shows_its_counts_and_best_so_far(views, story) -> None:
+    progress = views.operation("op-a")
+    assert (progress.space_id, progress.operator) == (story.space_a.space_id, "random_walk")
+    assert (progress.done, progress.total, progress.counts.failed) == (4, 6, 1)
+    assert progress.best is not None
+    assert progress.best.entity_values == story.best
+
+
+@pytest.mark.parametrize("operation_id", ["op-unknown", *HOSTILE])
+def test_an_unknown_operation_is_named_in_one_sentence(views, operation_id) -> None:
+    with pytest.raises(NotKnownError, match=r"operation .* is not known to the projector"):
+        views.operation(operation_id)
+
+
+def test_actuators_are_listed_per_pool_with_their_workers_and_catalog(views) -> None:
+    (pool,) = views.actuators()
+    assert (pool.actuator, pool.pool, pool.workers) == ("SFTTrainer", "a100", ["w0", "w1"])
+    assert [e.experiment for e in pool.experiments] == ["finetune"]
+    assert pool.gpu_model == "NVIDIA-A100-80GB-PCIe"

@@ -1,0 +1,202 @@
+"""A space's entities as a table, built from folded rows (no ClickHouse)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from discospace.core import EntitySpace, ExperimentRef, PropertySpec, SpaceSpec
+from discospace.projector.errors import ViewError
+from discospace.projector.spaces import SpaceLayout, observed_columns, space_states
+from discospace.projector.view import VIEWS, entity_table, parse_include
+
+COLUMNS = [
+    "entity_id",
+    "model_name",
+    "batch_size",
+    "number_gpus",
+    "train_tokens_per_second",
+    "peak_gpu_memory_mib",
+    "status",
+    "reason",
+]
+
+
+def _layout(folded, space_id: str) -> SpaceLayout:
+    state = next(s for s in space_states(folded.of("spaces")) if s.space_id == space_id)
+    return SpaceLayout.of(state)
+
+
+def _table(folded, space_id: str, include=VIEWS, limit=None) -> pd.DataFrame:
+    layout = _layout(folded, space_id)
+    measurements = [r for r in folded.of("measurements") if r.space_id == space_id]
+    results = [
+        r
+        for r in folded.of("results")
+        if r.sample_store == layout.sample_store and r.space_id != space_id
+    ]
+    return entity_table(layout, measurements, results, include, limit)
+
+
+def _points(table: pd.DataFrame) -> list[dict]:
+    return table[["model_name", "batch_size", "number_gpus"]].to_dict("records")
+
+
+def test_the_measured_view_lists_valid_results_with_a_column_per_property(story, folded) -> None:
+    table = _table(folded, story.space_a.space_id, ("measured",))
+    assert list(table.columns) == COLUMNS
+    assert _points(table) == story.valid_in_a
+    best = table[table["batch_size"] == 2].iloc[0]
+    assert (best["train_tokens_per_second"], best["peak_gpu_memory_mib"]) == (3000.5, 60000)
+    assert set(table["status"]) == {"measured"}
+    assert set(table["reason"]) == {""}
+
+
+def test_a_space_sharing_the_store_sees_entities_measured_elsewhere(story, folded) -> None:
+    table = _table(folded, story.space_a.space_id, ("elsewhere",))
+    assert _points(table) == [story.measured_in_b]
+    assert table.iloc[0]["train_tokens_per_second"] == 2000.0
+
+
+def test_results_outside_the_space_or_in_another_store_are_not_elsewhere(story, folded) -> None:
+    shown = _points(_table(folded, story.space_a.space_id))
+    assert story.outside_a not in shown
+    assert story.other_store in shown  # as never sampled, not with the other store's values
+    row = _table(folded, story.space_a.space_id).set_index("batch_size").loc[8]
+    other = row[(row["model_name"] == "granite-8b") & (row["number_gpus"] == 2)].iloc[0]
+    assert other["status"] == "unsampled"
+    assert math.isnan(other["train_tokens_per_second"])
+
+
+def test_sampled_entities_without_a_valid_result_come_with_their_reasons(story, folded) -> None:
+    table = _table(folded, story.space_a.space_id, ("unmeasured",))
+    reasons = {
+        (p["model_name"], p["batch_size"]): r
+        for p, r in zip(_points(table), table.reason, strict=True)
+    }
+    assert reasons == {
+        ("granite-8b", 8): "invalid: CUDA out of memory",
+        ("granite-8b", 1): "failed (attempt 1): the image does not exist",
+        ("granite-8b", 2): "requested, not measured yet (attempt 2)",
+        ("granite-8b", 4): "requested, not measured yet (attempt 1)",
+    }
+    assert table["train_tokens_per_second"].isna().all()
+
+
+def test_never_sampled_entities_are_the_rest_of_the_space_in_grid_order(story, folded) -> None:
+    table = _table(folded, story.space_a.space_id, ("unsampled",))
+    assert len(table) == 16 - 6 - 1
+    assert set(table["status"]) == {"unsampled"}
+    assert _points(table)[0] == {"model_name": "llama-7b", "batch_size": 1, "number_gpus": 1}
+
+
+def test_the_whole_space_lists_every_entity_once_in_view_order(story, folded) -> None:
+    table = _table(folded, story.space_a.space_id)
+    assert len(table) == 16
+    assert table["entity_id"].is_unique
+    assert (
+        list(table["status"])
+        == ["measured"] * 2 + ["elsewhere"] + ["unmeasured"] * 4 + ["unsampled"] * 9
+    )
+
+
+def test_a_result_reused_through_a_space_shows_as_measured_elsewhere(story, folded) -> None:
+    table = _table(folded, story.space_b.space_id)
+    by_status = {
+        status: _points(table[table["status"] == status]) for status in ("measured", "elsewhere")
+    }
+    assert by_status["measured"] == [story.measured_in_b, story.outside_a]
+    assert story.valid_in_a[0] in by_status["elsewhere"]
+    reused = table[table["status"] == "elsewhere"].set_index("batch_size").loc[4]
+    assert reused["train_tokens_per_second"] == 1000.0
+
+
+def test_a_reused_result_is_elsewhere_even_when_the_store_lists_no_result_for_it(
+    story, folded
+) -> None:
+    layout = _layout(folded, story.space_b.space_id)
+    measurements = [r for r in folded.of("measurements") if r.space_id == layout.space_id]
+    table = entity_table(layout, measurements, [], ("elsewhere",))
+    assert _points(table) == [story.valid_in_a[0]]
+
+
+def test_a_limit_caps_the_rows_in_view_order(story, folded) -> None:
+    table = _table(folded, story.space_a.space_id, limit=3)
+    assert list(table["status"]) == ["measured", "measured", "elsewhere"]
+
+
+def test_an_empty_view_still_has_every_column(story, folded) -> None:
+    table = _table(folded, story.space_a.space_id, limit=0)
+    assert list(table.columns) == COLUMNS
+    assert table.empty
+
+
+def test_an_infinite_space_cannot_list_its_never_sampled_entities(story, folded) -> None:
+    layout = _layout(folded, story.space_a.space_id)
+    continuous = EntitySpace.from_specs([PropertySpec(name="learning_rate", range=(0.0, 1.0))])
+    infinite = replace(layout, entity_space=continuous)
+    with pytest.raises(ViewError, match="learning_rate has no finite domain"):
+        entity_table(infinite, [], [], ("unsampled",))
+    assert entity_table(infinite, [], [], VIEWS).empty
+
+
+@pytest.mark.parametrize(
+    ("text", "views"),
+    [
+        ("all", VIEWS),
+        ("measured", ("measured",)),
+        ("unsampled,measured", ("measured", "unsampled")),
+    ],
+)
+def test_include_names_views_in_view_order(text: str, views: tuple[str, ...]) -> None:
+    assert parse_include(text) == views
+
+
+@pytest.mark.parametrize("text", ["", "everything", "measured,all"])
+def test_an_unknown_include_is_refused_with_the_choices(text: str) -> None:
+    with pytest.raises(ViewError, match="is not one of measured, elsewhere, unmeasured"):
+        parse_include(text)
+
+
+def test_a_target_measured_by_two_experiments_is_named_by_observed_property_ids() -> None:
+    columns = observed_columns(
+        [("finetune", ("tps", "memory")), ("finetune-max_steps.10", ("tps", "energy"))],
+        taken={"entity_id", "status", "reason", "batch_size"},
+    )
+    assert [c.name for c in columns] == [
+        "finetune.tps",
+        "memory",
+        "finetune-max_steps.10.tps",
+        "energy",
+    ]
+    assert columns[0].observed_id == "finetune.tps"
+
+
+def test_a_target_named_like_a_property_is_named_by_its_observed_property_id() -> None:
+    columns = observed_columns([("probe", ("batch_size",))], taken={"batch_size"})
+    assert [c.name for c in columns] == ["probe.batch_size"]
+
+
+def test_a_parameterized_experiment_gets_its_own_columns(story, folded) -> None:
+    refs = (
+        ExperimentRef(actuator="SFTTrainer", experiment="finetune"),
+        ExperimentRef(
+            actuator="SFTTrainer", experiment="finetune", parameterization={"max_steps": 10}
+        ),
+    )
+    spec = SpaceSpec(
+        sample_store="s",
+        entity_space=story.space_a.spec.entity_space,
+        measurement_space=refs,
+    )
+    state = next(iter(space_states(folded.of("spaces"))))
+    layout = SpaceLayout.of(replace(state, spec=spec, space_id="space-x"))
+    assert [c.name for c in layout.observed] == [
+        "finetune.train_tokens_per_second",
+        "finetune.peak_gpu_memory_mib",
+        "finetune-max_steps.10.train_tokens_per_second",
+        "finetune-max_steps.10.peak_gpu_memory_mib",
+    ]

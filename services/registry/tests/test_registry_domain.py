@@ -1,0 +1,254 @@
+"""The registry's pure decisions: fold catalogs and registrations, answer submissions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from discospace.core import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
+from discospace.events import (
+    ActuatorRegistered,
+    SpaceRegistered,
+    SpaceRejected,
+    SpaceSubmitted,
+    decode,
+    encode,
+    new_event,
+)
+from discospace.registry.domain import (
+    RegistryState,
+    decide_submission,
+    evolve,
+    registration_event_id,
+)
+
+AT = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
+LATER = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
+
+THROUGHPUT = ExperimentSpec(
+    actuator="synthetic",
+    experiment="throughput-v1",
+    target_properties=("tokens_per_second", "peak_memory_mib"),
+    required_properties=("batch_size", "number_gpus"),
+    optional_properties={"steps": 5},
+)
+ENERGY = ExperimentSpec(
+    actuator="synthetic",
+    experiment="energy-v1",
+    target_properties=("joules_per_token",),
+    required_properties=("batch_size", "throughput-v1.tokens_per_second"),
+)
+
+
+def clock() -> datetime:
+    return AT
+
+
+def announced(*experiments: ExperimentSpec, actuator: str = "synthetic", pool: str = "cpu"):
+    return new_event(
+        ActuatorRegistered,
+        clock,
+        actuator=actuator,
+        pool=pool,
+        experiments=experiments,
+        worker_id=f"{pool}-worker-0",
+    )
+
+
+def spec(*refs: ExperimentRef, properties: tuple[PropertySpec, ...] | None = None) -> SpaceSpec:
+    return SpaceSpec(
+        sample_store="store-a",
+        entity_space=properties
+        or (
+            PropertySpec(name="batch_size", values=(1, 2, 4, 8)),
+            PropertySpec(name="number_gpus", values=(1, 2)),
+        ),
+        measurement_space=refs
+        or (ExperimentRef(actuator="synthetic", experiment="throughput-v1"),),
+    )
+
+
+def submitted(space: SpaceSpec, sid: str = "sub-1") -> SpaceSubmitted:
+    return new_event(SpaceSubmitted, clock, submission_id=sid, spec=space, submitted_by="alice")
+
+
+def state_with(*events: ActuatorRegistered | SpaceRegistered) -> RegistryState:
+    state = RegistryState()
+    for event in events:
+        evolve(state, event)
+    return state
+
+
+def test_a_space_whose_experiments_an_actuator_offers_is_registered_with_its_catalog_entries():
+    state = state_with(announced(THROUGHPUT))
+    answer = decide_submission(state, submitted(spec()), AT)
+
+    assert isinstance(answer, SpaceRegistered)
+    assert answer.space_id.startswith("space-")
+    assert answer.submission_id == "sub-1"
+    assert [e.experiment for e in answer.experiments] == ["throughput-v1"]
+    assert answer.experiments[0].target_properties == ("tokens_per_second", "peak_memory_mib")
+
+
+def test_the_registration_id_comes_from_the_space_id_alone():
+    first = decide_submission(state_with(announced(THROUGHPUT)), submitted(spec(), "sub-1"), AT)
+    other = decide_submission(state_with(announced(THROUGHPUT)), submitted(spec(), "sub-2"), LATER)
+    assert isinstance(first, SpaceRegistered)
+    assert isinstance(other, SpaceRegistered)
+    assert first.event_id == other.event_id == registration_event_id(first.space_id)
+    assert first.space_id == other.space_id
+
+
+def test_submitting_a_registered_space_again_gives_back_the_identical_registration():
+    state = state_with(announced(THROUGHPUT))
+    first = decide_submission(state, submitted(spec(), "sub-1"), AT)
+    again = decide_submission(state, submitted(spec(), "sub-2"), LATER)
+    assert again == first
+    assert encode(again) == encode(first)
+
+
+def test_reordered_properties_are_the_same_space():
+    state = state_with(announced(THROUGHPUT))
+    forward = spec()
+    backward = spec(properties=tuple(reversed(forward.entity_space)))
+    first = decide_submission(state, submitted(forward, "sub-1"), AT)
+    again = decide_submission(state, submitted(backward, "sub-2"), AT)
+    assert again == first
+
+
+def test_a_registration_read_back_from_the_spaces_topic_is_remembered():
+    registered = decide_submission(state_with(announced(THROUGHPUT)), submitted(spec()), AT)
+    assert isinstance(registered, SpaceRegistered)
+    restarted = state_with(decode(encode(registered)))  # type: ignore[arg-type]
+
+    again = decide_submission(restarted, submitted(spec(), "sub-9"), LATER)
+
+    assert again == registered
+    assert restarted.is_registered(registered.space_id)
+
+
+def test_the_first_registration_of_a_space_wins():
+    state = state_with(announced(THROUGHPUT))
+    first = decide_submission(state, submitted(spec(), "sub-1"), AT)
+    assert isinstance(first, SpaceRegistered)
+    impostor = first.model_copy(update={"submission_id": "sub-2"})
+    evolve(state, impostor)
+    assert decide_submission(state, submitted(spec(), "sub-3"), LATER) == first
+
+
+def test_an_experiment_of_an_unregistered_actuator_is_rejected_naming_the_actuators_known():
+    state = state_with(announced(THROUGHPUT))
+    answer = decide_submission(
+        state, submitted(spec(ExperimentRef(actuator="SFTTrainer", experiment="ft-v1"))), AT
+    )
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "experiment 'ft-v1' of actuator 'SFTTrainer' is not in the catalog "
+        "(no actuator 'SFTTrainer' is registered; registered actuators: synthetic)"
+    )
+    assert str(answer.space_id).startswith("space-")
+    assert (answer.submission_id, answer.correlation_id) == ("sub-1", "sub-1")
+
+
+def test_an_experiment_the_actuator_does_not_offer_is_rejected_naming_what_it_offers():
+    state = state_with(announced(THROUGHPUT))
+    answer = decide_submission(
+        state, submitted(spec(ExperimentRef(actuator="synthetic", experiment="latency-v1"))), AT
+    )
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "experiment 'latency-v1' of actuator 'synthetic' is not in the catalog "
+        "(actuator 'synthetic' offers: throughput-v1)"
+    )
+
+
+def test_with_no_actuator_registered_the_rejection_says_so():
+    answer = decide_submission(RegistryState(), submitted(spec()), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason.endswith("(no actuator has registered yet)")
+
+
+def test_a_required_property_the_entity_space_lacks_is_rejected_naming_it():
+    state = state_with(announced(THROUGHPUT))
+    only_batch = (PropertySpec(name="batch_size", values=(1, 2)),)
+    answer = decide_submission(state, submitted(spec(properties=only_batch)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "experiment 'throughput-v1' requires property 'number_gpus', which the entity space lacks"
+    )
+
+
+def test_a_dependent_experiment_without_the_one_it_depends_on_is_rejected():
+    state = state_with(announced(THROUGHPUT, ENERGY))
+    answer = decide_submission(
+        state, submitted(spec(ExperimentRef(actuator="synthetic", experiment="energy-v1"))), AT
+    )
+    assert isinstance(answer, SpaceRejected)
+    assert "requires observed property 'throughput-v1.tokens_per_second'" in answer.reason
+
+
+def test_a_dependent_experiment_with_the_one_it_depends_on_is_registered():
+    state = state_with(announced(THROUGHPUT, ENERGY))
+    refs = (
+        ExperimentRef(actuator="synthetic", experiment="throughput-v1"),
+        ExperimentRef(actuator="synthetic", experiment="energy-v1"),
+    )
+    answer = decide_submission(state, submitted(spec(*refs)), AT)
+    assert isinstance(answer, SpaceRegistered)
+    assert {e.experiment for e in answer.experiments} == {"throughput-v1", "energy-v1"}
+
+
+def test_a_parameterization_of_an_unknown_option_is_rejected():
+    state = state_with(announced(THROUGHPUT))
+    ref = ExperimentRef(actuator="synthetic", experiment="throughput-v1", parameterization={"x": 1})
+    answer = decide_submission(state, submitted(spec(ref)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert (
+        answer.reason == "experiment 'throughput-v1' has no optional property 'x' to parameterize"
+    )
+
+
+def test_every_problem_is_given_in_one_reason():
+    state = state_with(announced(THROUGHPUT))
+    refs = (
+        ExperimentRef(actuator="synthetic", experiment="throughput-v1"),
+        ExperimentRef(actuator="synthetic", experiment="nope"),
+    )
+    only_batch = (PropertySpec(name="batch_size", values=(1, 2)),)
+    answer = decide_submission(state, submitted(spec(*refs, properties=only_batch)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert "'nope' of actuator 'synthetic' is not in the catalog" in answer.reason
+    assert "requires property 'number_gpus'" in answer.reason
+    assert "\n" not in answer.reason
+
+
+def test_a_domain_that_is_not_well_formed_is_rejected_without_a_space_id():
+    bad = (PropertySpec(name="batch_size", values=()),)
+    answer = decide_submission(
+        state_with(announced(THROUGHPUT)), submitted(spec(properties=bad)), AT
+    )
+    assert isinstance(answer, SpaceRejected)
+    assert answer.space_id is None
+    assert "property 'batch_size' has no values" in answer.reason
+
+
+def test_a_rejection_is_caused_by_its_submission_so_a_redelivery_gives_the_same_event():
+    state = state_with(announced(THROUGHPUT))
+    submission = submitted(spec(ExperimentRef(actuator="synthetic", experiment="nope")))
+    first = decide_submission(state, submission, AT)
+    again = decide_submission(state, submission, AT)
+    assert first == again
+    assert first.causation_id == submission.event_id
+
+
+def test_a_later_announcement_of_an_actuator_replaces_its_experiment_entries():
+    changed = THROUGHPUT.model_copy(update={"target_properties": ("tokens_per_second",)})
+    state = state_with(announced(THROUGHPUT), announced(changed, pool="gpu"))
+    answer = decide_submission(state, submitted(spec()), AT)
+    assert isinstance(answer, SpaceRegistered)
+    assert answer.experiments[0].target_properties == ("tokens_per_second",)
+
+
+def test_the_catalog_counts_each_experiment_once_however_many_pools_offer_it():
+    state = state_with(announced(THROUGHPUT, pool="a"), announced(THROUGHPUT, pool="b"))
+    assert len(state.catalog) == 1
+    assert state.actuators == {"synthetic"}

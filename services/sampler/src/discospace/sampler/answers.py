@@ -1,0 +1,164 @@
+"""The sampler's answer to one `SamplesRequested`, as events with ids derived from it.
+
+`SamplesDrawn` comes first; then, for each drawn entity and each experiment (pair number k),
+one of:
+
+- nothing, when the memo already holds this operation's own result for the pair (the request
+  is being handled again after a crash, and the explorer has that result);
+- `MeasurementReused` (index k), when the sample store holds a result and the operation
+  measures each pair once (`single_measurement`);
+- `MeasurementRequested` (index k) to the pool that runs the experiment;
+- `MeasurementFailed` (index k, retryable), when no pool can run it: a pool may announce itself
+  later, and the explorer retries within its `max_retries`.
+
+Every id derives from the request's id and k, so handling the request twice yields the same
+events, which every consumer drops as duplicates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeAlias
+
+from discospace.core import Entity, parameterized_experiment_id
+from discospace.core.spec import ExperimentRef
+from discospace.events import (
+    MeasurementFailed,
+    MeasurementRequested,
+    MeasurementReused,
+    SamplesDrawn,
+    SamplesRequested,
+    measurement_request_id,
+)
+from discospace.events.common import PropertyValues
+from discospace.sampler.drawing import Drawn
+from discospace.sampler.memo import Memo, MemoIndex
+from discospace.sampler.routing import PoolDirectory, Unroutable
+
+SAMPLER_WORKER_ID = "sampler"
+"""`worker_id` of the failures the sampler itself reports (no pool could take the pair)."""
+
+PairAnswer: TypeAlias = MeasurementRequested | MeasurementReused | MeasurementFailed
+Answer: TypeAlias = SamplesDrawn | PairAnswer
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One entity and one experiment of a request: pair number `index` of the request."""
+
+    index: int
+    entity: Entity
+    ref: ExperimentRef
+    inputs: PropertyValues
+
+    @property
+    def experiment_id(self) -> str:
+        return parameterized_experiment_id(self.ref.experiment, self.ref.parameterization)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What answering a request needs besides the request."""
+
+    request: SamplesRequested
+    sample_store: str
+    now: datetime
+
+
+def samples_drawn(context: Context, drawn: Drawn) -> SamplesDrawn:
+    request = context.request
+    return SamplesDrawn.caused_by(
+        request,
+        context.now,
+        operation_id=request.operation_id,
+        request_index=request.request_index,
+        entity_ids=tuple(entity.id for entity in drawn.entities),
+        next_position=drawn.next_position,
+        exhausted=drawn.exhausted,
+        rejected_points=drawn.rejected,
+    )
+
+
+def pairs_of(request: SamplesRequested, drawn: Drawn) -> list[Pair]:
+    """Every (entity, experiment) pair of the drawn entities, numbered in drawing order."""
+    combos = [
+        (entity, inputs, ref)
+        for entity, inputs in zip(drawn.entities, drawn.inputs, strict=True)
+        for ref in request.experiments
+    ]
+    return [Pair(k, entity, ref, inputs) for k, (entity, inputs, ref) in enumerate(combos)]
+
+
+def answer_pair(
+    context: Context, pair: Pair, memo: MemoIndex, pools: PoolDirectory
+) -> PairAnswer | None:
+    """The event that answers one pair (see the module docstring), or None."""
+    request = context.request
+    request_id = measurement_request_id(request.operation_id, pair.entity.id, pair.experiment_id)
+    found = memo.lookup(context.sample_store, pair.entity.id, pair.experiment_id)
+    if found is not None and found.request_id == request_id:
+        return None
+    subject = _subject(context, pair, request_id)
+    if found is not None and request.single_measurement:
+        return _reused(context, pair, found, subject)
+    pool = pools.route(pair.ref, pair.entity)
+    if isinstance(pool, Unroutable):
+        return MeasurementFailed.caused_by(
+            request,
+            context.now,
+            pair.index,
+            **subject,
+            worker_id=SAMPLER_WORKER_ID,
+            attempt=request.attempt,
+            reason=pool.reason,
+            retryable=True,
+        )
+    return MeasurementRequested.caused_by(
+        request,
+        context.now,
+        pair.index,
+        **subject,
+        experiment=pair.ref,
+        pool=pool,
+        attempt=request.attempt,
+        inputs=pair.inputs,
+    )
+
+
+def _subject(context: Context, pair: Pair, request_id: str) -> dict[str, Any]:
+    """The fields every measurement event of the pair carries."""
+    return {
+        "operation_id": context.request.operation_id,
+        "request_id": request_id,
+        "space_id": context.request.space_id,
+        "sample_store": context.sample_store,
+        "entity_id": pair.entity.id,
+        "entity_values": pair.entity.as_dict(),
+        "experiment_id": pair.experiment_id,
+    }
+
+
+def _reused(
+    context: Context, pair: Pair, found: Memo, subject: dict[str, Any]
+) -> MeasurementReused:
+    return MeasurementReused.caused_by(
+        context.request,
+        context.now,
+        pair.index,
+        **subject,
+        reused_event_id=found.event_id,
+        values=found.values,
+        is_valid=found.is_valid,
+        invalid_reason=found.invalid_reason,
+    )
+
+
+def answer(context: Context, drawn: Drawn, memo: MemoIndex, pools: PoolDirectory) -> list[Answer]:
+    """`SamplesDrawn`, then the answer of every pair that needs one."""
+    answers: list[Answer] = [samples_drawn(context, drawn)]
+    for pair in pairs_of(context.request, drawn):
+        event = answer_pair(context, pair, memo, pools)
+        if event is not None:
+            answers.append(event)
+    return answers

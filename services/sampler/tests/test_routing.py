@@ -1,0 +1,83 @@
+"""Routing a pair to the pool whose actuators offer the experiment (and fit the GPU model)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from discospace.core import Entity, ExperimentRef
+from discospace.sampler.routing import PoolDirectory, Unroutable
+
+BENCH = ExperimentRef(actuator="synthetic", experiment="bench")
+
+
+def _entity(**values):
+    return Entity.of(values)
+
+
+def _directory(make, *pools):
+    directory = PoolDirectory()
+    for event in pools:
+        directory.record(event)
+    return directory
+
+
+def test_a_pair_goes_to_the_pool_that_offers_its_experiment(make):
+    directory = _directory(make, make.pool("cpu", None, make.profile), make.pool("gpu"))
+    entity = _entity(batch_size=4)
+
+    assert directory.route(BENCH, entity) == "gpu"
+
+
+def test_an_entity_goes_to_a_pool_of_its_gpu_model(make):
+    directory = _directory(make, make.pool("a100", "A100"), make.pool("h100", "H100"))
+
+    for model in ("A100", "H100"):
+        for batch in (1, 2, 4, 8, 16):
+            entity = _entity(batch_size=batch, gpu_model=model)
+            assert directory.route(BENCH, entity) == model.lower()
+
+
+def test_a_pool_without_a_gpu_model_serves_entities_of_any_model(make):
+    directory = _directory(make, make.pool("a100", "A100"), make.pool("anything"))
+    entity = _entity(batch_size=4, gpu_model="L40S")
+
+    assert directory.route(BENCH, entity) == "anything"
+
+
+def test_an_experiment_no_pool_offers_is_unroutable_with_the_reason(make):
+    directory = _directory(make, make.pool("cpu", None, make.profile))
+    entity = _entity(batch_size=4)
+
+    route = directory.route(BENCH, entity)
+
+    assert route == Unroutable("no pool offers experiment 'bench' of actuator 'synthetic'")
+
+
+def test_an_entity_whose_gpu_model_no_pool_carries_is_unroutable_naming_the_model(make):
+    directory = _directory(make, make.pool("a100", "A100"))
+    entity = _entity(batch_size=4, gpu_model="H100")
+
+    route = directory.route(BENCH, entity)
+
+    assert isinstance(route, Unroutable)
+    assert "GPU model 'H100'" in route.reason
+    assert "a100" in route.reason
+
+
+def test_entities_spread_over_pools_that_fit_and_each_always_goes_to_the_same_one(make):
+    directory = _directory(make, make.pool("p1"), make.pool("p2"), make.pool("p3"))
+    entities = [_entity(batch_size=b) for b in range(60)]
+
+    first = [directory.route(BENCH, entity) for entity in entities]
+    again = [directory.route(BENCH, entity) for entity in entities]
+
+    assert first == again
+    assert set(Counter(first)) == {"p1", "p2", "p3"}
+    assert min(Counter(first).values()) >= 10
+
+
+def test_the_latest_announcement_of_a_pool_sets_its_gpu_model(make):
+    directory = _directory(make, make.pool("p", "A100"), make.pool("p", "H100"))
+    entity = _entity(batch_size=4, gpu_model="H100")
+
+    assert directory.route(BENCH, entity) == "p"

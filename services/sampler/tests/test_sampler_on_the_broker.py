@@ -1,0 +1,85 @@
+"""The sampler on the real broker: it replays the memo, then answers, routes and reuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from discospace.core import ExperimentRef
+from discospace.events import (
+    MeasurementRequested,
+    MeasurementReused,
+    SamplesDrawn,
+)
+from discospace.sampler.app import create_app
+from discospace.sampler.settings import SamplerSettings
+
+pytestmark = pytest.mark.integration
+
+BENCH = ExperimentRef(actuator="synthetic", experiment="bench")
+MEASURED = {"batch_size": 2, "gpu_model": "A100"}
+FRESH_A100 = {"batch_size": 4, "gpu_model": "A100"}
+FRESH_H100 = {"batch_size": 4, "gpu_model": "H100"}
+
+
+def _sampler(kafka_bootstrap, topics):
+    settings = SamplerSettings(
+        kafka_bootstrap_servers=kafka_bootstrap, topic_prefix=topics.prefix, retry_backoff_s=0.2
+    )
+    return create_app(settings)
+
+
+def _history(make):
+    space = make.registered()
+    memo = make.completed(MEASURED, values={"throughput": 77.5})
+    pools = (make.pool("a100", "A100"), make.pool("h100", "H100"))
+    request = make.request(space, points=(MEASURED, FRESH_A100, FRESH_H100), experiments=(BENCH,))
+    return space, memo, pools, request
+
+
+async def test_a_started_sampler_replays_the_memo_then_answers_with_reuses_and_routed_requests(
+    kafka, kafka_bootstrap, topics, run_service, make
+):
+    """The memo of interest comes last, after thousands: a sampler that answered before its
+    replay caught up would measure it again (this test fails with `catch_up_timeout_s=0`)."""
+    space, memo, pools, request = _history(make)
+    others = [make.completed({"batch_size": 1000 + n, "gpu_model": "A100"}) for n in range(3000)]
+    await kafka.publish(space, *pools, request, topics=topics)
+    await kafka.publish(*others, memo, topics=topics)
+
+    async with run_service(_sampler(kafka_bootstrap, topics)):
+        to_a100 = await kafka.read(topics.measure("a100"), at_least=1)
+        to_h100 = await kafka.read(topics.measure("h100"), at_least=1)
+        measurements = await kafka.read(topics.measurements, at_least=2)
+        operations = await kafka.read(topics.operations, at_least=2)
+
+    assert [(type(e), e.entity_values) for e in to_a100] == [(MeasurementRequested, FRESH_A100)]
+    assert [(type(e), e.entity_values) for e in to_h100] == [(MeasurementRequested, FRESH_H100)]
+    [reused] = [e for e in measurements if isinstance(e, MeasurementReused)]
+    assert (reused.entity_values, reused.values, reused.reused_event_id) == (
+        MEASURED,
+        {"throughput": 77.5},
+        memo.event_id,
+    )
+    assert not [e for e in measurements if isinstance(e, MeasurementRequested)]
+    [drawn] = [e for e in operations if isinstance(e, SamplesDrawn)]
+    assert len(drawn.entity_ids) == 3
+    assert drawn.causation_id == request.event_id
+
+
+async def test_a_request_delivered_again_to_a_restarted_sampler_yields_the_same_events(
+    kafka, kafka_bootstrap, topics, run_service, make
+):
+    space, memo, pools, request = _history(make)
+    await kafka.publish(space, memo, *pools, request, topics=topics)
+    async with run_service(_sampler(kafka_bootstrap, topics)):
+        first = await kafka.read(topics.measure("a100"), at_least=1)
+
+    await kafka.publish(request, topics=topics)
+    async with run_service(_sampler(kafka_bootstrap, topics)):
+        both = await kafka.read(topics.measure("a100"), at_least=2)
+        operations = await kafka.read(topics.operations, at_least=3)
+
+    assert len(first) == 1
+    assert [e.event_id for e in both] == [first[0].event_id] * 2
+    drawn = {e.event_id for e in operations if isinstance(e, SamplesDrawn)}
+    assert len(drawn) == 1
