@@ -24,7 +24,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from discospace.client import Client
+from discospace.client import Client, ClientError
 from discospace.testing.kafka import (
     BrokerUnavailableError,
     KafkaBroker,
@@ -83,7 +83,7 @@ def timed_walk(loop: Loop, space_id: str, window: int) -> tuple[float, dict[str,
                 progress = client.operation(operation_id).model_dump(mode="json")
                 if progress["status"] in ("completed", "failed"):
                     return time.perf_counter() - started, progress
-            except Exception:  # noqa: BLE001 - not projected yet
+            except ClientError:  # not projected yet
                 pass
             time.sleep(0.05)
 
@@ -113,11 +113,15 @@ def main() -> None:
             loop.actuator("actuator", "bench", ZERO_LATENCY)
             healthy = loop.wait_healthy()
             wait_for_actuator(loop)
-            big = create_space(loop, "big", space("bench-a", [1, 2, 4, 8, 16, 32, 64, 128],
-                                                  [1e-5, 3e-5, 1e-4, 3e-4, 1e-3]))
+            big = create_space(
+                loop,
+                "big",
+                space("bench-a", [1, 2, 4, 8, 16, 32, 64, 128], [1e-5, 3e-5, 1e-4, 3e-4, 1e-3]),
+            )
             seconds, progress = timed_walk(loop, big, arguments.window)
-            small = create_space(loop, "small", space("bench-b", [1, 2, 4, 8, 16, 32, 64, 128],
-                                                      [1e-4]))
+            small = create_space(
+                loop, "small", space("bench-b", [1, 2, 4, 8, 16, 32, 64, 128], [1e-4])
+            )
             first_seconds, first = timed_walk(loop, small, arguments.window)
             memo_seconds, memo = timed_walk(loop, small, arguments.window)
         finally:
@@ -134,12 +138,20 @@ def main() -> None:
     table.add_row("  measurements per second", f"{measured / seconds:.1f}")
     table.add_row("80-entity walk, first time (measured)", f"{first_seconds:.2f} s")
     table.add_row("80-entity walk, fully memoised", f"{memo_seconds:.2f} s")
-    table.add_row("  reused / measured", f"{memo['counts']['reused']} / {memo['counts']['measured']}")
+    table.add_row(
+        "  reused / measured", f"{memo['counts']['reused']} / {memo['counts']['measured']}"
+    )
     table.add_row("  per reused entity", f"{1000 * memo_seconds / 80:.1f} ms")
     console.print(table)
     console.print(f"broker: {kafka.origin}; machine: {os.cpu_count()} cores (shared)")
-    result = {"measured": measured, "seconds": seconds, "memoised_seconds": memo_seconds,
-              "first_seconds": first_seconds, "memoised": memo["counts"], "first": first["counts"]}
+    result = {
+        "measured": measured,
+        "seconds": seconds,
+        "memoised_seconds": memo_seconds,
+        "first_seconds": first_seconds,
+        "memoised": memo["counts"],
+        "first": first["counts"],
+    }
     out = REPO / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "loop.json").write_text(json.dumps(result, indent=2) + "\n")

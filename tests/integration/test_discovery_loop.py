@@ -102,8 +102,17 @@ def walk_file(loop: Loop, max_retries: int = 2, batch_size: int = 4) -> Path:
 
 
 def run_walk(loop: Loop, space_id: str, **walk: int) -> str:
-    answer = loop.cli("operation", "create", "-f", str(walk_file(loop, **walk)), "--space",
-                      space_id, "--watch", "--interval", "0.2")
+    answer = loop.cli(
+        "operation",
+        "create",
+        "-f",
+        str(walk_file(loop, **walk)),
+        "--space",
+        space_id,
+        "--watch",
+        "--interval",
+        "0.2",
+    )
     assert answer.returncode == 0, answer.stderr + loop.logs()
     return answer.stdout.strip().splitlines()[0]
 
@@ -215,8 +224,11 @@ def test_transient_failures_are_retried_and_invalid_entities_are_not(loop: Loop)
     assert all(any("reason" in key and row[key] for key in row) for row in unmeasured)
     assert max(r.attempt for r in requests) > 1, "a 20% failure rate must cause retries"
     assert len(invalid) == 2  # batch_size 128 x model_max_length 8192, for 2 and 4 GPUs
-    invalid_ids = {r.entity_id for r in requests if r.entity_values["batch_size"] == 128
-                   and r.entity_values["model_max_length"] == 8192}
+    invalid_ids = {
+        r.entity_id
+        for r in requests
+        if r.entity_values["batch_size"] == 128 and r.entity_values["model_max_length"] == 8192
+    }
     assert all(attempts[entity] == 1 for entity in invalid_ids)
     assert progress["counts"]["invalid"] == 2
 
@@ -224,8 +236,9 @@ def test_transient_failures_are_retried_and_invalid_entities_are_not(loop: Loop)
 def test_an_operation_published_with_a_plain_kafka_producer_runs_like_one_from_the_cli(
     loop: Loop,
 ):
-    space_id = create_space(loop, space_file(loop, "plain", "store-plain", "benchmark",
-                                             number_gpus=[2]))
+    space_id = create_space(
+        loop, space_file(loop, "plain", "store-plain", "benchmark", number_gpus=[2])
+    )
     operation_id = f"op-plain-{int(time.time() * 1000)}"
     message = {
         "event_id": f"plain-{operation_id}",
@@ -286,8 +299,9 @@ def test_killing_explorer_sampler_and_projector_mid_operation_loses_and_repeats_
     loop: Loop,
 ):
     space_id = create_space(loop, space_file(loop, "killed", "store-killed", "slow-benchmark"))
-    created = loop.cli("operation", "create", "-f", str(walk_file(loop, batch_size=2)),
-                       "--space", space_id)
+    created = loop.cli(
+        "operation", "create", "-f", str(walk_file(loop, batch_size=2)), "--space", space_id
+    )
     assert created.returncode == 0, created.stderr
     operation_id = created.stdout.strip()
 

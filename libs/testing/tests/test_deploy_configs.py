@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from discospace.testing.prometheus import PrometheusFactory
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+
 from discospace.testing.kafka import NewTopicFactory, create_topics, delete_topics
 
 pytestmark = pytest.mark.integration

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
+
 from discospace.testing.kafka import KafkaBroker, find_script, free_port, start_local_broker
 
 pytestmark = pytest.mark.integration

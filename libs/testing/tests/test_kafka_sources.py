@@ -9,6 +9,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+
 from discospace.testing.kafka import (
     BrokerUnavailableError,
     KafkaBroker,

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, Counter, start_http_server
+
 from discospace.testing.kafka import free_port
 from discospace.testing.prometheus import (
     PrometheusFactory,
@@ -14,7 +16,6 @@ from discospace.testing.prometheus import (
     find_binary,
     scrape_config,
 )
-from prometheus_client import CollectorRegistry, Counter, start_http_server
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ Used by the end-to-end tests and by the loop benchmark. Each service runs as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -188,10 +189,8 @@ class Loop:
         """SIGTERM every service (SIGKILL what does not stop)."""
         for service in self.services.values():
             if service.running:
-                try:
+                with contextlib.suppress(AssertionError):
                     service.terminate(timeout_s=15)
-                except AssertionError:
-                    pass
 
     def logs(self) -> str:
         """The tail of every service's log, for a failing test's message."""
