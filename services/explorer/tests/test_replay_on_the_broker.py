@@ -6,7 +6,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from discospace.events import Event, TopicNames, encode
-from discospace.explorer.replay import replay
+from discospace.runtime.replay import replay
 from discospace.testing.kafka import create_topics, delete_topics
 
 pytestmark = pytest.mark.integration

@@ -26,9 +26,9 @@ from discospace.explorer.domain import (
 )
 from discospace.explorer.live import LiveExplorer
 from discospace.explorer.metrics import ExplorerMetrics
-from discospace.explorer.replay import replay
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime import Service, create_service
+from discospace.runtime.replay import replay
 
 DESCRIPTION = (
     "Owns operations: folds each operation's history (requests, decisions, measurements) and "

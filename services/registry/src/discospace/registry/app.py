@@ -19,9 +19,9 @@ from discospace.events import (
 from discospace.events.factory import Clock, utc_now
 from discospace.registry.domain import RegistryState, decide_submission, evolve
 from discospace.registry.metrics import RegistryMetrics
-from discospace.registry.replay import replay
 from discospace.registry.settings import RegistrySettings
 from discospace.runtime import Service, create_service
+from discospace.runtime.replay import replay
 
 DESCRIPTION = (
     "Owns discovery space definitions and the experiment catalog: validates each submitted "
@@ -49,12 +49,15 @@ def create_app(settings: RegistrySettings | None = None, *, clock: Clock = utc_n
 
     @service.on_startup
     async def replay_catalogs_and_registrations() -> None:
-        folded = await replay(
-            service.settings.kafka_bootstrap_servers, [topics.actuators, topics.spaces], fold
+        report = await replay(
+            service.settings.kafka_bootstrap_servers,
+            [topics.actuators, topics.spaces],
+            fold,
+            client_id="discospace-registry-replay",
         )
         logger.info(
             "replayed %d events: %d experiments, %d spaces",
-            folded,
+            report.events,
             len(state),
             len(state.registrations),
         )

@@ -1,7 +1,8 @@
-"""Reading topics from the beginning up to where they ended at start (the explorer's replay).
+"""Reading topics from the beginning up to where they ended at start: a service's replay.
 
-The explorer folds the spaces, operations and measurements topics before it decides anything:
-deciding on part of the history could repeat a decision further down the log. `replay` notes
+A service whose state is a fold of topics (the explorer's operations, the registry's catalogs
+and spaces) folds them before it decides anything: deciding on part of the history could repeat
+a decision further down the log, or answer without knowing the whole catalog. `replay` notes
 the end offset of every partition, reads each from its beginning up to that offset, and hands
 every event to `fold`. Messages that are not readable events are counted and skipped (the live
 consumer dead-letters them).
