@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +32,7 @@ from discospace.events import (
 from discospace.runtime import Service
 from discospace.runtime.contracts import SERVICES
 from discospace.testing.kafka import free_port
+from discospace.testing.loop import ServiceProcess
 from discospace.testing.prometheus import (
     PrometheusClient,
     PrometheusProcess,
@@ -180,53 +176,6 @@ def wait_until() -> Callable[..., Awaitable[None]]:
     return eventually
 
 
-@dataclass
-class ServiceProcess:
-    """`python -m discospace.<name>` as a real process, with its own port and log file."""
-
-    name: str
-    port: int
-    log_path: Path
-    process: subprocess.Popen[bytes]
-    started_at: float = field(default_factory=time.monotonic)
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(self.url(path), timeout=5) as answer:
-                return answer.status, answer.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-
-    def wait_healthy(self, timeout_s: float = 60.0) -> float:
-        """Seconds from process start until /health answered 200."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            assert self.process.poll() is None, f"{self.name} exited: {self.log_tail()}"
-            try:
-                if self.get("/health")[0] == 200:
-                    return time.monotonic() - self.started_at
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"{self.name} not healthy: {self.log_tail()}"
-            time.sleep(0.05)
-
-    def terminate(self, timeout_s: float = 30.0) -> int:
-        """SIGTERM, then the exit status (killed and failing after `timeout_s`)."""
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"{self.name} ignored SIGTERM for {timeout_s}s") from None
-
-    def log_tail(self, lines: int = 8) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-
 def launch(
     name: str, bootstrap: str, topics: TopicNames, workdir: Path, **env: str
 ) -> ServiceProcess:
@@ -240,23 +189,12 @@ def launch(
         "DISCOSPACE_STORE_DATA_DIR": str(workdir / f"store-{name}"),
         **env,
     }
-    log_path = workdir / f"{name}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", f"discospace.{name}"],
-            cwd=REPO,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    return ServiceProcess(name, port, log_path, process)
+    return ServiceProcess(name, name, port, environment, workdir / f"{name}.log").start()
 
 
 def kill_all(processes: list[ServiceProcess]) -> None:
     for service in processes:
-        if service.process.poll() is None:
-            service.process.kill()
-            service.process.wait()
+        service.kill()
 
 
 @pytest.fixture
