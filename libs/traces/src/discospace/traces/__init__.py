@@ -1,0 +1,8 @@
+"""Published measurement traces as tables and simulators (Zeus NSDI'23, fms-acceleration).
+
+- `discospace.traces.data`: where the traces live (`DISCOSPACE_DATA_DIR`, else
+  `<repo>/../shared/data`); `TraceDataMissingError` names an absent folder.
+- `discospace.traces.zeus`: `ZeusTrace`, the Zeus train and power traces as a simulator of
+  training to a target metric at (batch size, power limit), with the Zeus cost.
+- `discospace.traces.fms`: the fms-acceleration A100 fine-tuning table, typed.
+"""

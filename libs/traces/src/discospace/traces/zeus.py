@@ -1,0 +1,389 @@
+"""The Zeus NSDI'23 traces as a simulator of "train to the target metric" on one GPU.
+
+Two tables, as the paper's trace-driven simulator reads them:
+
+- the *train trace* (`summary_train.csv`): per workload (dataset, network), batch size and seed
+  `run`, the epoch at which the target validation metric was reached (NaN: never). Only the rows
+  at the workload's job target metric count; each is one possible training run;
+- the *power trace* (`summary_power_<gpu>.csv`): per workload, batch size and power limit, the
+  seconds per epoch and the mean GPU watts. Deterministic.
+
+One run at (batch size b, power limit p) trains `e` epochs: its `target_epoch` when that is
+known and at most the job's `max_epochs` (it converged), else `max_epochs` (it failed, having
+paid for every epoch). Time `T = e * time_per_epoch(b, p)`, energy `E = T * average_power(b, p)`
+and the Zeus cost `eta * E + (1 - eta) * max_power * T`.
+
+`max_power` is the GPU's highest power limit in its power trace, times the number of GPUs of the
+job: the traces were measured on one GPU (mean power never exceeds one GPU's limit), so every
+workload here is a one-GPU job and `max_power` is 250 W on V100 and 300 W on A40, as in the
+paper's simulator.
+
+The job defaults (target metric, max epochs, default batch size) are the paper's; the default
+batch size is capped at the largest batch size of the workload in that GPU's power trace (GPUs
+with less memory fit smaller batches), as the paper's artifact does.
+
+Everything is pure pandas/numpy: randomness comes in as a `numpy.random.Generator`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from discospace.traces.data import required_file, zeus_data_dir
+
+Gpu = Literal["v100", "a40"]
+GPUS: tuple[Gpu, ...] = ("v100", "a40")
+TRAIN_FILE = "summary_train.csv"
+
+
+def power_file(gpu: str) -> str:
+    """The power trace file name of `gpu`."""
+    return f"summary_power_{gpu}.csv"
+
+
+class ZeusTraceError(ValueError):
+    """A request the traces cannot answer; the message is one sentence."""
+
+
+class UnknownConfigurationError(ZeusTraceError, LookupError):
+    """A workload, batch size or power limit that the traces hold no row for."""
+
+
+class Workload(NamedTuple):
+    """A training workload of the traces: (dataset, network)."""
+
+    dataset: str
+    network: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}/{self.network}"
+
+
+@dataclass(frozen=True)
+class PaperJob:
+    """The paper's job defaults for one dataset."""
+
+    target_metric: float
+    max_epochs: int
+    default_batch_size: int
+    lower_is_better: bool = False
+    """The metric is an error (WER): `target_epoch` is when it first fell to the target."""
+
+
+PAPER_JOBS: Mapping[str, PaperJob] = {
+    "cifar100": PaperJob(0.6, 100, 1024),
+    "imagenet": PaperJob(0.65, 100, 256),
+    "squad": PaperJob(84.0, 6, 32),
+    "librispeech": PaperJob(40.0, 16, 192, lower_is_better=True),
+    "movielens-1m": PaperJob(0.41, 100, 1024),
+    "sentiment140": PaperJob(0.84, 10, 128),
+}
+"""Target metric / max epochs / default batch size by dataset (the Zeus paper's jobs)."""
+
+GPUS_PER_JOB = 1
+"""Every trace was measured on one GPU, so `max_power` is one GPU's highest power limit."""
+
+
+@dataclass(frozen=True)
+class ZeusJob:
+    """One workload's job on one GPU: its defaults and the knobs the traces cover."""
+
+    workload: Workload
+    optimizer: str
+    target_metric: float
+    max_epochs: int
+    default_batch_size: int
+    batch_sizes: tuple[int, ...]
+    """Batch sizes with runs in the train trace and rows in this GPU's power trace."""
+    power_limits: tuple[int, ...]
+    max_power: float
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one training run costs at one (batch size, power limit)."""
+
+    target_epoch: float
+    """Epoch at which the run reached the target; NaN when it never did."""
+    converged: bool
+    """Reached the target within the job's `max_epochs`."""
+    epochs: float
+    """Epochs trained: `target_epoch` when converged, else `max_epochs`."""
+    time_s: float
+    energy_j: float
+    average_power: float
+    cost: float
+
+
+@dataclass(frozen=True)
+class OracleChoice:
+    """The cheapest (batch size, power limit) of a workload in expectation."""
+
+    batch_size: int
+    power_limit: int
+    expected_cost: float
+
+
+def cost(eta: float, energy_j: float, time_s: float, max_power: float) -> float:
+    """The Zeus cost: `eta * energy + (1 - eta) * max_power * time`."""
+    if not 0.0 <= eta <= 1.0:
+        raise ZeusTraceError(f"eta must lie in [0, 1], not {eta}.")
+    return eta * energy_j + (1.0 - eta) * max_power * time_s
+
+
+class ZeusTrace:
+    """The train trace and one GPU's power trace, indexed for the simulator."""
+
+    def __init__(
+        self,
+        gpu: str,
+        jobs: Mapping[Workload, ZeusJob],
+        runs: Mapping[tuple[Workload, int], tuple[float, ...]],
+        power: Mapping[tuple[Workload, int, int], tuple[float, float]],
+    ) -> None:
+        self.gpu = gpu
+        self._jobs = dict(jobs)
+        self._runs = dict(runs)
+        self._power = dict(power)
+
+    @classmethod
+    def load(cls, folder: Path | None = None, gpu: Gpu = "v100") -> ZeusTrace:
+        """Read the traces of `gpu` from `folder` (the Zeus trace folder, or the data folder
+        that holds it; default `zeus_data_dir()`). `TraceDataMissingError` names an absent file."""
+        if gpu not in GPUS:
+            raise ZeusTraceError(f"GPU '{gpu}' has no Zeus power trace (known: v100, a40).")
+        root = (
+            zeus_data_dir(folder)
+            if folder is None or not (folder / TRAIN_FILE).exists()
+            else folder
+        )
+        train = pd.read_csv(required_file(root / TRAIN_FILE))
+        power = pd.read_csv(required_file(root / power_file(gpu)))
+        return cls.from_frames(train, power, gpu)
+
+    @classmethod
+    def from_frames(
+        cls,
+        train: pd.DataFrame,
+        power: pd.DataFrame,
+        gpu: str,
+        paper_jobs: Mapping[str, PaperJob] = PAPER_JOBS,
+    ) -> ZeusTrace:
+        """Index a train table and a power table (the CSV columns) for `gpu`."""
+        max_power = float(power["power_limit"].max()) * GPUS_PER_JOB
+        jobs: dict[Workload, ZeusJob] = {}
+        runs: dict[tuple[Workload, int], tuple[float, ...]] = {}
+        table: dict[tuple[Workload, int, int], tuple[float, float]] = {}
+        for workload in _workloads(train, power, paper_jobs):
+            paper = paper_jobs[workload.dataset]
+            job_train, job_power, optimizer = _job_rows(train, power, workload, paper)
+            by_batch = _runs_by_batch_size(job_train)
+            batch_sizes = tuple(sorted(set(by_batch) & set(job_power["batch_size"].astype(int))))
+            if not batch_sizes:
+                continue
+            runs.update({(workload, b): by_batch[b] for b in batch_sizes})
+            table.update(_power_rows(job_power, workload, batch_sizes))
+            jobs[workload] = ZeusJob(
+                workload=workload,
+                optimizer=optimizer,
+                target_metric=paper.target_metric,
+                max_epochs=paper.max_epochs,
+                default_batch_size=min(
+                    paper.default_batch_size, int(job_power["batch_size"].max())
+                ),
+                batch_sizes=batch_sizes,
+                power_limits=tuple(sorted(int(p) for p in job_power["power_limit"].unique())),
+                max_power=max_power,
+            )
+        return cls(gpu, jobs, runs, table)
+
+    @property
+    def workloads(self) -> tuple[Workload, ...]:
+        """The workloads with a job on this GPU, sorted."""
+        return tuple(sorted(self._jobs))
+
+    def job(self, workload: Iterable[str]) -> ZeusJob:
+        """The job of `workload` (a `Workload` or a (dataset, network) pair)."""
+        key = Workload(*workload)
+        if key not in self._jobs:
+            raise UnknownConfigurationError(
+                f"The Zeus traces hold no workload {key} for {self.gpu}."
+            )
+        return self._jobs[key]
+
+    def batch_sizes(self, workload: Iterable[str]) -> tuple[int, ...]:
+        return self.job(workload).batch_sizes
+
+    def power_limits(self, workload: Iterable[str]) -> tuple[int, ...]:
+        return self.job(workload).power_limits
+
+    def max_power(self, workload: Iterable[str]) -> float:
+        return self.job(workload).max_power
+
+    def time_per_epoch(self, workload: Iterable[str], batch_size: int, power_limit: int) -> float:
+        """Seconds per epoch at (batch size, power limit)."""
+        return self._power_row(workload, batch_size, power_limit)[0]
+
+    def average_power(self, workload: Iterable[str], batch_size: int, power_limit: int) -> float:
+        """Mean GPU watts at (batch size, power limit)."""
+        return self._power_row(workload, batch_size, power_limit)[1]
+
+    def runs(self, workload: Iterable[str], batch_size: int) -> tuple[float, ...]:
+        """`target_epoch` of every seed run at this batch size, by run; NaN: never reached."""
+        key = (self.job(workload).workload, int(batch_size))
+        if key not in self._runs:
+            raise UnknownConfigurationError(
+                f"The Zeus train trace holds no run of {key[0]} at batch size {batch_size}."
+            )
+        return self._runs[key]
+
+    def sample_run(
+        self, workload: Iterable[str], batch_size: int, rng: np.random.Generator
+    ) -> float:
+        """The `target_epoch` of one run drawn uniformly with `rng` (NaN: never reached)."""
+        runs = self.runs(workload, batch_size)
+        return runs[int(rng.integers(len(runs)))]
+
+    def outcome(
+        self,
+        workload: Iterable[str],
+        batch_size: int,
+        power_limit: int,
+        target_epoch: float,
+        eta: float = 0.5,
+        max_epochs: int | None = None,
+    ) -> RunOutcome:
+        """What a run that reaches the target at `target_epoch` (NaN: never) costs."""
+        job = self.job(workload)
+        limit = job.max_epochs if max_epochs is None else max_epochs
+        seconds, watts = self._power_row(job.workload, batch_size, power_limit)
+        converged = not math.isnan(target_epoch) and target_epoch <= limit
+        epochs = float(target_epoch) if converged else float(limit)
+        time_s = epochs * seconds
+        energy_j = time_s * watts
+        return RunOutcome(
+            target_epoch=float(target_epoch),
+            converged=converged,
+            epochs=epochs,
+            time_s=time_s,
+            energy_j=energy_j,
+            average_power=watts,
+            cost=cost(eta, energy_j, time_s, job.max_power),
+        )
+
+    def simulate(
+        self,
+        workload: Iterable[str],
+        batch_size: int,
+        power_limit: int,
+        rng: np.random.Generator,
+        eta: float = 0.5,
+        max_epochs: int | None = None,
+    ) -> RunOutcome:
+        """One training run drawn with `rng`, and what it costs."""
+        target_epoch = self.sample_run(workload, batch_size, rng)
+        return self.outcome(workload, batch_size, power_limit, target_epoch, eta, max_epochs)
+
+    def expected_cost(
+        self,
+        workload: Iterable[str],
+        batch_size: int,
+        power_limit: int,
+        eta: float = 0.5,
+        max_epochs: int | None = None,
+    ) -> float:
+        """Expected cost of training until one run converges: (mean cost of an attempt) divided
+        by (the chance that an attempt converges), runs drawn uniformly; inf if none converges.
+
+        Failed attempts pay `max_epochs` of training each; this is the expected total cost of
+        retrying with fresh seeds until success (a geometric number of attempts)."""
+        outcomes = [
+            self.outcome(workload, batch_size, power_limit, epoch, eta, max_epochs)
+            for epoch in self.runs(workload, batch_size)
+        ]
+        success = sum(o.converged for o in outcomes) / len(outcomes)
+        if success == 0:
+            return math.inf
+        return float(np.mean([o.cost for o in outcomes])) / success
+
+    def oracle(
+        self, workload: Iterable[str], eta: float = 0.5, max_epochs: int | None = None
+    ) -> OracleChoice:
+        """The (batch size, power limit) of least expected cost (ties: smaller knobs first)."""
+        job = self.job(workload)
+        best = OracleChoice(job.batch_sizes[0], job.power_limits[0], math.inf)
+        for b in job.batch_sizes:
+            for p in job.power_limits:
+                if (job.workload, b, p) not in self._power:
+                    continue
+                value = self.expected_cost(job.workload, b, p, eta, max_epochs)
+                if value < best.expected_cost:
+                    best = OracleChoice(b, p, value)
+        return best
+
+    def _power_row(
+        self, workload: Iterable[str], batch_size: int, power_limit: int
+    ) -> tuple[float, float]:
+        key = (self.job(workload).workload, int(batch_size), int(power_limit))
+        if key not in self._power:
+            raise UnknownConfigurationError(
+                f"The {self.gpu} power trace holds no row for {key[0]} at batch size "
+                f"{batch_size} and power limit {power_limit} W."
+            )
+        return self._power[key]
+
+
+def _workloads(
+    train: pd.DataFrame, power: pd.DataFrame, paper_jobs: Mapping[str, PaperJob]
+) -> list[Workload]:
+    pairs = set(zip(train["dataset"], train["network"], strict=True))
+    pairs &= set(zip(power["dataset"], power["network"], strict=True))
+    return sorted(Workload(d, n) for d, n in pairs if d in paper_jobs)
+
+
+def _job_rows(
+    train: pd.DataFrame, power: pd.DataFrame, workload: Workload, paper: PaperJob
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The workload's train rows at its target metric, its power rows with the same optimizer."""
+    mine = (train["dataset"] == workload.dataset) & (train["network"] == workload.network)
+    rows = train[mine & np.isclose(train["target_metric"].astype(float), paper.target_metric)]
+    optimizers = sorted(set(train.loc[mine, "optimizer"].astype(str)))
+    if len(optimizers) != 1:
+        raise ZeusTraceError(
+            f"The train trace of {workload} uses {len(optimizers)} optimizers; expected one."
+        )
+    optimizer = optimizers[0]
+    mine_power = (power["dataset"] == workload.dataset) & (power["network"] == workload.network)
+    return rows, power[mine_power & (power["optimizer"] == optimizer)], optimizer
+
+
+def _runs_by_batch_size(rows: pd.DataFrame) -> dict[int, tuple[float, ...]]:
+    ordered = rows.sort_values(["batch_size", "run"])
+    epochs = pd.to_numeric(ordered["target_epoch"], errors="coerce").astype(float)
+    return {
+        int(b): tuple(float(e) for e in group)
+        for b, group in epochs.groupby(ordered["batch_size"].astype(int), sort=True)
+    }
+
+
+def _power_rows(
+    rows: pd.DataFrame, workload: Workload, batch_sizes: tuple[int, ...]
+) -> dict[tuple[Workload, int, int], tuple[float, float]]:
+    kept = rows[rows["batch_size"].astype(int).isin(batch_sizes)]
+    return {
+        (workload, int(b), int(p)): (float(t), float(w))
+        for b, p, t, w in zip(
+            kept["batch_size"],
+            kept["power_limit"],
+            kept["time_per_epoch"],
+            kept["average_power"],
+            strict=True,
+        )
+    }

@@ -1,0 +1,202 @@
+"""Replaying a published table: rows indexed by configuration, served as measurements.
+
+A configuration is the tuple of its constitutive property values as the table holds them
+(renamed, values mapped, numbers normalised: 4 and 4.0 are one value), so an entity finds its
+rows whatever order or numeric type its values come in. Several rows of one configuration are
+repeated runs of it: measurement number `attempt` of a request gets one of them, chosen from
+(seed, request id, attempt), so a retry or another operation may see another run while the same
+request always sees the same one. An entity with no row is an invalid result,
+"no recorded measurement".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from discospace.actuator.replay.config import (
+    MissingRule,
+    Repeats,
+    TableReplay,
+    resolve_path,
+)
+from discospace.actuator.replay.seeding import choose
+from discospace.core import ExperimentSpec
+from discospace.core.canonical import Value, canonical_json, format_value, normalise_value
+from discospace.core.errors import SpecError
+from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
+
+NO_ROW = "no recorded measurement"
+Row = Mapping[str, Any]
+Key = str
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One measurement served from a trace, and how long it should seem to take."""
+
+    outcome: ValidMeasurement | InvalidMeasurement
+    duration_s: float = 0.0
+
+
+def read_table(path: Path, fmt: str | None) -> pd.DataFrame:
+    """The table in `path` (CSV or Parquet, by `fmt` or the suffix)."""
+    kind = fmt or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")
+    if not path.is_file():
+        raise SpecError(f"table.file: the table {path} does not exist")
+    try:
+        return pd.read_parquet(path) if kind == "parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as error:
+        raise SpecError(f"table.file: {path} cannot be read as {kind} ({error})") from None
+
+
+def is_empty(cell: object) -> bool:
+    """A missing cell: NaN, None or an empty string."""
+    if cell is None or (isinstance(cell, str) and cell.strip() == ""):
+        return True
+    return isinstance(cell, float) and math.isnan(cell)
+
+
+def cell_value(cell: object) -> Value:
+    """A table cell as a property value; an empty cell is ''."""
+    return "" if is_empty(cell) else normalise_value(cell)
+
+
+class ValueMap:
+    """A column's value map, matching a cell by value or by its text (`1` or `"1"`)."""
+
+    def __init__(self, mapping: Mapping[Value, Value]) -> None:
+        self._by_value = {normalise_value(k): normalise_value(v) for k, v in mapping.items()}
+        self._by_text = {format_value(k): v for k, v in self._by_value.items()}
+
+    def __call__(self, cell: object) -> Value:
+        value = cell_value(cell)
+        if value in self._by_value and type(value) is not bool:
+            return self._by_value[value]
+        return self._by_text.get(format_value(value), value)
+
+
+def configuration_key(values: Mapping[str, object]) -> Key:
+    """The canonical key of a configuration (property name -> value)."""
+    return canonical_json({name: normalise_value(v) for name, v in sorted(values.items())})
+
+
+class ReplayTable:
+    """The rows of a table by configuration, and how to turn one into a measurement."""
+
+    def __init__(
+        self, config: TableReplay, frame: pd.DataFrame, seed: int = 0, source: str = "the table"
+    ) -> None:
+        _check_columns(config, frame, source)
+        self.config = config
+        self.seed = seed
+        self._maps = {p.property_name: (p.column, ValueMap(p.values)) for p in config.properties}
+        self._rows = _index(frame, self._maps)
+
+    @classmethod
+    def load(cls, config: TableReplay, base: Path, seed: int = 0) -> ReplayTable:
+        path = resolve_path(config.file, base, "table.file")
+        return cls(config, read_table(path, config.format), seed, str(path))
+
+    def catalog(self, actuator: str) -> tuple[ExperimentSpec, ...]:
+        required = tuple(p.property_name for p in self.config.properties if p.default is None)
+        optional = {
+            p.property_name: p.default for p in self.config.properties if p.default is not None
+        }
+        targets = tuple(t.property_name for t in self.config.targets)
+        return tuple(
+            ExperimentSpec(
+                actuator=actuator,
+                experiment=experiment.experiment,
+                description=experiment.description,
+                target_properties=targets,
+                required_properties=required,
+                optional_properties=optional,
+            )
+            for experiment in self.config.experiments
+        )
+
+    def rows_of(self, properties: Mapping[str, object]) -> Sequence[Row]:
+        """Every row recorded for the configuration in `properties` (extra names ignored)."""
+        chosen = {name: properties[name] for name in self._maps if name in properties}
+        if len(chosen) < len(self._maps):
+            return ()
+        return self._rows.get(configuration_key(chosen), ())
+
+    def replay(self, properties: Mapping[str, object], request_id: str, attempt: int) -> Replayed:
+        """Measurement `attempt` of request `request_id` for the configuration `properties`."""
+        rows = self.rows_of(properties)
+        if not rows:
+            return Replayed(InvalidMeasurement(reason=NO_ROW))
+        row = rows[pick(self.config.repeats, self.seed, request_id, attempt, len(rows))]
+        return Replayed(self.outcome(row), self.duration_s(row))
+
+    def outcome(self, row: Row) -> ValidMeasurement | InvalidMeasurement:
+        """The measurement one row records: invalid by the first rule it meets, else values."""
+        for rule in self.config.invalid_when:
+            if _violates(rule, row):
+                return InvalidMeasurement(reason=rule.reason)
+        values: dict[str, Value] = {}
+        for target in self.config.targets:
+            cell = row[target.column]
+            if not is_empty(cell):
+                values[target.property_name] = _scaled(cell_value(cell), target.scale)
+        if not values:
+            return InvalidMeasurement(reason="the recorded row holds no target value")
+        return ValidMeasurement(values=values)
+
+    def duration_s(self, row: Row) -> float:
+        duration = self.config.duration
+        if duration is None:
+            return 0.0
+        cell = cell_value(row[duration.column])
+        if isinstance(cell, bool) or not isinstance(cell, int | float):
+            return 0.0
+        return max(float(cell) * duration.scale, 0.0)
+
+
+def pick(repeats: Repeats, seed: int, request_id: str, attempt: int, count: int) -> int:
+    """Which of `count` repeated runs serves measurement `attempt` of a request."""
+    if repeats == "cycle":
+        return (choose(count, seed, "cycle", request_id) + attempt - 1) % count
+    return choose(count, seed, "random", request_id, attempt)
+
+
+def _scaled(value: Value, scale: float) -> Value:
+    if scale == 1.0 or isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    return float(value) * scale
+
+
+def _violates(rule: MissingRule, row: Row) -> bool:
+    return any(is_empty(row[column]) for column in rule.missing)
+
+
+def _index(frame: pd.DataFrame, maps: Mapping[str, tuple[str, ValueMap]]) -> dict[Key, list[Row]]:
+    rows: dict[Key, list[Row]] = {}
+    for row in frame.to_dict("records"):
+        values = {name: mapped(row[column]) for name, (column, mapped) in maps.items()}
+        rows.setdefault(configuration_key(values), []).append(row)
+    return rows
+
+
+def _check_columns(config: TableReplay, frame: pd.DataFrame, source: str) -> None:
+    named: list[tuple[str, str]] = [
+        *((f"properties[{i}]", p.column) for i, p in enumerate(config.properties)),
+        *((f"targets[{i}]", t.column) for i, t in enumerate(config.targets)),
+        *(
+            (f"invalid_when[{i}]", column)
+            for i, rule in enumerate(config.invalid_when)
+            for column in rule.missing
+        ),
+    ]
+    if config.duration is not None:
+        named.append(("duration", config.duration.column))
+    for where, column in named:
+        if column not in frame.columns:
+            raise SpecError(f"table.{where}: {source} has no column '{column}'")

@@ -1,0 +1,193 @@
+"""The replay actuator over small tables written in a temporary folder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from discospace.actuator.plugin import Actuator, MeasurementTask
+from discospace.actuator.plugins import load_actuator
+from discospace.actuator.replay import NO_ROW, ReplayActuator, ReplayParameters
+from discospace.core import Entity, Experiment
+from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
+
+CSV = """model,gpus,batch,peft,tokens_per_s,memory_bytes,runtime
+m1,1,4,,100.0,2097152,2.0
+m1,1,4,,110.0,2097152,3.0
+m1,1,4,,120.0,2097152,4.0
+m1,2,4,lora,200.0,,1.0
+m1,2,8,lora,,4194304,
+"""
+
+ENTITY = {"model_name": "m1", "number_gpus": 1, "batch_size": 4, "peft_method": "none"}
+
+
+def table_config(file: str = "runs.csv", **overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "file": file,
+        "experiments": ["replayed"],
+        "properties": [
+            {"column": "model", "name": "model_name"},
+            {"column": "gpus", "name": "number_gpus"},
+            {"column": "batch", "name": "batch_size"},
+            {"column": "peft", "name": "peft_method", "values": {"": "none"}},
+        ],
+        "targets": [
+            {"column": "tokens_per_s", "name": "train_tokens_per_second"},
+            {"column": "memory_bytes", "name": "peak_memory_mib", "scale": 1 / 1048576},
+        ],
+        "invalid_when": {"missing": "tokens_per_s", "reason": "out of memory"},
+    }
+    return {**config, **overrides}
+
+
+def write_config(folder: Path, seed: int = 0, **overrides: Any) -> Path:
+    (folder / "runs.csv").write_text(CSV)
+    path = folder / "replay.yaml"
+    path.write_text(yaml.safe_dump({"table": table_config(**overrides), "seed": seed}))
+    return path
+
+
+def replay(folder: Path, **overrides: Any) -> ReplayActuator:
+    return ReplayActuator(ReplayParameters(config=write_config(folder, **overrides)))
+
+
+def task(
+    actuator: ReplayActuator, values: dict[str, Any], attempt: int = 1, request: str = "req-1"
+) -> MeasurementTask:
+    experiment = Experiment.from_spec(actuator.catalog()[0]).parameterize({})
+    return MeasurementTask(request, Entity.of(values), experiment, attempt)
+
+
+async def measure(actuator: ReplayActuator, values: dict[str, Any], **where: Any) -> Any:
+    return await actuator.measure(task(actuator, values, **where))
+
+
+def test_the_catalog_names_the_renamed_properties_and_targets(tmp_path: Path) -> None:
+    actuator = load_actuator("replay", {"config": str(write_config(tmp_path))})
+    [spec] = actuator.catalog()
+
+    assert isinstance(actuator, Actuator)
+    assert (spec.actuator, spec.experiment) == ("replay", "replayed")
+    assert spec.required_properties == ("model_name", "number_gpus", "batch_size", "peft_method")
+    assert spec.target_properties == ("train_tokens_per_second", "peak_memory_mib")
+
+
+async def test_a_property_with_a_default_is_an_optional_property(tmp_path: Path) -> None:
+    properties = table_config()["properties"]
+    properties[1] = {"column": "gpus", "name": "number_gpus", "default": 2}
+    actuator = replay(tmp_path, properties=properties)
+    [spec] = actuator.catalog()
+    without = {name: value for name, value in ENTITY.items() if name != "number_gpus"}
+    experiment = Experiment.from_spec(spec)
+
+    by_default = await actuator.measure(
+        MeasurementTask(
+            "r", Entity.of({**without, "peft_method": "lora"}), experiment.parameterize({})
+        )
+    )
+    overridden = await actuator.measure(
+        MeasurementTask("r", Entity.of(without), experiment.parameterize({"number_gpus": 1}))
+    )
+
+    assert spec.optional_properties == {"number_gpus": 2}
+    assert "number_gpus" not in spec.required_properties
+    assert by_default == ValidMeasurement(values={"train_tokens_per_second": 200.0})
+    assert isinstance(overridden, ValidMeasurement)
+    assert overridden.values["peak_memory_mib"] == 2.0
+
+
+async def test_a_row_gives_its_targets_renamed_scaled_and_mapped(tmp_path: Path) -> None:
+    actuator = replay(tmp_path)
+
+    outcome = await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
+
+    # the empty memory cell gives no value rather than a made-up one
+    assert outcome == ValidMeasurement(values={"train_tokens_per_second": 200.0})
+
+
+async def test_numbers_match_whatever_their_type(tmp_path: Path) -> None:
+    actuator = replay(tmp_path)
+
+    outcome = await measure(actuator, {**ENTITY, "number_gpus": 1.0, "batch_size": 4.0})
+
+    assert isinstance(outcome, ValidMeasurement)
+    assert outcome.values["peak_memory_mib"] == 2.0
+
+
+async def test_a_row_without_throughput_is_invalid_with_the_rule_reason(tmp_path: Path) -> None:
+    actuator = replay(tmp_path)
+
+    outcome = await measure(
+        actuator, {**ENTITY, "number_gpus": 2, "batch_size": 8, "peft_method": "lora"}
+    )
+
+    assert outcome == InvalidMeasurement(reason="out of memory")
+
+
+async def test_an_entity_without_a_row_is_invalid_no_recorded_measurement(tmp_path: Path) -> None:
+    actuator = replay(tmp_path)
+
+    outcome = await measure(actuator, {**ENTITY, "model_name": "m2"})
+    unmapped = await measure(actuator, {**ENTITY, "peft_method": ""})
+
+    assert outcome == InvalidMeasurement(reason=NO_ROW)
+    assert unmapped == InvalidMeasurement(reason=NO_ROW)
+
+
+async def _tokens(actuator: ReplayActuator, attempts: range, request: str = "req-1") -> list[Any]:
+    outcomes = [await measure(actuator, ENTITY, attempt=a, request=request) for a in attempts]
+    return [o.values["train_tokens_per_second"] for o in outcomes]
+
+
+async def test_cycle_serves_each_repeated_run_in_turn(tmp_path: Path) -> None:
+    actuator = replay(tmp_path)
+
+    served = await _tokens(actuator, range(1, 7))
+
+    assert sorted(served[:3]) == [100.0, 110.0, 120.0]
+    assert served[3:] == served[:3]
+    assert await _tokens(actuator, range(1, 7)) == served
+
+
+async def test_cycle_starts_at_a_seeded_run_per_request(tmp_path: Path) -> None:
+    actuator = replay(tmp_path)
+
+    firsts = {(await _tokens(actuator, range(1, 2), f"req-{i}"))[0] for i in range(20)}
+
+    assert firsts == {100.0, 110.0, 120.0}
+
+
+async def test_random_repeats_are_reproducible_per_seed_and_attempt(tmp_path: Path) -> None:
+    actuator = replay(tmp_path, repeats="random")
+    other_seed = ReplayActuator(ReplayParameters(config=tmp_path / "replay.yaml", seed=7))
+
+    served = await _tokens(actuator, range(1, 31))
+
+    assert await _tokens(actuator, range(1, 31)) == served
+    assert set(served) == {100.0, 110.0, 120.0}
+    assert await _tokens(other_seed, range(1, 31)) != served
+
+
+async def test_a_simulated_duration_comes_from_a_column(tmp_path: Path) -> None:
+    actuator = replay(tmp_path, duration={"column": "runtime", "scale": 0.05})
+    begun = time.monotonic()
+
+    await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
+
+    assert time.monotonic() - begun >= 0.05
+
+
+async def test_a_parquet_table_is_read_like_a_csv(tmp_path: Path) -> None:
+    (tmp_path / "runs.csv").write_text(CSV)
+    pd.read_csv(tmp_path / "runs.csv").to_parquet(tmp_path / "runs.parquet")
+    config = table_config(file=str(tmp_path / "runs.parquet"))
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+
+    outcome = await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
+
+    assert outcome == ValidMeasurement(values={"train_tokens_per_second": 200.0})
