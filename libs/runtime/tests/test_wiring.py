@@ -62,3 +62,13 @@ def test_a_replaying_consumer_has_no_group_and_a_group_consumer_has_the_services
     grouped = service.consumer(topics.spaces)
     assert replaying.subscriber.group_id is None
     assert grouped.subscriber.group_id == f"{topics.prefix}.service"
+
+
+def test_a_consumer_whose_handler_runs_long_gets_a_longer_max_poll_interval(topics):
+    service = create_service(ServiceSettings(topic_prefix=topics.prefix), description="x")
+    patient = service.consumer(topics.spaces, max_poll_interval_ms=3_720_000)
+    default = service.consumer(topics.actuators)
+
+    options = [c.subscriber._connection_args["max_poll_interval_ms"] for c in (patient, default)]
+
+    assert options == [3_720_000, 300_000]

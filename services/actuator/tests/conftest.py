@@ -1,5 +1,9 @@
 """Requests the actuator tests send a worker, a fixed clock, and the real broker for the
-integration tests (workers in this process, or as processes)."""
+integration tests (workers in this process, or as processes).
+
+This folder is put on `sys.path`, so `isolation_plugins` (test plugins that run in child
+processes) imports by one name here, in the fork server's children and in worker processes.
+"""
 
 from __future__ import annotations
 
@@ -20,18 +24,25 @@ from discospace.core import Entity, ExperimentRef
 from discospace.events import (
     Event,
     MeasurementRequested,
+    OperationCancelRequested,
+    OperationCompleted,
     TopicNames,
     decode,
     encode,
     measurement_request_id,
     new_event,
 )
+from discospace.events.operations import OperationCounts
 from discospace.runtime import Service
 from discospace.runtime.provisioning import provision_topics
 from discospace.testing.kafka import delete_topics, free_port
 
-REPO = Path(__file__).resolve().parents[3]
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parents[2]
 POOL = "p1"
+
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
 
 AT = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
 
@@ -49,10 +60,11 @@ def request(
     pool: str = "p1",
     operation: str = "op-1",
     inputs: dict[str, Any] | None = None,
+    actuator: str = "synthetic",
 ) -> MeasurementRequested:
     entity = Entity.of(values or {"batch_size": 8, "model_max_length": 1024})
     ref = ExperimentRef(
-        actuator="synthetic", experiment=experiment, parameterization=parameterization or {}
+        actuator=actuator, experiment=experiment, parameterization=parameterization or {}
     )
     experiment_id = experiment + "".join(
         f"-{k}.{v}" for k, v in sorted((parameterization or {}).items())
@@ -74,6 +86,28 @@ def request(
     )
 
 
+def cancel(operation: str = "op-1") -> OperationCancelRequested:
+    """Someone cancels `operation`."""
+    return new_event(
+        OperationCancelRequested, fixed_clock, operation_id=operation, requested_by="alice"
+    )
+
+
+def completion(
+    operation: str = "op-1", stop_reason: str = "max_measurements"
+) -> OperationCompleted:
+    """The explorer completes `operation` for `stop_reason`."""
+    counts = OperationCounts(requested=4, measured=2, reused=0, failed=0, invalid=0)
+    return new_event(
+        OperationCompleted,
+        fixed_clock,
+        operation_id=operation,
+        space_id="space-000000000000",
+        stop_reason=stop_reason,
+        counts=counts,
+    )
+
+
 @pytest.fixture
 def clock() -> Callable[[], datetime]:
     return fixed_clock
@@ -82,6 +116,16 @@ def clock() -> Callable[[], datetime]:
 @pytest.fixture
 def make_request() -> Callable[..., MeasurementRequested]:
     return request
+
+
+@pytest.fixture
+def make_cancel() -> Callable[..., OperationCancelRequested]:
+    return cancel
+
+
+@pytest.fixture
+def make_completion() -> Callable[..., OperationCompleted]:
+    return completion
 
 
 @pytest.fixture
@@ -155,6 +199,7 @@ def worker_process(
     def start(worker_id: str, **env: str) -> subprocess.Popen[bytes]:
         environment = {
             **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
             "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap,
             "DISCOSPACE_TOPIC_PREFIX": topics.prefix,
             "DISCOSPACE_ACTUATOR_HTTP_PORT": str(free_port()),

@@ -11,7 +11,14 @@ from faststream.message import StreamMessage
 from discospace.actuator.app import create_app
 from discospace.actuator.plugins import ActuatorConfigError
 from discospace.actuator.settings import ActuatorSettings
-from discospace.events import Event, MeasurementCompleted, MeasurementStarted, decode, encode
+from discospace.events import (
+    Event,
+    MeasurementCompleted,
+    MeasurementFailed,
+    MeasurementStarted,
+    decode,
+    encode,
+)
 
 
 async def _event_of(message: StreamMessage[Any]) -> Event:
@@ -65,3 +72,33 @@ def test_the_plugin_is_built_from_the_settings_parameters(topics):
 def test_a_worker_configured_with_an_unknown_plugin_does_not_start(topics):
     with pytest.raises(ActuatorConfigError, match="No actuator plugin is named 'noop'"):
         create_app(_settings(topics, actuator="noop"))
+
+
+def test_a_worker_follows_the_operations_and_gives_its_consumers_time_for_a_measurement(topics):
+    service = create_app(_settings(topics, concurrency=2, timeout="10min"))
+
+    grouped = [s for s in service.broker.subscribers if s.group_id is not None]
+    replaying = [s for s in service.broker.subscribers if s.group_id is None]
+    assert [s._connection_args["max_poll_interval_ms"] for s in grouped] == [720_000] * 2
+    assert [[t.name for t in s.topics] for s in replaying] == [[topics.operations]]
+
+
+async def test_a_request_of_an_operation_cancelled_on_the_operations_topic_is_skipped(
+    topics, clock, make_request, make_cancel
+):
+    service = create_app(_settings(topics), clock=clock)
+    answers: list[Event] = []
+    service.broker.subscriber(topics.measurements, decoder=_event_of)(_collector(answers))
+    cancel, request = make_cancel("op-7"), make_request(pool="p1", operation="op-7")
+
+    async with TestKafkaBroker(service.broker) as broker:
+        await broker.publish(encode(cancel), topics.operations, key=cancel.key())
+        await broker.publish(encode(request), topics.measure("p1"), key=request.key())
+
+    [failed] = answers
+    assert isinstance(failed, MeasurementFailed)
+    assert (failed.request_id, failed.reason, failed.retryable) == (
+        request.request_id,
+        "operation cancelled",
+        False,
+    )

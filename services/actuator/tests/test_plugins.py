@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from typing import ClassVar
+
 import pytest
 from pydantic import BaseModel
 
 from discospace.actuator import plugins
+from discospace.actuator.plugin import is_isolated
 from discospace.actuator.plugins import ActuatorConfigError, installed_plugins, load_actuator
 from discospace.actuator.synthetic import SyntheticActuator
 from discospace.core import ExperimentSpec
@@ -65,3 +69,63 @@ def test_a_plugin_offering_experiments_under_another_name_is_refused(monkeypatch
 
     with pytest.raises(ActuatorConfigError, match="under another actuator's name, 'other'"):
         load_actuator("impostor")
+
+
+def test_a_plugin_that_is_no_entry_point_is_loaded_as_module_and_class():
+    actuator = load_actuator("isolation_plugins:ChildPlugin", {"allocate_mb": 8})
+
+    assert actuator.name == "child-test"
+    assert is_isolated(actuator)
+    assert actuator.parameters.allocate_mb == 8
+
+
+@pytest.mark.parametrize(
+    ("reference", "problem"),
+    [
+        ("no_such_module:Plugin", "Actuator plugin 'no_such_module:Plugin' cannot be imported"),
+        ("isolation_plugins:Missing", "names no plugin class (one with `Parameters`)"),
+    ],
+)
+def test_a_module_and_class_that_name_no_plugin_are_refused(reference, problem):
+    with pytest.raises(ActuatorConfigError, match=re.escape(problem)):
+        load_actuator(reference)
+
+
+class _Careless(_Impostor):
+    """Isolated, but without measure_blocking."""
+
+    name = "careless"
+    isolated: ClassVar[bool] = True
+
+    def catalog(self) -> tuple[ExperimentSpec, ...]:
+        return ()
+
+
+class _Forgetful(_Careless):
+    """Isolated with measure_blocking, but keeps no parameters to be rebuilt from."""
+
+    def __init__(self, parameters: BaseModel) -> None:
+        pass
+
+    def measure_blocking(self, task):  # pragma: no cover - never called
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    ("plugin", "problem"),
+    [
+        (_Careless, "is isolated but has no measure_blocking(task) method"),
+        (_Forgetful, "is isolated but keeps no `parameters` model"),
+    ],
+)
+def test_an_isolated_plugin_the_worker_cannot_rebuild_in_a_child_is_refused(
+    monkeypatch, plugin, problem
+):
+    class Point:
+        def load(self):
+            return plugin
+
+    monkeypatch.setattr(plugins, "installed_plugins", lambda: {"p": Point()})
+
+    with pytest.raises(ActuatorConfigError, match=re.escape(problem)):
+        load_actuator("p")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from discospace.actuator.settings import ActuatorSettings
+from discospace.core import Time
 from discospace.core.errors import SpecError
 
 
@@ -49,3 +51,45 @@ def test_a_parameters_file_that_is_missing_or_not_a_mapping_is_refused_in_a_sent
         ActuatorSettings(parameters_file=tmp_path / "absent.yaml").plugin_parameters()
     with pytest.raises(SpecError, match="the actuator's parameters must be a mapping"):
         ActuatorSettings(parameters_file=listed).plugin_parameters()
+
+
+@pytest.mark.parametrize(
+    ("written", "seconds"),
+    [("30sec", 30), ("10min", 600), ("10m", 600), ("1h20m40s", 4840), ("45S", 45)],
+)
+def test_the_measurement_timeout_is_a_time_in_seconds(monkeypatch, written, seconds):
+    monkeypatch.setenv("DISCOSPACE_ACTUATOR_TIMEOUT", written)
+
+    settings = ActuatorSettings()
+
+    assert settings.timeout == Time(seconds, "sec")
+    assert settings.max_poll_interval_ms == (seconds + 120) * 1000
+
+
+@pytest.mark.parametrize(
+    ("written", "problem"),
+    [
+        ("3ep", "a measurement timeout is a duration like 30sec or 10min, not '3ep'"),
+        ("soon", "a measurement timeout is a duration like 30sec or 10min, not 'soon'"),
+        ("0sec", "a measurement timeout must be above zero, not 0sec"),
+    ],
+)
+def test_a_timeout_that_is_not_a_duration_in_seconds_is_refused_in_a_sentence(written, problem):
+    with pytest.raises(ValidationError) as caught:
+        ActuatorSettings(timeout=written)
+
+    assert caught.value.errors()[0]["msg"] == f"Value error, {problem}"
+
+
+def test_a_worker_has_an_hour_per_measurement_and_no_memory_limit_unless_told(monkeypatch):
+    for name in ("TIMEOUT", "MEMORY_LIMIT_MB"):
+        monkeypatch.delenv(f"DISCOSPACE_ACTUATOR_{name}", raising=False)
+    limited = ActuatorSettings(memory_limit_mb=2048)
+
+    assert (ActuatorSettings().timeout, ActuatorSettings().memory_limit_mb) == (
+        Time(3600, "sec"),
+        None,
+    )
+    assert limited.memory_limit_mb == 2048
+    with pytest.raises(ValidationError):
+        ActuatorSettings(memory_limit_mb=0)

@@ -4,16 +4,20 @@ a request a killed worker was measuring goes to another worker of the pool."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import signal
 import time
 
 import pytest
+from aiokafka.partitioner import murmur2
 
 from discospace.actuator.app import create_app
 from discospace.actuator.settings import ActuatorSettings
 from discospace.events import (
     ActuatorRegistered,
     MeasurementCompleted,
+    MeasurementFailed,
     MeasurementStarted,
 )
 
@@ -42,19 +46,30 @@ def _completed(events, worker_id=None):
 
 
 async def _assigned(*services, timeout_s: float = 30.0) -> None:
-    """Wait until every service's consumer of the pool holds at least one partition."""
+    """Wait until every consumer of the pool (each service's, all of them) holds a partition."""
     deadline = time.monotonic() + timeout_s
+    members = [s for service in services for s in service.broker.subscribers if s.group_id]
     while True:
-        held = [
-            len(subscriber.consumer.assignment())
-            for service in services
-            for subscriber in service.broker.subscribers
-            if subscriber.group_id is not None and subscriber.consumer is not None
-        ]
-        if len(held) == len(services) and all(held):
+        held = [len(s.consumer.assignment()) for s in members if s.consumer is not None]
+        if len(held) == len(members) and all(held):
             return
         assert time.monotonic() < deadline, f"partitions held: {held}"
         await asyncio.sleep(0.1)
+
+
+def _on_each_partition(make_request, partitions: int = 3):
+    """One request per partition of the measure topic (requests are keyed by entity id)."""
+    chosen = {}
+    for batch in range(1, 1000):
+        request = make_request({"batch_size": batch}, pool=POOL)
+        chosen.setdefault((murmur2(request.key()) & 0x7FFFFFFF) % partitions, request)
+        if len(chosen) == partitions:
+            return list(chosen.values())
+    raise AssertionError("no key for every partition")
+
+
+def _of(events, kind, operation=None):
+    return [e for e in events if isinstance(e, kind) and operation in (None, e.operation_id)]
 
 
 async def test_a_worker_announces_its_catalog_and_answers_its_pools_requests(
@@ -116,3 +131,108 @@ async def test_a_request_a_killed_worker_was_measuring_is_measured_by_another_of
 
     [completed] = _completed(events)
     assert (completed.worker_id, completed.request_id) == ("fast", request.request_id)
+
+
+async def test_a_worker_with_a_concurrency_of_three_runs_three_measurements_at_once(
+    kafka, kafka_bootstrap, topics, run_service, make_request
+):
+    requests = _on_each_partition(make_request)
+    worker = _worker(kafka_bootstrap, topics, "w3", concurrency=3, parameters={"latency_s": 3})
+    async with run_service(worker) as service:
+        await _assigned(service)
+        await kafka.publish(*requests, topics=topics)
+        events = await kafka.wait_for(topics.measurements, lambda e: len(_completed(e)) >= 3)
+
+    starts = [e.occurred_at for e in _of(events, MeasurementStarted)]
+    ends = [e.occurred_at for e in _completed(events)]
+    assert len(starts) == 3
+    assert max(starts) < min(ends), "a measurement started only after another had finished"
+
+
+async def test_cancelling_an_operation_stops_its_measurement_and_skips_its_queue_on_the_broker(
+    kafka, kafka_bootstrap, topics, run_service, make_request, make_cancel
+):
+    requests = [make_request({"batch_size": n}, pool=POOL, operation="op-c") for n in (1, 2, 3)]
+    later = [
+        make_request(r.entity_values, pool=POOL, operation="op-later")
+        for r in _on_each_partition(make_request)
+    ]
+    slow = {"latency_s": 120}
+    async with run_service(_worker(kafka_bootstrap, topics, "w1", parameters=slow)) as first:
+        await _assigned(first)
+        await kafka.publish(*requests, topics=topics)
+        await kafka.wait_for(topics.measurements, lambda e: len(_of(e, MeasurementStarted)) >= 1)
+        begun = time.monotonic()
+        await kafka.publish(make_cancel("op-c"), topics=topics)
+        events = await kafka.wait_for(
+            topics.measurements, lambda e: len(_of(e, MeasurementFailed)) >= 3, timeout_s=30
+        )
+        stopped_in = time.monotonic() - begun
+    async with run_service(_worker(kafka_bootstrap, topics, "w2")) as second:
+        await _assigned(second)
+        await kafka.publish(*later, topics=topics)
+        after = await kafka.wait_for(topics.measurements, lambda e: len(_completed(e)) >= 3)
+
+    failures = _of(events, MeasurementFailed, "op-c")
+    assert sorted(f.request_id for f in failures) == sorted(r.request_id for r in requests)
+    assert {(f.reason, f.retryable, f.worker_id) for f in failures} == {
+        ("operation cancelled", False, "w1")
+    }
+    assert len(_of(events, MeasurementStarted, "op-c")) == 1, "a queued request was started"
+    assert stopped_in < 20
+    assert [e for e in after if e.operation_id == "op-c" and e.worker_id == "w2"] == [], (
+        "the answered requests were not committed: another worker of the pool took them again"
+    )
+    assert second.state.metrics.value("discospace_measurement_requests_skipped_total") == 0
+
+
+async def test_a_worker_process_survives_its_crashing_measurements_and_takes_its_child_along(
+    kafka, topics, make_request, worker_process, tmp_path
+):
+    worker = worker_process(
+        "isolated",
+        DISCOSPACE_ACTUATOR_ACTUATOR="isolation_plugins:ChildPlugin",
+        DISCOSPACE_ACTUATOR_PARAMETERS=json.dumps({"pid_dir": str(tmp_path)}),
+        DISCOSPACE_ACTUATOR_TIMEOUT="30sec",
+    )
+    await kafka.wait_for(topics.actuators, lambda events: len(events) >= 1)
+
+    def ask(behaviour):
+        return make_request({"behaviour": behaviour}, pool=POOL, actuator="child-test",
+                            experiment="behave")  # fmt: skip
+
+    crash, fine, hang = ask("segfault"), ask("answer"), ask("hang")
+    await kafka.publish(crash, fine, hang, topics=topics)
+    events = await kafka.wait_for(
+        topics.measurements,
+        lambda e: len(_of(e, MeasurementFailed)) >= 1 and len(_completed(e)) >= 1
+        and (tmp_path / hang.request_id).exists(),
+        timeout_s=90,
+    )  # fmt: skip
+    child = int((tmp_path / hang.request_id).read_text())
+    alive_before = _alive(child)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+
+    [failed] = _of(events, MeasurementFailed)
+    [completed] = _completed(events)
+    assert (failed.request_id, failed.retryable) == (crash.request_id, True)
+    assert "killed by signal SIGSEGV" in failed.reason
+    assert (completed.request_id, completed.is_valid) == (fine.request_id, True)
+    assert alive_before
+    assert await _gone(child), "the measurement outlived its killed worker"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _gone(pid: int, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while _alive(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return not _alive(pid)

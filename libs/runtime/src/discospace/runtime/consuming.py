@@ -121,10 +121,14 @@ class Consumer:
         pattern: str | None = None,
         description: str | None = None,
         seen_capacity: int = 100_000,
+        max_poll_interval_ms: int | None = None,
     ) -> None:
         self.decoder = EventDecoder()
         self.metrics = metrics
         self.seen = SeenEventIds(seen_capacity)
+        options: dict[str, Any] = {}
+        if max_poll_interval_ms is not None:
+            options["max_poll_interval_ms"] = max_poll_interval_ms
         self.subscriber: LogicSubscriber[Any] = broker.subscriber(
             *topics,
             pattern=pattern,
@@ -133,6 +137,7 @@ class Consumer:
             auto_offset_reset="earliest",
             decoder=self.decoder,
             description=description,
+            **options,
         )
 
     def __call__(self, handler: Handler) -> Handler:

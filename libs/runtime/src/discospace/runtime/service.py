@@ -68,12 +68,16 @@ class Service:
         replay: bool = False,
         group_suffix: str = "",
         description: str | None = None,
+        max_poll_interval_ms: int | None = None,
     ) -> Consumer:
         """A subscription of this service's consumer group to `topics` (or a pattern).
 
         `replay=True`: no group; every start reads the topics from the beginning, to fold the
         state the service needs (a catalog, the registered spaces). `group_suffix` gives a
         subscription its own group (`<group>.<suffix>`), e.g. a pattern next to fixed topics.
+        `max_poll_interval_ms`: how long one message may take to handle before the consumer
+        is deemed stuck and leaves the group (Kafka's default, 5 minutes, when None); a
+        handler that runs longer loses its partitions to another member.
         """
         self.topics_used.update(topics)
         for topic in topics:
@@ -86,6 +90,7 @@ class Service:
             group_id=None if replay else group,
             metrics=self.metrics,
             description=description,
+            max_poll_interval_ms=max_poll_interval_ms,
         )
 
     def publisher(

@@ -18,6 +18,12 @@ measures one entity with one of them (`measure(task)`). A measurement ends in on
 `measure` may raise: the worker reports the exception as a failure that is not retried (an
 error the plugin did not classify is not known to be transient). A cancelled measurement
 (the worker stopping) publishes nothing, so another worker of the pool takes the request.
+
+A plugin that runs code (a benchmark, a training job) is *isolated*: it sets
+`isolated: ClassVar[bool] = True`, keeps its validated `Parameters` as `self.parameters` and
+implements a synchronous `measure_blocking(task) -> Outcome` instead of `measure`. The worker
+rebuilds it in a child process for every measurement (`discospace.actuator.isolation`), so a
+crash, a hang or a memory blow-up ends the child, never the worker.
 """
 
 from __future__ import annotations
@@ -84,9 +90,36 @@ class Actuator(Protocol):
         ...
 
 
+@runtime_checkable
+class IsolatedActuator(Protocol):
+    """A plugin measured in a child process: rebuilt there as `type(self)(self.parameters)`,
+    so its class must be importable and its parameters picklable."""
+
+    name: str
+    isolated: ClassVar[bool]
+    parameters: BaseModel
+
+    def catalog(self) -> tuple[ExperimentSpec, ...]:
+        """The experiments this actuator offers; each names this actuator."""
+        ...
+
+    def measure_blocking(self, task: MeasurementTask) -> Outcome:
+        """Measure `task.entity` with `task.experiment`, in the child process."""
+        ...
+
+
+AnyActuator: TypeAlias = Actuator | IsolatedActuator
+"""What a worker runs: an async plugin, or an isolated one."""
+
+
+def is_isolated(actuator: object) -> bool:
+    """Whether the worker runs this plugin's measurements in child processes."""
+    return bool(getattr(actuator, "isolated", False))
+
+
 class ActuatorPlugin(Protocol):
     """What an entry point of `discospace.actuators` loads: a class built from parameters."""
 
     Parameters: ClassVar[type[BaseModel]]
 
-    def __call__(self, parameters: BaseModel) -> Actuator: ...
+    def __call__(self, parameters: BaseModel) -> AnyActuator: ...

@@ -1,14 +1,19 @@
-"""Finding and building actuator plugins from the `discospace.actuators` entry points."""
+"""Finding and building actuator plugins from the `discospace.actuators` entry points.
+
+A plugin is named by its entry point (`synthetic`), or by `module:Class` for a class that is
+importable but not installed as an entry point (a plugin under development, a test's plugin).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from discospace.actuator.plugin import ENTRY_POINT_GROUP, Actuator
+from discospace.actuator.plugin import ENTRY_POINT_GROUP, AnyActuator, is_isolated
 
 
 class ActuatorConfigError(ValueError):
@@ -20,21 +25,46 @@ def installed_plugins() -> dict[str, EntryPoint]:
     return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def load_actuator(name: str, parameters: Mapping[str, Any] | None = None) -> Actuator:
-    """The plugin `name`, built from `parameters` (validated by the plugin's model)."""
-    plugins = installed_plugins()
-    if name not in plugins:
-        known = ", ".join(sorted(plugins)) or "none"
-        raise ActuatorConfigError(f"No actuator plugin is named '{name}' (installed: {known}).")
-    plugin = plugins[name].load()
+def load_actuator(name: str, parameters: Mapping[str, Any] | None = None) -> AnyActuator:
+    """The plugin `name` (an entry point, or `module:Class`), built from `parameters`
+    (validated by the plugin's model)."""
+    plugin = _plugin_class(name)
     try:
-        actuator: Actuator = plugin(plugin.Parameters.model_validate(dict(parameters or {})))
+        actuator: AnyActuator = plugin(plugin.Parameters.model_validate(dict(parameters or {})))
     except ValidationError as error:
         raise ActuatorConfigError(
             f"Parameters of actuator '{name}': {_first_problem(error)}."
         ) from None
     _check_catalog(actuator)
+    _check_isolated(actuator)
     return actuator
+
+
+def _plugin_class(name: str) -> Any:
+    if ":" in name:
+        return _imported(name)
+    plugins = installed_plugins()
+    if name not in plugins:
+        known = ", ".join(sorted(plugins)) or "none"
+        raise ActuatorConfigError(f"No actuator plugin is named '{name}' (installed: {known}).")
+    return plugins[name].load()
+
+
+def _imported(reference: str) -> Any:
+    """The class `module:Class` names."""
+    module_name, _, attribute = reference.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ActuatorConfigError(
+            f"Actuator plugin '{reference}' cannot be imported ({error})."
+        ) from None
+    plugin = getattr(module, attribute, None)
+    if plugin is None or not hasattr(plugin, "Parameters"):
+        raise ActuatorConfigError(
+            f"Actuator plugin '{reference}' names no plugin class (one with `Parameters`)."
+        )
+    return plugin
 
 
 def _first_problem(error: ValidationError) -> str:
@@ -43,10 +73,25 @@ def _first_problem(error: ValidationError) -> str:
     return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
-def _check_catalog(actuator: Actuator) -> None:
+def _check_catalog(actuator: AnyActuator) -> None:
     for spec in actuator.catalog():
         if spec.actuator != actuator.name:
             raise ActuatorConfigError(
                 f"Actuator '{actuator.name}' offers experiment '{spec.experiment}' "
                 f"under another actuator's name, '{spec.actuator}'."
             )
+
+
+def _check_isolated(actuator: AnyActuator) -> None:
+    """An isolated plugin must be rebuildable in a child process from its parameters."""
+    if not is_isolated(actuator):
+        return
+    if not callable(getattr(actuator, "measure_blocking", None)):
+        raise ActuatorConfigError(
+            f"Actuator '{actuator.name}' is isolated but has no measure_blocking(task) method."
+        )
+    if not isinstance(getattr(actuator, "parameters", None), BaseModel):
+        raise ActuatorConfigError(
+            f"Actuator '{actuator.name}' is isolated but keeps no `parameters` model to be "
+            "rebuilt from in its child process."
+        )

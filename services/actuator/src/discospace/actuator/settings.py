@@ -3,20 +3,47 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field
-from pydantic_settings import SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
-from discospace.core.errors import SpecError
+from discospace.core import Time
+from discospace.core.errors import SpecError, TimeError
 from discospace.core.loading import parse_document
 from discospace.runtime.settings import ServiceSettings
+
+POLL_MARGIN_S = 120
+"""Slack between the measurement timeout and Kafka's max poll interval, so a measurement that
+runs up to its timeout never costs its consumer the partition."""
+
+_MINUTES = re.compile(r"^\s*(\d+)\s*min\s*$", re.IGNORECASE)
 
 
 def _default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def parse_timeout(value: object) -> Time:
+    """A positive time in seconds: `30sec`, `1h20m40s`, `10m` or `10min`.
+
+    Raises `TimeError` (one sentence) for another unit or a time that is not above zero.
+    """
+    if isinstance(value, str) and (minutes := _MINUTES.match(value)):
+        value = Time(int(minutes[1]) * 60, "sec")
+    try:
+        timeout = value if isinstance(value, Time) else Time.parse(str(value))
+        seconds = timeout.to("sec")
+    except TimeError:
+        raise TimeError(
+            f"a measurement timeout is a duration like 30sec or 10min, not '{value}'"
+        ) from None
+    if seconds.value <= 0:
+        raise TimeError(f"a measurement timeout must be above zero, not {timeout}")
+    return seconds
 
 
 class ActuatorSettings(ServiceSettings):
@@ -60,6 +87,27 @@ class ActuatorSettings(ServiceSettings):
     worker_id: str = Field(
         default_factory=_default_worker_id, description="Names this worker in its announcements."
     )
+    timeout: Annotated[Time, NoDecode] = Field(
+        default=Time(3600, "sec"),
+        description="How long one measurement may run (`30sec`, `10min`, `1h20m`); past it, "
+        "the measurement is stopped and fails retryably ('timed out after 30sec').",
+    )
+    memory_limit_mb: int | None = Field(
+        default=None,
+        ge=1,
+        description="Address space an isolated measurement's child process may use (RLIMIT_AS); "
+        "over it, the measurement is invalid, 'out of memory'. None: no limit.",
+    )
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_in_seconds(cls, value: object) -> Time:
+        return parse_timeout(value)
+
+    @property
+    def max_poll_interval_ms(self) -> int:
+        """Kafka's max poll interval for the pool's consumers: longer than any measurement."""
+        return (int(self.timeout.value) + POLL_MARGIN_S) * 1000
 
     @property
     def consumer_group(self) -> str:

@@ -1,0 +1,288 @@
+"""Measurements that run code run in a child process, so nothing they do takes the worker down.
+
+An isolated plugin (`isolated = True`, a synchronous `measure_blocking(task)`) is rebuilt in a
+fresh child process for every measurement, from its class and its `parameters`. The child is
+forked by multiprocessing's fork server (a clean, single-threaded process started once), never
+forked from the worker itself, which runs an event loop and Kafka threads.
+
+What the child does becomes an outcome:
+
+- its plugin's result (valid, invalid, transient) passes through;
+- `MemoryError` (the optional memory limit, `RLIMIT_AS`, was hit) -> invalid, "out of memory":
+  a configuration that cannot run is a finding;
+- an exception -> `ChildRaisedError`, which the worker reports as a failure that is not retried;
+- the child dies without an answer (segfault, `os._exit`, killed) -> `ProcessLost`, a transient
+  failure the explorer retries.
+
+The child holds a lifeline, the read end of a pipe whose write end only the worker holds: when
+the worker dies (even by SIGKILL) the pipe closes and the child kills itself, so no measurement
+outlives its worker. Cancelling `ChildProcessRunner.__call__` (a timeout, a cancelled operation,
+the worker stopping) kills the child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import resource
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.context import BaseContext
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from pydantic import BaseModel
+
+from discospace.actuator.plugin import (
+    IsolatedActuator,
+    MeasurementTask,
+    Outcome,
+    TransientFailure,
+)
+from discospace.core import Entity, Experiment, ExperimentSpec
+from discospace.core.canonical import Value
+from discospace.core.measurement import InvalidMeasurement
+
+OUT_OF_MEMORY = "out of memory"
+EXIT_GRACE_S = 5.0
+"""How long a child that answered may take to exit before it is killed."""
+
+
+class ProcessLost(TransientFailure):
+    """The child process died before it answered: trying again may work."""
+
+
+class ChildRaisedError(Exception):
+    """The plugin raised in its child process; the message is `<type>: <message>`."""
+
+
+@dataclass(frozen=True)
+class TaskPayload:
+    """A `MeasurementTask` in plain, picklable parts, to rebuild it in the child."""
+
+    request_id: str
+    entity_values: dict[str, Value]
+    experiment: ExperimentSpec
+    parameterization: dict[str, Value]
+    attempt: int
+    inputs: dict[str, Value] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, task: MeasurementTask) -> TaskPayload:
+        return cls(
+            task.request_id,
+            task.entity.as_dict(),
+            task.experiment.experiment.to_spec(),
+            dict(task.experiment.parameterization),
+            task.attempt,
+            dict(task.inputs),
+        )
+
+    def to_task(self) -> MeasurementTask:
+        experiment = Experiment.from_spec(self.experiment).parameterize(self.parameterization)
+        entity = Entity.of(self.entity_values)
+        return MeasurementTask(self.request_id, entity, experiment, self.attempt, self.inputs)
+
+
+@dataclass(frozen=True)
+class ChildJob:
+    """Everything the child needs: the plugin's class and parameters, the task, the limit."""
+
+    plugin: type[Any]
+    parameters: BaseModel
+    payload: TaskPayload
+    memory_limit_mb: int | None = None
+
+
+# -- in the child ----------------------------------------------------------------------------
+
+
+def child_main(job: ChildJob, answer: Connection, lifeline: Connection) -> None:
+    """The child process: measure once, send the reply, exit."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the worker's to handle
+    threading.Thread(target=_die_with_worker, args=(lifeline,), daemon=True).start()
+    reply = _reply(job)
+    try:
+        answer.send(reply)
+    except Exception as error:  # the plugin's result cannot be pickled
+        answer.send(("raised", f"its result cannot be sent back ({type(error).__name__}: {error})"))
+    answer.close()
+
+
+def _die_with_worker(lifeline: Connection) -> None:
+    """Block on the lifeline; when the worker closes it (or dies), kill this process."""
+    with contextlib.suppress(EOFError, OSError):
+        lifeline.recv_bytes()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _reply(job: ChildJob) -> tuple[str, Any]:
+    """("outcome", Outcome) or ("raised", "<type>: <message>")."""
+    try:
+        plugin: IsolatedActuator = job.plugin(job.parameters)
+        task = job.payload.to_task()
+        with _memory_limit(job.memory_limit_mb):
+            outcome = plugin.measure_blocking(task)
+    except MemoryError:
+        return ("outcome", InvalidMeasurement(reason=OUT_OF_MEMORY))
+    except Exception as error:
+        return ("raised", f"{type(error).__name__}: {error}")
+    return ("outcome", outcome)
+
+
+@contextmanager
+def _memory_limit(limit_mb: int | None) -> Iterator[None]:
+    """Limit this process's address space to `limit_mb` (the soft limit) while measuring; the
+    limit is lifted after, so the reply can always be sent."""
+    if limit_mb is None:
+        yield
+        return
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = limit_mb * 1024 * 1024
+    hard = before[1]
+    soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, before)
+
+
+def _noop() -> None:
+    """A child that does nothing: starting one warms the fork server up."""
+
+
+# -- in the worker ---------------------------------------------------------------------------
+
+
+def process_context() -> BaseContext:
+    """The fork server where the platform has one, else spawn; never a fork of the worker."""
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # Children fork from a server that imported only this module (pydantic, discospace.core);
+        # each child imports its plugin's module itself, so a plugin may set up its libraries
+        # (threads, devices) as it likes.
+        context.set_forkserver_preload([__name__])
+    return context
+
+
+class ChildProcessRunner:
+    """Runs an isolated plugin's `measure_blocking` in a child process per measurement."""
+
+    def __init__(
+        self,
+        actuator: IsolatedActuator,
+        memory_limit_mb: int | None = None,
+        context: BaseContext | None = None,
+    ) -> None:
+        self.actuator = actuator
+        self.memory_limit_mb = memory_limit_mb
+        self.context = context or process_context()
+
+    async def warm_up(self) -> None:
+        """Start the fork server now (a no-op child), not at the first measurement."""
+        process = self.context.Process(target=_noop, daemon=True)  # type: ignore[attr-defined]
+        await asyncio.to_thread(_start_and_join, process)
+
+    async def __call__(self, task: MeasurementTask) -> Outcome:
+        """The child's outcome; raises `ChildRaisedError` when the plugin raised."""
+        job = ChildJob(
+            type(self.actuator),
+            self.actuator.parameters,
+            TaskPayload.of(task),
+            self.memory_limit_mb,
+        )
+        answers, answer_end = self.context.Pipe(duplex=False)
+        lifeline_end, lifeline = self.context.Pipe(duplex=False)
+        process: BaseProcess = self.context.Process(  # type: ignore[attr-defined]
+            target=child_main,
+            args=(job, answer_end, lifeline_end),
+            name=f"measure-{task.request_id}",
+            daemon=True,
+        )
+        try:
+            process.start()
+            answer_end.close()
+            lifeline_end.close()
+            reply = await _receive(answers)
+            await _exited(process, EXIT_GRACE_S)
+        finally:
+            lifeline.close()
+            answers.close()
+            _kill(process)
+        return _outcome(reply, process.exitcode)
+
+
+def _start_and_join(process: BaseProcess) -> None:
+    process.start()
+    process.join()
+
+
+def _resolve(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+async def _readable(fd: int) -> None:
+    """Wait until `fd` can be read (data, or end of file)."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(fd, _resolve, ready)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
+
+
+async def _receive(answers: Connection) -> tuple[str, Any] | None:
+    """The child's reply, or None when it died without one."""
+    await _readable(answers.fileno())
+    try:
+        reply: tuple[str, Any] = answers.recv()
+    except (EOFError, OSError):
+        return None
+    return reply
+
+
+async def _exited(process: BaseProcess, grace_s: float) -> None:
+    """Wait up to `grace_s` for the child to exit by itself."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(_readable(process.sentinel), grace_s)
+
+
+def _kill(process: BaseProcess) -> None:
+    """Kill the child if it still runs, and collect its exit status."""
+    if process.pid is None:
+        return
+    if process.exitcode is None:
+        process.kill()
+    process.join(timeout=EXIT_GRACE_S)
+
+
+def _outcome(reply: tuple[str, Any] | None, exitcode: int | None) -> Outcome:
+    if reply is None:
+        return ProcessLost(f"the measurement process died without a result ({_death(exitcode)})")
+    kind, content = reply
+    if kind == "raised":
+        raise ChildRaisedError(content)
+    outcome: Outcome = content
+    return outcome
+
+
+def _death(exitcode: int | None) -> str:
+    """`killed by signal SIGSEGV`, `exit status 3`."""
+    if exitcode is None:
+        return "exit status unknown"
+    if exitcode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit status {exitcode}"
