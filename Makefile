@@ -5,13 +5,13 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PACKAGES := libs/core libs/events libs/runtime libs/store libs/testing libs/cli \
+PACKAGES := libs/core libs/events libs/runtime libs/store libs/traces libs/testing libs/cli \
             services/registry services/explorer services/sampler services/actuator services/projector
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy types-PyYAML
 
 .PHONY: help setup up down status logs demo test test-unit test-integration lint format \
-        schemas check-schemas bench clean
+        schemas check-schemas bench bench-optimizers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -39,8 +39,8 @@ status: ## what is running
 logs: ## follow the logs of everything started by `make up`
 	@deploy/local/services.sh logs
 
-demo: up ## the main job: start everything and show it running
-	@deploy/local/services.sh status
+demo: up ## the main job: measure a CPU training workload over a space, print and plot the results
+	@deploy/local/demo.sh
 
 test: setup ## the whole suite, integration tests on the real broker included
 	$(PY) -m pytest
@@ -68,6 +68,9 @@ check-schemas: setup ## fail when regenerating proto/ would change it
 
 bench: setup ## benchmarks; each prints its figures
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+bench-optimizers: setup ## optimizer benchmarks on the published traces (Zeus, fms); tables in benchmarks/results/
+	$(VENV)/bin/discospace bench optimizers
 
 clean: down ## remove the virtual environment and local state
 	rm -rf $(VENV) .run

@@ -19,7 +19,9 @@ RUN_DIR="${DISCOSPACE_RUN_DIR:-$REPO_ROOT/.run}"
 [[ "$RUN_DIR" == /* ]] || RUN_DIR="$PWD/$RUN_DIR"
 PY="${DISCOSPACE_PYTHON:-$REPO_ROOT/.venv/bin/python}"
 KAFKA_SH="$HERE/kafka.sh"
-SERVICES=(registry explorer sampler actuator projector)
+# Two actuator workers: the synthetic one (pool `default`, a test and demo device) and a
+# cpu_train worker (pool `cpu`) that trains a small numpy language model on this machine.
+SERVICES=(registry explorer sampler actuator actuator-cpu projector)
 HEALTH_TIMEOUT="${DISCOSPACE_HEALTH_TIMEOUT:-60}"
 STOP_TIMEOUT="${DISCOSPACE_STOP_TIMEOUT:-20}"
 export KAFKA_STATE_DIR="${KAFKA_STATE_DIR:-$RUN_DIR/kafka}"
@@ -32,13 +34,28 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 default_port() {
   case "$1" in
     registry) echo 8101 ;; explorer) echo 8102 ;; sampler) echo 8103 ;;
-    actuator) echo 8104 ;; projector) echo 8105 ;;
+    actuator) echo 8104 ;; projector) echo 8105 ;; actuator-cpu) echo 8106 ;;
   esac
 }
 
+# The Python module of a service: `actuator-cpu` is another worker of `discospace.actuator`.
+module_of() { echo "${1%%-*}"; }
+
 port_of() {
   local variable="DISCOSPACE_${1^^}_HTTP_PORT"
+  variable="${variable//-/_}"
   echo "${!variable:-$(default_port "$1")}"
+}
+
+# Settings of one worker beyond the shared ones (its port, plugin and pool).
+worker_env() {
+  local module
+  module="$(module_of "$1")"
+  export "DISCOSPACE_${module^^}_HTTP_PORT=$(port_of "$1")"
+  if [[ "$1" == actuator-cpu ]]; then
+    export DISCOSPACE_ACTUATOR_ACTUATOR=cpu_train DISCOSPACE_ACTUATOR_POOL=cpu
+    export DISCOSPACE_ACTUATOR_WORKER_ID="${DISCOSPACE_ACTUATOR_CPU_WORKER_ID:-local-cpu}"
+  fi
 }
 
 # Running, and not a zombie waiting for whoever adopted it to reap it.
@@ -58,7 +75,7 @@ service_pid() {
   [[ -f "$file" ]] || return 1
   pid="$(cat "$file")"
   [[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-m discospace.$1" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-m discospace.$(module_of "$1")" || return 1
   echo "$pid"
 }
 
@@ -95,10 +112,13 @@ launch() {
     cd "$REPO_ROOT"
     export KAFKA_BOOTSTRAP_SERVERS="$servers"
     export DISCOSPACE_STORE_DATA_DIR="${DISCOSPACE_STORE_DATA_DIR:-$RUN_DIR/store}"
+    worker_env "$name"
+    local module
+    module="$(module_of "$name")"
     if command -v setsid >/dev/null; then
-      exec setsid "$PY" -m "discospace.$name" >>"$(log_file "$name")" 2>&1 </dev/null
+      exec setsid "$PY" -m "discospace.$module" >>"$(log_file "$name")" 2>&1 </dev/null
     fi
-    exec "$PY" -m "discospace.$name" >>"$(log_file "$name")" 2>&1 </dev/null
+    exec "$PY" -m "discospace.$module" >>"$(log_file "$name")" 2>&1 </dev/null
   ) &
   echo $! >"$(pid_file "$name")"
 }
@@ -159,19 +179,19 @@ stop() {
 
 status() {
   local name pid health down=0
-  printf '%-10s %-8s %-6s %s\n' NAME PID PORT HEALTH
+  printf '%-13s %-8s %-6s %s\n' NAME PID PORT HEALTH
   for name in "${SERVICES[@]}"; do
     if pid="$(service_pid "$name")"; then health="$(health_of "$name")"; else pid="-" health="stopped"; fi
     [[ "$health" == ok ]] || down=1
-    printf '%-10s %-8s %-6s %s\n' "$name" "$pid" "$(port_of "$name")" "$health"
+    printf '%-13s %-8s %-6s %s\n' "$name" "$pid" "$(port_of "$name")" "$health"
   done
   if [[ -n "${KAFKA_BOOTSTRAP_SERVERS:-}" ]]; then
-    printf '%-10s %-8s %-6s %s\n' kafka - - "external: $KAFKA_BOOTSTRAP_SERVERS"
+    printf '%-13s %-8s %-6s %s\n' kafka - - "external: $KAFKA_BOOTSTRAP_SERVERS"
   elif [[ -f "$KAFKA_STATE_DIR/kafka.pid" ]] && bash "$KAFKA_SH" status >/dev/null 2>&1; then
-    printf '%-10s %-8s %-6s %s\n' kafka "$(cat "$KAFKA_STATE_DIR/kafka.pid")" \
+    printf '%-13s %-8s %-6s %s\n' kafka "$(cat "$KAFKA_STATE_DIR/kafka.pid")" \
       "$(cat "$KAFKA_STATE_DIR/port" 2>/dev/null || echo "${KAFKA_PORT:-9092}")" ok
   else
-    printf '%-10s %-8s %-6s %s\n' kafka - "${KAFKA_PORT:-9092}" stopped
+    printf '%-13s %-8s %-6s %s\n' kafka - "${KAFKA_PORT:-9092}" stopped
     down=1
   fi
   return $((down ? 3 : 0))

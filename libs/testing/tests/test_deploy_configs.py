@@ -17,6 +17,7 @@ from discospace.testing.prometheus import PrometheusFactory
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
 PORTS = {"registry": 8101, "explorer": 8102, "sampler": 8103, "actuator": 8104, "projector": 8105}
+LOCAL_CPU_WORKER_PORT = 8106
 DATASOURCE_UID = "discospace-prometheus"
 
 
@@ -60,8 +61,11 @@ def test_prometheus_accepts_the_scrape_configs(config: str) -> None:
 
 def test_the_local_scrape_config_has_one_job_per_service_on_its_port() -> None:
     jobs = _jobs(_yaml(DEPLOY / "prometheus" / "prometheus.yml"))
+    expected = {name: [f"127.0.0.1:{port}"] for name, port in PORTS.items()}
+    # `make up` runs a second actuator worker (cpu_train, pool cpu) on 8106: same job.
+    expected["actuator"].append(f"127.0.0.1:{LOCAL_CPU_WORKER_PORT}")
 
-    assert jobs == {name: [f"127.0.0.1:{port}"] for name, port in PORTS.items()}
+    assert jobs == expected
 
 
 def test_compose_builds_every_service_and_prometheus_scrapes_it_by_its_compose_name() -> None:
