@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
 
 from discospace.core import EntitySpace, ExperimentRef, PropertySpec, SpaceSpec
 from discospace.projector.errors import ViewError
+from discospace.projector.queries import MeasurementRow
 from discospace.projector.spaces import SpaceLayout, observed_columns, space_states
-from discospace.projector.view import VIEWS, entity_table, parse_include
+from discospace.projector.view import VIEWS, entity_table, in_causal_order, parse_include
 
 COLUMNS = [
     "entity_id",
@@ -199,4 +201,47 @@ def test_a_parameterized_experiment_gets_its_own_columns(story, folded) -> None:
         "finetune.peak_gpu_memory_mib",
         "finetune-max_steps.10.train_tokens_per_second",
         "finetune-max_steps.10.peak_gpu_memory_mib",
+    ]
+
+
+def _row(operation: str, kind: str, attempt: int, event_id: str) -> MeasurementRow:
+    return MeasurementRow(
+        space_id="space-1",
+        operation_id=operation,
+        entity_id="e1",
+        experiment_id="x",
+        event_id=event_id,
+        kind=kind,
+        request_id="r1",
+        sample_store="s",
+        occurred_at=datetime(2026, 11, 21, tzinfo=UTC),
+        attempt=attempt,
+        is_valid=True if kind == "completed" else None,
+        reason="",
+        retryable=False,
+        values="{}",
+        entity_values="{}",
+    )
+
+
+def test_a_start_within_the_same_millisecond_as_its_result_is_read_before_it() -> None:
+    # Same timestamp: the table orders these by event id, which may put the start last.
+    rows = [
+        _row("op-1", "failed", 1, "a"),
+        _row("op-1", "completed", 2, "b"),
+        _row("op-1", "started", 2, "c"),
+        _row("op-1", "requested", 2, "d"),
+        _row("op-2", "reused", 1, "e"),
+        _row("op-1", "started", 1, "f"),
+    ]
+
+    ordered = [(r.operation_id, r.attempt, r.kind) for r in in_causal_order(rows)]
+
+    assert ordered == [
+        ("op-1", 1, "started"),
+        ("op-1", 1, "failed"),
+        ("op-1", 2, "requested"),
+        ("op-1", 2, "started"),
+        ("op-1", 2, "completed"),
+        ("op-2", 1, "reused"),
     ]

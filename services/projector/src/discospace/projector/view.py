@@ -119,10 +119,28 @@ def _measurement_pairs(
     Only a completion through this space gives values: a reused result was measured through
     another space of the store (see `_reused_pairs`).
     """
-    for row in rows:
+    for row in in_causal_order(rows):
         valid = row.is_valid is True and row.kind == "completed"
         values = json.loads(row.values) if valid else None
         yield row.entity_id, row.entity_values, row.experiment_id, values, _problem(row)
+
+
+_STAGE = {"requested": 0, "started": 1, "completed": 2, "failed": 2, "reused": 2}
+
+
+def in_causal_order(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
+    """The rows of each operation in the order their events happen: attempt by attempt, and
+    within an attempt requested, started, then the answer.
+
+    Event times are kept to the millisecond, so a measurement that starts and completes within
+    one (a replayed table lookup) must not let its start be read after its result. Operations
+    keep the order of their first row.
+    """
+    first_seen = {row.operation_id: index for index, row in reversed(list(enumerate(rows)))}
+    return sorted(
+        rows,
+        key=lambda row: (first_seen[row.operation_id], row.attempt, _STAGE.get(row.kind, 0)),
+    )
 
 
 def _reused_pairs(
