@@ -229,3 +229,74 @@ def test_a_projector_that_does_not_answer_is_one_line_naming_it(
     assert result.stderr == (
         f"error: the projector at {url} is not answering: start it with `make up`.\n"
     )
+
+
+def _table_rows(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("│")]
+
+
+def test_space_show_sorts_the_table_largest_first_with_missing_values_last() -> None:
+    largest_first = cli("space", "show", SPACE_ID, "--sort", "number_gpus")
+    smallest_first = cli("space", "show", SPACE_ID, "--sort", "number_gpus", "--ascending")
+
+    assert largest_first.exit_code == 0, largest_first.output
+    assert "out of memory" in _table_rows(largest_first.stdout)[0]  # 4 GPUs before 2
+    assert "1234.5" in _table_rows(smallest_first.stdout)[0]
+
+
+def test_space_show_sorting_by_a_column_it_does_not_have_names_the_columns() -> None:
+    result = cli("space", "show", SPACE_ID, "--sort", "speed")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: no column 'speed' to sort by; the columns are: ")
+    assert "batch_size" in result.stderr
+
+
+def test_space_plot_draws_the_measured_value_against_a_property_into_a_png(
+    tmp_path: Path,
+) -> None:
+    output = tmp_path / "plot.png"
+    result = cli(
+        "space",
+        "plot",
+        SPACE_ID,
+        "--x",
+        "batch_size",
+        "--y",
+        "train_tokens_per_second",
+        "--line",
+        "number_gpus",
+        "-o",
+        str(output),
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(output)
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_space_plot_lines_average_per_x_and_count_entities_per_line() -> None:
+    from discospace.cli.space_plot import lines
+
+    frame = pd.DataFrame(
+        {
+            "size": ["a", "a", "a", "b"],
+            "batch_size": [1, 1, 4, 1],
+            "speed": [10.0, 20.0, 40.0, float("nan")],
+        }
+    )
+    assert lines(frame, "batch_size", "speed", "size") == {"a": ([1, 4], [15.0, 40.0], 3)}
+
+
+def test_space_plot_of_a_column_the_table_lacks_is_one_line(tmp_path: Path) -> None:
+    result = cli(
+        "space",
+        "plot",
+        SPACE_ID,
+        "--x",
+        "batch",
+        "--y",
+        "train_tokens_per_second",
+        "-o",
+        str(tmp_path / "p.png"),
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: no column 'batch' in the space's table")

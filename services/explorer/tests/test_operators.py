@@ -162,3 +162,39 @@ def test_an_operator_proposing_nothing_new_while_nothing_is_in_flight_fails_the_
     [failed] = sim.decisions(OperationFailed)
     assert failed.reason == "operator 'stuck' proposed nothing new while nothing is in flight"
     assert len(sim.decisions(SamplesRequested)) == 1
+
+
+class WithControls:
+    """An operator that passes run controls (inputs) with each point it proposes."""
+
+    name: ClassVar[str] = "with_controls"
+
+    def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
+        return None
+
+    def propose(self, view: OperationView) -> Proposal:
+        if view.outcomes:
+            return Finish("operator_finished", "done")
+        if view.in_flight:
+            return Wait()
+        return Measure(({"batch_size": 2, "number_gpus": 1},), ({"cost_limit": 12.5},))
+
+
+def _fails_first_attempt(values, experiment, attempt):
+    return ("fail", True) if attempt == 1 else ("valid", {"tps": 1.0, "mem": 1})
+
+
+def test_an_operators_run_controls_go_with_the_point_and_with_its_retries(
+    loop, small_space, make_request
+):
+    sim = _with(loop(small_space, behaviour=_fails_first_attempt), WithControls())
+    sim.send(make_request(small_space, operator="with_controls", max_retries=1))
+    sim.run()
+
+    requests = sim.decisions(SamplesRequested)
+    assert [(r.attempt, r.inputs) for r in requests] == [
+        (1, ({"cost_limit": 12.5},)),
+        (2, ({"cost_limit": 12.5},)),
+    ]
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.counts.measured == 1

@@ -97,6 +97,15 @@ async def test_operations_and_their_progress_are_served(api) -> None:
     assert progress["best"]["value"] == 3000.5
 
 
+async def test_an_operations_results_are_served_oldest_first_once_each(api, story) -> None:
+    results = (await api.get("/operation/results", params={"id": "op-a"})).json()
+
+    assert sorted(r["is_valid"] for r in results) == [False, True, True]
+    assert all(not r["reused"] for r in results)
+    assert results[0]["occurred_at"] <= results[-1]["occurred_at"]
+    assert (await api.get("/operation/results", params={"id": "op-none"})).status_code == 404
+
+
 async def test_actuators_are_served_with_their_catalogs(api) -> None:
     (pool,) = (await api.get("/actuators")).json()
     assert (pool["pool"], pool["workers"]) == ("a100", ["w0", "w1"])

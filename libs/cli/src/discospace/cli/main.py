@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from discospace.cli.actuators import actuators
+from discospace.cli.bench import bench_app
 from discospace.cli.errors import user_error_line
 from discospace.cli.kafka import silence_library_logs
 from discospace.cli.operation import operation_app
@@ -43,6 +44,7 @@ app = typer.Typer(
 )
 app.add_typer(space_app, name="space")
 app.add_typer(operation_app, name="operation")
+app.add_typer(bench_app, name="bench")
 app.command("actuators")(actuators)
 
 

@@ -80,6 +80,38 @@ def show(
     )
 
 
+@operation_app.command("watch")
+def watch(
+    ctx: typer.Context,
+    operation_id: OperationId,
+    interval: Annotated[
+        float, typer.Option("--interval", min=0.05, help="Seconds between progress polls.")
+    ] = 0.5,
+) -> None:
+    """Follow an operation's progress until it ends (exit 2 if it failed)."""
+    final = watch_operation(settings_of(ctx), operation_id, interval)
+    if final.status != "completed":
+        raise CliError(f"operation {operation_id} failed: {ending(final)}")
+
+
+@operation_app.command("plot")
+def plot(
+    ctx: typer.Context,
+    operation_id: OperationId,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="Picture to write (.png, .svg or .pdf).", show_default=False
+        ),
+    ],
+) -> None:
+    """Draw the best result so far against measurements (two objectives: the Pareto front)."""
+    from discospace.cli.plot import plot_operation
+
+    with projector_client(settings_of(ctx)) as client:
+        typer.echo(str(plot_operation(client, operation_id, output)))
+
+
 @operation_app.command("cancel")
 def cancel(
     ctx: typer.Context,

@@ -17,6 +17,7 @@ from discospace.cli.description import print_description, summary
 from discospace.cli.errors import CliError
 from discospace.cli.requests import submit_space
 from discospace.cli.settings import settings_of
+from discospace.cli.space_plot import plot
 from discospace.cli.space_views import get, show
 from discospace.core.loading import discovery_space_from_spec, load_discovery_space, load_space_spec
 from discospace.events import SpaceRejected
@@ -63,3 +64,4 @@ def create(ctx: typer.Context, file: FileOption, timeout: TimeoutOption = 30.0) 
 
 space_app.command("get")(get)
 space_app.command("show")(show)
+space_app.command("plot")(plot)

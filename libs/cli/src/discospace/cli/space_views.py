@@ -21,6 +21,8 @@ from discospace.cli.views import plain, print_json, print_wide, table
 from discospace.core.discovery import DiscoverySpace
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from discospace.client import SpaceDetail, SpaceSummary
 
 
@@ -100,13 +102,24 @@ def show(
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="At most this many rows.")
     ] = None,
+    sort: Annotated[
+        str | None,
+        typer.Option("--sort", help="Order the table by this column, largest first."),
+    ] = None,
+    ascending: Annotated[
+        bool, typer.Option("--ascending", help="With --sort: smallest first.")
+    ] = False,
 ) -> None:
     """Show a space's entities: one column per constitutive and per observed property."""
+    if sort is not None and fmt is not Format.table:
+        raise CliError("--sort orders the table format; exports keep the store's order")
     with projector_client(settings_of(ctx)) as client:
         if fmt is not Format.table:
             _write(client.export(space_id, include.value, fmt.value, limit), output, fmt)
             return
         frame = client.entities(space_id, include.value, limit)
+    if sort is not None:
+        frame = _sorted(frame, sort, ascending)
     title = f"Space {space_id}: {include.value} entities"
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     rendered = table(title, plain(rows), [str(c) for c in frame.columns])
@@ -115,3 +128,11 @@ def show(
         return
     with output.open("w", encoding="utf-8") as handle:
         print_wide(rendered, Console(file=handle))
+
+
+def _sorted(frame: "pd.DataFrame", column: str, ascending: bool) -> "pd.DataFrame":
+    """The rows ordered by `column` (missing values last), or a one-line error naming it."""
+    if column not in frame.columns:
+        known = ", ".join(str(c) for c in frame.columns)
+        raise CliError(f"no column {column!r} to sort by; the columns are: {known}")
+    return frame.sort_values(column, ascending=ascending, na_position="last", kind="stable")

@@ -18,6 +18,7 @@ from discospace.client.models import (
     BestSoFar,
     OperationCounts,
     OperationProgress,
+    OperationResult,
     SpaceDetail,
     SpaceSummary,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "NotKnownError",
     "OperationCounts",
     "OperationProgress",
+    "OperationResult",
     "ProjectorUnavailableError",
     "SpaceDetail",
     "SpaceSummary",

@@ -22,7 +22,13 @@ import httpx
 import pandas as pd
 from pydantic import TypeAdapter, ValidationError
 
-from discospace.client.models import ActuatorPool, OperationProgress, SpaceDetail, SpaceSummary
+from discospace.client.models import (
+    ActuatorPool,
+    OperationProgress,
+    OperationResult,
+    SpaceDetail,
+    SpaceSummary,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8105"
 URL_ENV = "DISCOSPACE_PROJECTOR_URL"
@@ -116,6 +122,11 @@ class Client:
     def operation(self, operation_id: str) -> OperationProgress:
         """One operation's progress."""
         return self._json("/operation", {"id": operation_id}, TypeAdapter(OperationProgress))
+
+    def operation_results(self, operation_id: str) -> list[OperationResult]:
+        """The results an operation received (measured or reused), oldest first."""
+        adapter = TypeAdapter(list[OperationResult])
+        return self._json("/operation/results", {"id": operation_id}, adapter)
 
     def actuators(self) -> list[ActuatorPool]:
         """Every actuator on every pool, with its catalog and workers."""

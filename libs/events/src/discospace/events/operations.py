@@ -24,6 +24,7 @@ StopReason = Literal[
     "operator_finished",
     "max_measurements",
     "max_duration",
+    "max_measurement_time",
     "no_improvement",
     "target_reached",
     "cancelled",

@@ -41,6 +41,12 @@ class StoppingRules(Record):
         description="Stop once the operation has run this long (wall clock).",
         examples=["2h"],
     )
+    max_measurement_time: Time | None = Field(
+        default=None,
+        description="Stop once the operation's measurements have taken this long in total "
+        "(the sum of their durations; a reused measurement costs nothing).",
+        examples=["2h"],
+    )
     no_improvement: PositiveInt | None = Field(
         default=None,
         description="Stop after this many measurements in a row that do not beat the best "

@@ -33,8 +33,9 @@ from discospace.explorer.operators import (
     Proposal,
     Wait,
 )
-from discospace.explorer.pairs import RetryDue, RetryPolicy
+from discospace.explorer.pairs import Outcome, RetryDue, RetryPolicy
 from discospace.explorer.progress import EntityProgress, Ready, counts, entity_progress, inputs_for
+from discospace.explorer.sample_store import SampleStores
 from discospace.explorer.spaces import KnownSpace, SpaceEntry
 from discospace.explorer.starting import WaitForSpace, cancelled_before_start, start
 from discospace.explorer.stopping import Stop, deadline, rule_met
@@ -76,9 +77,16 @@ class Decided:
 
 
 def decide(
-    state: OperationState, spaces: dict[str, SpaceEntry], engine: Engine, now: datetime
+    state: OperationState,
+    spaces: dict[str, SpaceEntry],
+    engine: Engine,
+    now: datetime,
+    store: SampleStores | None = None,
 ) -> Decided:
-    """The operation's next decisions at `now`, already folded into `state`."""
+    """The operation's next decisions at `now`, already folded into `state`.
+
+    `store` holds the results of the sample stores, which operators may warm-start from.
+    """
     decided = Decided()
     if state.requested is None or state.finished is not None:
         return decided
@@ -94,7 +102,7 @@ def decide(
             return decided
         _emit(state, decided, first)
     if state.finished is None:
-        _run(state, spaces, engine, now, decided)
+        _run(state, spaces, engine, now, decided, store)
     return decided
 
 
@@ -109,6 +117,7 @@ def _run(
     engine: Engine,
     now: datetime,
     decided: Decided,
+    store: SampleStores | None,
 ) -> None:
     started = state.started
     assert started is not None
@@ -119,7 +128,7 @@ def _run(
             started, now, operation_id=state.operation_id, reason=reason
         )
         return _emit(state, decided, event)
-    running = _Running(state, space, operator, engine.timing, now, decided)
+    running = _Running(state, space, operator, engine.timing, now, decided, store)
     try:
         running.step()
     except DiscospaceError as error:
@@ -137,9 +146,10 @@ class _Running:
         timing: Timing,
         now: datetime,
         decided: Decided,
+        store: SampleStores | None = None,
     ) -> None:
         assert state.started is not None
-        self.state, self.space, self.operator = state, space, operator
+        self.state, self.space, self.operator, self.store = state, space, operator, store
         self.started, self.now, self.decided = state.started, now, decided
         self.parameters = self.started.parameters
         self.policy = RetryPolicy(
@@ -169,9 +179,8 @@ class _Running:
         """Cancellation, or the first stopping rule met."""
         if self.state.cancel is not None:
             return _cancelled(self.state)
-        results = len(self.state.outcomes)
         rules = self.parameters.stopping
-        return rule_met(rules, results, self._tracker(), self.started_at, self.now)
+        return rule_met(rules, self.state.outcomes, self._tracker(), self.started_at, self.now)
 
     @property
     def started_at(self) -> datetime:
@@ -218,7 +227,13 @@ class _Running:
             entities=self.state.entities,
             outcomes=self.state.outcomes,
             best=self.state.tracker.best if self.state.tracker else None,
+            store_results=self._store_results(),
         )
+
+    def _store_results(self) -> tuple[Outcome, ...]:
+        if self.store is None:
+            return ()
+        return self.store.results_for(self.space, self.state.operation_id, self.started_at)
 
     # -- decisions -----------------------------------------------------------------------------
 
@@ -241,15 +256,24 @@ class _Running:
         if isinstance(step, RetryDue) and step.at > self.now:
             self.decided.wake(step.at)
         elif isinstance(step, RetryDue):
-            inputs = inputs_for(experiment, progress)
+            inputs = {**self.operator_inputs(progress.entity_id, experiment)}
+            inputs.update(inputs_for(experiment, progress))
             self.request_points(values, [experiment], step.attempt, inputs)
+
+    def operator_inputs(self, entity: str, experiment: ParameterizedExperiment) -> PropertyValues:
+        """The inputs the first request of this pair carried (the operator's run controls)."""
+        facts = self.state.pairs.get((entity, experiment.id))
+        first = self.state.requests.get(facts.first_request_index) if facts else None
+        if first is None or not first.inputs:
+            return {}
+        return dict(first.inputs[0])
 
     def act(self, proposal: Proposal, free: int) -> int:
         """Request what the operator proposed, within the free slots; entities requested."""
         if isinstance(proposal, Draw) and min(proposal.count, free) > 0:
             return self.draw(min(proposal.count, free))
         if isinstance(proposal, Measure):
-            return self.measure(proposal.points, free)
+            return self.measure(proposal.points, proposal.inputs, free)
         return 0
 
     def draw(self, count: int) -> int:
@@ -263,15 +287,18 @@ class _Running:
         )
         return count
 
-    def measure(self, points: tuple[PropertyValues, ...], free: int) -> int:
-        fresh: dict[str, PropertyValues] = {}
-        for point in points:
+    def measure(
+        self, points: tuple[PropertyValues, ...], inputs: tuple[PropertyValues, ...], free: int
+    ) -> int:
+        fresh: dict[str, tuple[PropertyValues, PropertyValues]] = {}
+        for index, point in enumerate(points):
             entity = self.space.entity_space.normalise(point)
             if entity.id not in self.state.entities:
-                fresh.setdefault(entity.id, entity.as_dict())
+                controls = dict(inputs[index]) if index < len(inputs) else {}
+                fresh.setdefault(entity.id, (entity.as_dict(), controls))
         chosen = list(fresh.values())[:free]
-        for values in chosen:
-            self.request_points(values, list(self.space.independent), 1, {})
+        for values, controls in chosen:
+            self.request_points(values, list(self.space.independent), 1, controls)
         return len(chosen)
 
     def request_points(

@@ -26,13 +26,15 @@ from discospace.explorer.operators import (
     Proposal,
     Wait,
 )
+from discospace.explorer.optuna_search import optuna_operators
 from discospace.explorer.random_walk import RandomWalk
 from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.zeus.operator import ZeusBso
 
 
 def known_operators() -> OperatorRegistry:
     """Every operator the explorer runs, by name; a new operator is added here."""
-    return OperatorRegistry([RandomWalk()])
+    return OperatorRegistry([RandomWalk(), ZeusBso(), *optuna_operators()])
 
 
 __all__ = [

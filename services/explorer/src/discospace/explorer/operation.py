@@ -167,6 +167,8 @@ def _(event: SamplesRequested, state: OperationState) -> None:
         state.know(entity, dict(point))
         for ref in event.experiments:
             facts = state.pair((entity, experiment_id_of(ref)))
+            if facts.first_request_index is None or event.attempt == 1:
+                facts.first_request_index = event.request_index
             if event.attempt >= facts.requested_attempt:
                 facts.requested_attempt = event.attempt
                 facts.request_index = event.request_index

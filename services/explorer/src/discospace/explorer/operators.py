@@ -57,6 +57,10 @@ class OperationView:
     """Results so far, in the order they arrived (the same on every replay)."""
     best: Best | None
     """The best entity for the objective so far (None without an objective or result)."""
+    store_results: Sequence[Outcome] = ()
+    """Results of the space's sample store that other operations measured before this one
+    started (valid and invalid), for the space's entities and experiments, oldest first: what
+    an optimizer warm-starts from (see `sample_store.py`)."""
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,14 @@ class Draw:
 
 @dataclass(frozen=True)
 class Measure:
-    """These entities (property values of the operation's space)."""
+    """These entities (property values of the operation's space).
+
+    `inputs`, when given, holds one mapping per point: run controls the operator passes to the
+    measurement (e.g. Zeus's `cost_limit`), kept for the point's retries.
+    """
 
     points: tuple[PropertyValues, ...]
+    inputs: tuple[PropertyValues, ...] = ()
 
 
 @dataclass(frozen=True)

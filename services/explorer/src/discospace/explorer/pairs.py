@@ -29,9 +29,12 @@ class Outcome:
     values: PropertyValues
     invalid_reason: str | None
     reused: bool
+    duration_seconds: float = 0.0
+    """How long the measurement ran (0 for a reused one: it cost nothing)."""
 
     @classmethod
     def of(cls, event: MeasurementCompleted | MeasurementReused) -> Outcome:
+        measured = event.duration_seconds if isinstance(event, MeasurementCompleted) else None
         return cls(
             entity_id=event.entity_id,
             entity_values=dict(event.entity_values),
@@ -39,7 +42,8 @@ class Outcome:
             is_valid=event.is_valid,
             values=dict(event.values),
             invalid_reason=event.invalid_reason,
-            reused=isinstance(event, MeasurementReused),
+            reused=measured is None,
+            duration_seconds=measured or 0.0,
         )
 
 
@@ -51,6 +55,8 @@ class PairFacts:
     """Highest attempt asked for with explicit points (0: only the first, through a draw)."""
     request_index: int | None = None
     """The request that asked for `requested_attempt`."""
+    first_request_index: int | None = None
+    """The request that first asked for the pair with explicit points (its inputs are kept)."""
     outcome: Outcome | None = None
     failures: dict[int, MeasurementFailed] = field(default_factory=dict)
     rejected: str | None = None

@@ -11,19 +11,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from discospace.events import SpaceRegistered
+from discospace.events import MeasurementCompleted, SpaceRegistered
 from discospace.events.common import OperationEvent
 from discospace.explorer.decide import Decided, Engine, decide
 from discospace.explorer.operation import OperationState, evolve
+from discospace.explorer.sample_store import SampleStores
 from discospace.explorer.spaces import SpaceEntry, known_space
 
 
 @dataclass
 class ExplorerState:
-    """Registered spaces by id, and operations by id."""
+    """Registered spaces by id, operations by id, and the results of the sample stores."""
 
     spaces: dict[str, SpaceEntry] = field(default_factory=dict)
     operations: dict[str, OperationState] = field(default_factory=dict)
+    store: SampleStores = field(default_factory=SampleStores)
+    """Every result of every sample store, from any operation (optimizers warm-start from it)."""
     live: bool = False
     """False while replaying the topics at start: fold, decide nothing."""
 
@@ -34,6 +37,8 @@ class ExplorerState:
         """Whether `event` would change nothing: already folded, or its operation is over."""
         if isinstance(event, SpaceRegistered):
             return event.space_id in self.spaces
+        if isinstance(event, MeasurementCompleted) and not self.store.knows(event):
+            return False
         operation = self.operations.get(event.operation_id)
         return operation is not None and (
             operation.finished is not None or event.event_id in operation.seen
@@ -53,13 +58,15 @@ def explore(
     """Fold `event`; once live, the decisions it leads to (already folded into `state`)."""
     if isinstance(event, SpaceRegistered):
         return _on_space(state, event, engine, now)
+    if isinstance(event, MeasurementCompleted):
+        state.store.record(event)
     operation = state.operation(event.operation_id)
     if operation.finished is not None or not evolve(operation, event):
         return Decided()
     if operation.requested is not None and operation.noticed_at is None:
         operation.noticed_at = now
     if operation.finished is not None:
-        operation.forget_details()
+        _forget(state, operation)
     if not state.live:
         return Decided()
     return _decide(state, operation, engine, now)
@@ -97,7 +104,12 @@ def _on_space(
 def _decide(
     state: ExplorerState, operation: OperationState, engine: Engine, now: datetime
 ) -> Decided:
-    decided = decide(operation, state.spaces, engine, now)
+    decided = decide(operation, state.spaces, engine, now, state.store)
     if operation.finished is not None:
-        operation.forget_details()
+        _forget(state, operation)
     return decided
+
+
+def _forget(state: ExplorerState, operation: OperationState) -> None:
+    operation.forget_details()
+    state.store.forget(operation.operation_id)

@@ -88,6 +88,18 @@ class BestSoFar(_Answer):
     )
 
 
+class OperationResult(_Answer):
+    """One result an operation received, measured or reused from the store."""
+
+    occurred_at: datetime
+    entity_id: str
+    entity_values: dict[str, Scalar] = Field(default_factory=dict)
+    experiment_id: str
+    reused: bool = Field(description="Reused from the sample store rather than measured.")
+    is_valid: bool
+    values: dict[str, Scalar] = Field(default_factory=dict)
+
+
 class OperationProgress(_Answer):
     """An operation: status, parameters, counts, best so far, and why it stopped."""
 

@@ -7,6 +7,7 @@ the entity ids of a small finite space, are computed once and cached.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from discospace.projector.errors import NotKnownError, ViewError
 from discospace.projector.models import (
     ActuatorPool,
     OperationProgress,
+    OperationResult,
     SpaceDetail,
     SpaceSummary,
 )
@@ -101,6 +103,17 @@ class StoreViews:
             raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
         return self._progress(operation_id, rows)
 
+    def operation_results(self, operation_id: str) -> list[OperationResult]:
+        """The results an operation received (measured or reused), oldest first."""
+        rows = queries.operation_rows(self.client, operation_id)
+        if not rows:
+            raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
+        space_id = next((row.space_id for row in rows if row.space_id), None)
+        if space_id is None:
+            return []
+        measurements = queries.space_measurements(self.client, space_id, operation_id)
+        return operation_results(measurements)
+
     def actuators(self) -> list[ActuatorPool]:
         """Every actuator on every pool, with its latest catalog and its workers."""
         return actuator_pools(queries.actuator_rows(self.client))
@@ -139,6 +152,28 @@ class StoreViews:
         if len(self._layouts) > _CACHED_SPACES:
             self._layouts.popitem(last=False)
         return entry
+
+
+def operation_results(measurements: list[queries.MeasurementRow]) -> list[OperationResult]:
+    """Completed and reused rows as results, once per event, in the order read."""
+    seen: set[str] = set()
+    results = []
+    for row in measurements:
+        if row.kind not in ("completed", "reused") or row.event_id in seen:
+            continue
+        seen.add(row.event_id)
+        results.append(
+            OperationResult(
+                occurred_at=row.occurred_at,
+                entity_id=row.entity_id,
+                entity_values=json.loads(row.entity_values or "{}"),
+                experiment_id=row.experiment_id,
+                reused=row.kind == "reused",
+                is_valid=bool(row.is_valid),
+                values=json.loads(row.values or "{}"),
+            )
+        )
+    return results
 
 
 def _entity_ids(layout: SpaceLayout, limit: int) -> list[str] | None:

@@ -25,7 +25,12 @@ from pydantic import BaseModel, TypeAdapter
 
 from discospace.projector.errors import ProjectorError, ViewError
 from discospace.projector.exports import MEDIA_TYPES, export, parse_format
-from discospace.projector.models import ActuatorPool, OperationProgress, SpaceSummary
+from discospace.projector.models import (
+    ActuatorPool,
+    OperationProgress,
+    OperationResult,
+    SpaceSummary,
+)
 from discospace.projector.reading import StoreViews
 from discospace.projector.view import parse_include
 from discospace.store.errors import StoreError
@@ -42,6 +47,7 @@ logger = logging.getLogger("discospace.projector.routes")
 _SPACES = TypeAdapter(list[SpaceSummary])
 _OPERATIONS = TypeAdapter(list[OperationProgress])
 _ACTUATORS = TypeAdapter(list[ActuatorPool])
+_RESULTS = TypeAdapter(list[OperationResult])
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,11 @@ def view_routes(call: StoreCall[Any]) -> list[tuple[str, ASGIApp]]:
         operation_id = query.text("id")
         return Answer.model(await call(lambda views: views.operation(operation_id)))
 
+    async def operation_results(query: Query) -> Answer:
+        operation_id = query.text("id")
+        results = await call(lambda views: views.operation_results(operation_id))
+        return Answer(_RESULTS.dump_json(results))
+
     async def actuators(query: Query) -> Answer:
         return Answer(_ACTUATORS.dump_json(await call(StoreViews.actuators)))
 
@@ -157,6 +168,7 @@ def view_routes(call: StoreCall[Any]) -> list[tuple[str, ASGIApp]]:
         ("/space/entities", entities),
         ("/operations", operations),
         ("/operation", operation),
+        ("/operation/results", operation_results),
         ("/actuators", actuators),
     )
     return [(path, Route(handler)) for path, handler in handlers]

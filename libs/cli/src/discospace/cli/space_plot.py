@@ -1,0 +1,89 @@
+"""``discospace space plot SPACE_ID --x COL --y COL [--line COL] -o FILE.png``.
+
+One measured value against one property over a space's validly measured entities, one line
+per value of another property (tokens per second against batch size, one line per model size).
+Entities that share x and line values (other properties differ) are averaged, and the count is
+said in the legend. The x axis is logarithmic when its values are positive and span 16x or more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from discospace.cli.errors import CliError
+from discospace.cli.plot import FORMATS, save_figure
+from discospace.cli.projector import projector_client
+from discospace.cli.settings import settings_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+LOG_SPAN = 16
+
+
+def plot(
+    ctx: typer.Context,
+    space_id: Annotated[str, typer.Argument(help="The space id (space-...).", show_default=False)],
+    x: Annotated[str, typer.Option("--x", help="Property on the x axis.", show_default=False)],
+    y: Annotated[
+        str, typer.Option("--y", help="Measured value on the y axis.", show_default=False)
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="Picture to write (.png, .svg or .pdf).", show_default=False
+        ),
+    ],
+    line: Annotated[
+        str | None, typer.Option("--line", help="One line per value of this property.")
+    ] = None,
+) -> None:
+    """Plot a measured value against a property, one line per value of another property."""
+    if output.suffix.lower() not in FORMATS:
+        raise CliError(f"the plot file must end in {', '.join(FORMATS)}, not '{output.name}'")
+    with projector_client(settings_of(ctx)) as client:
+        frame = client.entities(space_id, "measured", None)
+    series = lines(frame, x, y, line)
+    typer.echo(str(save_figure(_drawing(series, x, y, line), f"{space_id}: {y}", output)))
+
+
+def lines(
+    frame: pd.DataFrame, x: str, y: str, line: str | None
+) -> dict[str, tuple[list[float], list[float], int]]:
+    """Per line label: the x values (sorted), the mean y at each, and how many entities."""
+    missing = [c for c in (x, y, line) if c is not None and c not in frame.columns]
+    if missing:
+        known = ", ".join(str(c) for c in frame.columns)
+        raise CliError(f"no column {missing[0]!r} in the space's table; the columns are: {known}")
+    rows = frame.dropna(subset=[y])
+    if rows.empty:
+        raise CliError(f"no measured entity has a value for {y!r} yet")
+    groups = rows.groupby(line, sort=True) if line else [("all", rows)]
+    series = {}
+    for label, group in groups:
+        means = group.groupby(x, sort=True)[y].mean()
+        series[str(label)] = ([*means.index], [float(v) for v in means], len(group))
+    return series
+
+
+def _drawing(
+    series: dict[str, tuple[list[float], list[float], int]], x: str, y: str, line: str | None
+) -> Callable[[Axes], None]:
+    def draw(axes: Axes) -> None:
+        for label, (xs, ys, count) in series.items():
+            name = f"{line}={label}" if line else label
+            axes.plot(xs, ys, "o-", label=f"{name} ({count})")
+        numbers = [v for xs, _, _ in series.values() for v in xs if isinstance(v, int | float)]
+        if numbers and min(numbers) > 0 and max(numbers) / min(numbers) >= LOG_SPAN:
+            axes.set_xscale("log", base=2)
+        axes.set_xlabel(x)
+        axes.set_ylabel(y)
+        axes.grid(True, alpha=0.3)
+        axes.legend(loc="best")
+
+    return draw

@@ -1,0 +1,239 @@
+"""The Zeus traces as the job `zeus_bso` optimises: runs replayed as the paper's simulator does.
+
+Follows `Simulator` of the Zeus project (ml-energy/zeus, `zeus/simulate.py`): a run draws one
+training run (a seed of the train trace) for its batch size; a run whose `target_epoch` is
+missing or above `max_epochs` pays `max_epochs` epochs and does not converge; early stopping
+ends a run before the epoch that would pass its cost limit (a run that cannot afford one epoch
+never starts); a batch size's first run profiles every power limit in its first epoch (that
+epoch costs the mean of the limits' epochs) and trains the other epochs at the cheapest limit.
+
+Three drivers, one run at a time (`2 * |B| * |P|` recurrences in the paper):
+`simulate_operator` runs the `zeus_bso` operator itself on views, as the explorer would, and
+applies its run controls as an actuator would; `simulate_zeus` calls the policy directly (the
+same decisions, a cross-check); `simulate_random` draws a configuration uniformly for every run.
+Randomness comes from the seed and the run's number only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import UTC, datetime
+
+import numpy as np
+from pydantic import JsonValue
+
+from discospace.core import EntitySpace, PropertySpec
+from discospace.events import OperationParameters
+from discospace.events.common import PropertyValues
+from discospace.explorer.operators import Finish, Measure, OperationView
+from discospace.explorer.pairs import Outcome
+from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.zeus.operator import ZeusBso
+from discospace.explorer.zeus.policy import (
+    Attempt,
+    Job,
+    Plan,
+    ZeusSettings,
+    decision_rng,
+    next_plan,
+    read_history,
+)
+from discospace.explorer.zeus.power import (
+    LimitProfile,
+    cheapest_limit,
+    epochs_within,
+    profiling_epoch,
+)
+from discospace.traces.zeus import Workload, ZeusTrace
+
+BENCH_TIME = datetime(2026, 1, 1, tzinfo=UTC)
+"""The (unused) clock of the operator's views: its decisions never read the time."""
+RANDOM_TRIES = 1000
+"""Attempts of one recurrence random choice may spend before the benchmark gives up."""
+
+
+class Simulator:
+    """Runs of one workload's job on one GPU, replayed from the traces."""
+
+    def __init__(self, trace: ZeusTrace, workload: Workload, settings: ZeusSettings) -> None:
+        self.trace, self.workload, self.settings = trace, workload, settings
+        zeus_job = trace.job(workload)
+        self.max_epochs = zeus_job.max_epochs
+        self.job = Job(
+            zeus_job.batch_sizes,
+            zeus_job.default_batch_size,
+            zeus_job.power_limits,
+            zeus_job.max_power,
+        )
+
+    def profiles(self, batch_size: int) -> list[LimitProfile]:
+        return [
+            LimitProfile(
+                p,
+                self.trace.time_per_epoch(self.workload, batch_size, p),
+                self.trace.average_power(self.workload, batch_size, p),
+            )
+            for p in self.job.power_limits
+        ]
+
+    def run(self, plan: Plan, rng: np.random.Generator) -> Attempt:
+        """One run of `plan` on a training run drawn with `rng`."""
+        profiles = self.profiles(plan.batch_size)
+        profiled = plan.power_limit is None
+        limit = (
+            cheapest_limit(profiles, self.settings.eta, self.job.max_power)
+            if plan.power_limit is None
+            else plan.power_limit
+        )
+        epoch = next(p for p in profiles if p.power_limit == limit)
+        epoch_cost = epoch.epoch_cost(self.settings.eta, self.job.max_power)
+        allowed = epochs_within(plan.cost_limit, epoch_cost, self.max_epochs)
+        target = self.trace.sample_run(self.workload, plan.batch_size, rng)
+        if allowed == 0:
+            return Attempt(plan.batch_size, limit, 0.0, 0.0, False, profiled)
+        converged = not math.isnan(target) and target <= allowed
+        epochs = float(target) if converged else float(allowed)
+        time_s, energy_j = epochs * epoch.time_per_epoch, epochs * epoch.epoch_energy
+        if profiled:
+            first = profiling_epoch(profiles)
+            time_s += first.time_s - epoch.time_per_epoch
+            energy_j += first.energy_j - epoch.epoch_energy
+        return Attempt(plan.batch_size, limit, time_s, energy_j, converged, profiled)
+
+    def recurrences(self) -> int:
+        return 2 * len(self.job.batch_sizes) * len(self.job.power_limits)
+
+
+def run_rng(seed: int, attempt: int) -> np.random.Generator:
+    """The generator that draws the training run of one attempt, from (seed, attempt) only
+    (a stream apart from the optimizer's `decision_rng`)."""
+    return np.random.default_rng([seed % 2**64, attempt, 1])
+
+
+def simulate_zeus(sim: Simulator, seed: int, recurrences: int) -> list[Attempt]:
+    """Run `zeus_bso` sequentially for `recurrences` recurrences; the attempts, in order."""
+    attempts: list[Attempt] = []
+    history = read_history(attempts, sim.settings, sim.job)
+    while history.recurrences < recurrences:
+        decision = decision_rng(seed, len(attempts))
+        plan = next_plan(sim.settings, sim.job, history, (), decision)
+        assert plan is not None, "a sequential job never waits"
+        attempts.append(sim.run(plan, run_rng(seed, len(attempts))))
+        history = read_history(attempts, sim.settings, sim.job)
+    return attempts
+
+
+RunDraw = Callable[[PropertyValues, int], np.random.Generator]
+"""The generator that picks the training run of a requested point (its values, and how many
+runs came before it)."""
+
+
+def simulate_operator(
+    sim: Simulator, seed: int, recurrences: int, draw: RunDraw | None = None
+) -> list[Attempt]:
+    """The same job through the `zeus_bso` operator itself, one run at a time: views in,
+    proposals out, each proposal's run controls (`cost_limit`, `profile_power`) applied by the
+    simulator as an actuator would. Gives the attempts of `simulate_zeus` for the same seed.
+
+    `draw` picks each run's training run (default `run_rng(seed, run number)`); pass the
+    replay actuator's own seeding to reproduce a run through the services."""
+    space = _operator_space(sim)
+    options = {
+        **_options(sim.settings),
+        "default_batch_size": sim.job.default_batch_size,
+        "max_power": sim.job.max_power,
+    }
+    parameters = OperationParameters(
+        seed=seed, single_measurement=False, options={**options, "recurrences": recurrences}
+    )
+    operator, attempts, outcomes = ZeusBso(), list[Attempt](), list[Outcome]()
+    while True:
+        proposal = operator.propose(_view(space, parameters, outcomes))
+        if isinstance(proposal, Finish):
+            return attempts
+        assert isinstance(proposal, Measure), f"a sequential job never gets {proposal}"
+        point, controls = proposal.points[0], proposal.inputs[0]
+        plan = Plan(
+            _whole(point["batch_size"]),
+            None if controls.get("profile_power") else _whole(point["power_limit"]),
+            _float(controls.get("cost_limit")),
+        )
+        rng = run_rng(seed, len(attempts)) if draw is None else draw(point, len(attempts))
+        attempt = sim.run(plan, rng)
+        attempts.append(attempt)
+        outcomes.append(_outcome(point, attempt, len(outcomes)))
+
+
+def _operator_space(sim: Simulator) -> KnownSpace:
+    properties = (
+        PropertySpec(name="dataset", values=(sim.workload.dataset,)),
+        PropertySpec(name="network", values=(sim.workload.network,)),
+        PropertySpec(name="batch_size", values=sim.job.batch_sizes),
+        PropertySpec(name="power_limit", values=sim.job.power_limits),
+        PropertySpec(name="recurrence", range=(0, 1_000_000), interval=1),
+    )
+    return KnownSpace("bench", "bench", EntitySpace.from_specs(properties), ())
+
+
+def _options(settings: ZeusSettings) -> dict[str, JsonValue]:
+    return dict(asdict(settings))
+
+
+def _whole(value: object) -> int:
+    assert isinstance(value, int | float)
+    return int(value)
+
+
+def _float(value: object) -> float | None:
+    if value is None:
+        return None
+    assert isinstance(value, int | float)
+    return float(value)
+
+
+def _view(space: KnownSpace, parameters: OperationParameters, outcomes: list[Outcome]):
+    return OperationView(
+        operation_id="bench",
+        parameters=parameters,
+        space=space,
+        started_at=BENCH_TIME,
+        now=BENCH_TIME,
+        free_slots=1,
+        in_flight=0,
+        drawn_by_strategy=0,
+        entities_drawn=0,
+        exhausted=False,
+        entities={o.entity_id: o.entity_values for o in outcomes},
+        outcomes=tuple(outcomes),
+        best=None,
+    )
+
+
+def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> Outcome:
+    values: PropertyValues = {
+        "time_to_accuracy": attempt.time_s,
+        "energy_to_accuracy": attempt.energy_j,
+        "converged": int(attempt.converged),
+    }
+    if attempt.profiled:
+        values["trained_power_limit"] = attempt.power_limit
+    return Outcome(f"run-{index}", dict(point), "train_to_target", True, values, None, False)
+
+
+def simulate_random(sim: Simulator, seed: int, recurrences: int) -> list[Attempt]:
+    """A configuration drawn uniformly for every attempt, no early stopping."""
+    configurations = [(b, p) for b in sim.job.batch_sizes for p in sim.job.power_limits]
+    attempts: list[Attempt] = []
+    for _ in range(recurrences):
+        for _ in range(RANDOM_TRIES):
+            pick = decision_rng(seed, len(attempts)).integers(len(configurations))
+            b, p = configurations[int(pick)]
+            attempt = sim.run(Plan(b, p, None), run_rng(seed, len(attempts)))
+            attempts.append(attempt)
+            if attempt.converged:
+                break
+        else:
+            raise RuntimeError(f"random choice did not converge in {RANDOM_TRIES} attempts")
+    return attempts

@@ -1,0 +1,126 @@
+"""An operation's history as an optimizer reads it: what it was told, and what is in flight.
+
+A point is *told* once every objective's experiment has a result for it: feasible with the
+objective values when all are valid numbers, infeasible otherwise (`is_valid = 0` is a
+constraint, not a value). Told points come in a fixed order: the warm start (results of the
+sample store from before the operation started, oldest first), then the operation's own results
+in the order they arrived (the same on every replay). Points the operation requested and that
+are not told yet are *in flight*, in the order they were requested; a point that failed for
+good stays there (a sampler with a constant liar treats it as a poor point, and it is never
+proposed again).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from discospace.core import Entity, EntityError
+from discospace.events import Objective
+from discospace.explorer.operators import OperationView
+from discospace.explorer.pairs import Outcome
+from discospace.explorer.spaces import KnownSpace
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an objective's values come from: an experiment's target, and its direction."""
+
+    experiment_id: str
+    target: str
+    direction: str
+
+    @classmethod
+    def of(cls, objective: Objective, space: KnownSpace) -> Source | None:
+        found = space.measures(objective.property)
+        return None if found is None else cls(found[0], found[1], objective.direction)
+
+
+@dataclass(frozen=True)
+class Told:
+    """A point with its result: objective values, or None when it is infeasible."""
+
+    entity: Entity
+    values: tuple[float, ...] | None
+
+
+@dataclass(frozen=True)
+class History:
+    """What the optimizer knows when it asks."""
+
+    warm: tuple[Told, ...]
+    own: tuple[Told, ...]
+    in_flight: tuple[Entity, ...]
+    requested: tuple[Entity, ...]
+    """Every point the operation requested, in order (told or not)."""
+
+    @property
+    def told(self) -> tuple[Told, ...]:
+        return self.warm + self.own
+
+    @property
+    def taken(self) -> set[str]:
+        """Ids of the points never to propose again: told, requested or in flight."""
+        return {t.entity.id for t in self.told} | {e.id for e in self.requested}
+
+
+def history_of(view: OperationView, sources: Sequence[Source], warm_start: bool) -> History:
+    """The history of the operation `view` shows, for these objectives."""
+    requested = _requested(view)
+    own = _told(view.outcomes, sources, view.space)
+    own_ids = {e.id for e in requested} | {t.entity.id for t in own}
+    warm = _told(view.store_results, sources, view.space) if warm_start else ()
+    told_ids = {t.entity.id for t in own}
+    in_flight = tuple(e for e in requested if e.id not in told_ids)
+    warm_kept = tuple(t for t in warm if t.entity.id not in own_ids)
+    return History(warm_kept, own, in_flight, requested)
+
+
+def _requested(view: OperationView) -> tuple[Entity, ...]:
+    points = []
+    for values in view.entities.values():
+        entity = _entity(values, view.space)
+        if entity is not None:
+            points.append(entity)
+    return tuple(points)
+
+
+def _entity(values: Mapping[str, object] | None, space: KnownSpace) -> Entity | None:
+    if values is None:
+        return None
+    try:
+        return space.entity_space.normalise(values)
+    except EntityError:
+        return None
+
+
+def _told(
+    outcomes: Iterable[Outcome], sources: Sequence[Source], space: KnownSpace
+) -> tuple[Told, ...]:
+    """Points whose every source experiment has a result, in the order they completed."""
+    needed = {s.experiment_id for s in sources}
+    seen: dict[str, dict[str, Outcome]] = {}
+    told: list[Told] = []
+    for outcome in outcomes:
+        if outcome.experiment_id not in needed:
+            continue
+        results = seen.setdefault(outcome.entity_id, {})
+        if outcome.experiment_id in results or len(results) == len(needed):
+            continue
+        results[outcome.experiment_id] = outcome
+        entity = _entity(outcome.entity_values, space)
+        if len(results) == len(needed) and entity is not None:
+            told.append(Told(entity, _values(results, sources)))
+    return tuple(told)
+
+
+def _values(results: Mapping[str, Outcome], sources: Sequence[Source]) -> tuple[float, ...] | None:
+    values = []
+    for source in sources:
+        outcome = results[source.experiment_id]
+        raw = outcome.values.get(source.target) if outcome.is_valid else None
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+            return None
+        values.append(float(raw))
+    return tuple(values)

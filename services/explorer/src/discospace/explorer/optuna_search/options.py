@@ -1,0 +1,58 @@
+"""The options an Optuna operator reads from `parameters.options`, checked once at start."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveInt, ValidationError
+
+from discospace.core.spec import Scalar
+from discospace.events import Objective
+
+
+class SearchOptions(BaseModel):
+    """Settings of a model-based search; every one has a default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    objectives: Annotated[list[Objective], Field(min_length=1, max_length=2)] | None = Field(
+        default=None,
+        description="Objectives to optimise together (two for a Pareto front); default: the "
+        "operation's `objective` alone.",
+    )
+    warm_start: bool = Field(
+        default=True,
+        description="Tell the study every result of the space's sample store measured before "
+        "the operation started, so nothing measured before is paid for again.",
+    )
+    n_startup_trials: PositiveInt = Field(
+        default=10,
+        description="Results (warm-start ones included) before TPE, GP or CMA-ES use their "
+        "model; until then they sample at random.",
+    )
+    multivariate: bool = Field(
+        default=True, description="TPE models the parameters jointly rather than one by one."
+    )
+    population_size: int = Field(
+        default=20, ge=2, description="NSGA-II's population: points per generation."
+    )
+    candidates: list[dict[str, Scalar]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Restrict the search to these points of the space (for example the "
+        "configurations a published table covers); default: every point of the space.",
+    )
+
+
+def parse_options(options: Mapping[str, JsonValue], operator: str) -> SearchOptions | str:
+    """The options, or one sentence saying what is wrong with them."""
+    try:
+        return SearchOptions.model_validate(dict(options))
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "options"
+        if first["type"] == "extra_forbidden":
+            known = ", ".join(SearchOptions.model_fields)
+            return f"{operator} has no option '{where}' (its options: {known})"
+        return f"option '{where}' of {operator} is not valid: {first['msg']}"

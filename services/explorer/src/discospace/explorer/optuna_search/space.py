@@ -1,0 +1,169 @@
+"""An entity space as Optuna distributions, and Optuna parameters back as entities.
+
+The mapping keeps each domain's meaning:
+
+- categorical values -> `CategoricalDistribution` over them;
+- discrete values that form an arithmetic range (explicit `[1, 2, 3]`, or range + interval) ->
+  `IntDistribution` / `FloatDistribution` with that step, so the sampler knows their order;
+- other discrete values (`[2, 4, 8]`) -> `CategoricalDistribution` over the values, or, for
+  samplers that need numbers (CMA-ES), their index in ascending order (`ordinal`);
+- continuous ranges -> `FloatDistribution` (a normal probability is not passed on: Optuna
+  samples its own way);
+- identifier domains cannot be searched (they have no values to suggest).
+
+Each dimension also gives a coordinate in [0, 1] (numbers: rank or position in the range) or
+the value itself (categories), from which `candidates.py` finds the nearest free point.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cached_property
+
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+
+from discospace.core import DiscospaceError, Entity, EntitySpace, PropertyDomain
+from discospace.core.canonical import Value, is_number
+
+
+class SearchSpaceError(DiscospaceError):
+    """An entity space that an Optuna sampler cannot search."""
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One constitutive property as one Optuna parameter."""
+
+    name: str
+    domain: PropertyDomain
+    distribution: BaseDistribution
+    ordinal: bool = False
+    """The parameter is the index of the value in the ascending list of values."""
+
+    @cached_property
+    def _ascending(self) -> tuple[Value, ...]:
+        listed = self.domain.explicit_values
+        return tuple(sorted(listed)) if listed is not None and self.domain.is_numeric else ()
+
+    @cached_property
+    def _rank(self) -> dict[Value, int]:
+        return {value: rank for rank, value in enumerate(self._ascending)}
+
+    def param(self, value: Value) -> Value:
+        """The parameter of a (canonical) value of the domain."""
+        return self._rank[value] if self.ordinal else value
+
+    def value(self, param: object) -> object:
+        """The domain value a parameter stands for (not normalised yet).
+
+        A stepped float may come back a rounding away from the listed value it stands for
+        (0.30000000000000004 for 0.3): listed numbers are snapped to the nearest.
+        """
+        if self.ordinal:
+            return self._ascending[int(param)]  # type: ignore[call-overload]
+        if self._ascending and is_number(param):
+            return min(self._ascending, key=lambda v: abs(float(v) - float(param)))  # type: ignore[arg-type]
+        return param
+
+    @property
+    def is_category(self) -> bool:
+        """Compared by equality only: no order between its values."""
+        return not self.domain.is_numeric
+
+    def coordinate(self, value: Value) -> float:
+        """Where a numeric value lies, in [0, 1]: its rank, or its place in a continuous range."""
+        if self.domain.is_range:
+            return self.domain.index_of(value) / max(int(self.domain.size) - 1, 1)
+        if self.domain.is_finite:
+            return self._rank[value] / max(len(self._ascending) - 1, 1)
+        low, high = float(self.domain.low), float(self.domain.high)
+        return (float(value) - low) / (high - low)
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The entity space as Optuna parameters, one dimension per constitutive property."""
+
+    entity_space: EntitySpace
+    dimensions: tuple[Dimension, ...]
+
+    @classmethod
+    def of(cls, entity_space: EntitySpace, numeric_only: bool = False) -> SearchSpace:
+        """The search space of `entity_space`; `numeric_only` for samplers that need numbers.
+
+        Raises `SearchSpaceError` naming the property that cannot be searched.
+        """
+        dimensions = tuple(
+            _dimension(prop.name, prop.domain, numeric_only) for prop in entity_space.properties
+        )
+        return cls(entity_space, dimensions)
+
+    @cached_property
+    def distributions(self) -> dict[str, BaseDistribution]:
+        return {d.name: d.distribution for d in self.dimensions}
+
+    def params(self, entity: Mapping[str, Value]) -> dict[str, Value]:
+        """Optuna parameters of an entity of the space."""
+        return {d.name: d.param(entity[d.name]) for d in self.dimensions}
+
+    def entity(self, params: Mapping[str, object]) -> Entity:
+        """The entity of a sampler's suggestion (values snapped to their domains)."""
+        return self.entity_space.normalise(
+            {d.name: d.value(params[d.name]) for d in self.dimensions}
+        )
+
+
+def _dimension(name: str, domain: PropertyDomain, numeric_only: bool) -> Dimension:
+    if domain.kind == "identifier":
+        raise SearchSpaceError(
+            f"property '{name}' is an identifier: it has no values an optimizer could suggest"
+        )
+    if domain.kind == "continuous":
+        distribution = FloatDistribution(float(domain.low), float(domain.high))
+        return Dimension(name, domain, distribution)
+    if domain.is_range:
+        return Dimension(name, domain, _range_of(domain))
+    values = domain.values
+    if not domain.is_numeric:
+        if numeric_only and len(values) > 1:
+            raise SearchSpaceError(
+                f"property '{name}' is categorical ({domain.describe()}), and this sampler "
+                "searches numbers only"
+            )
+        return Dimension(name, domain, CategoricalDistribution(values))
+    stepped = _as_range(values)
+    if stepped is not None:
+        return Dimension(name, domain, stepped)
+    if numeric_only:
+        return Dimension(name, domain, IntDistribution(0, len(values) - 1), ordinal=True)
+    return Dimension(name, domain, CategoricalDistribution(values))
+
+
+def _range_of(domain: PropertyDomain) -> BaseDistribution:
+    """A discrete range domain (low, high excluded, interval) as a stepped distribution."""
+    low, last, step = domain.value_at(0), domain.value_at(int(domain.size) - 1), domain.interval
+    if isinstance(low, int) and isinstance(last, int) and isinstance(step, int):
+        return IntDistribution(low, last, step=step)
+    return FloatDistribution(float(low), float(last), step=float(step))
+
+
+def _as_range(values: Sequence[Value]) -> BaseDistribution | None:
+    """An int or float distribution with a step when the values are evenly spaced."""
+    ordered = sorted(values)
+    if len(ordered) < 2:
+        return None
+    exact = [Decimal(repr(v)) if isinstance(v, float) else Decimal(v) for v in ordered]
+    step = exact[1] - exact[0]
+    if any(b - a != step for a, b in itertools.pairwise(exact)):
+        return None
+    if all(isinstance(v, int) and is_number(v) for v in ordered):
+        return IntDistribution(int(ordered[0]), int(ordered[-1]), step=int(step))
+    return FloatDistribution(float(ordered[0]), float(ordered[-1]), step=float(step))

@@ -1,0 +1,107 @@
+"""What the shared sample stores hold, as the explorer learns it from the measurements topic.
+
+Every `MeasurementCompleted` (valid or invalid, from any operation) is a result of its sample
+store. An optimizer warm-starts from them: before its first ask it is told every result of its
+space's store that it did not pay for, so it never measures what anyone measured before.
+
+Which results an operation sees must not depend on when the explorer happened to read them, or
+a restarted explorer would decide differently. So an operation sees the results that occurred
+before it started (the measurement's `occurred_at` against `OperationStarted.occurred_at`),
+for its space's entities and experiments, from other operations, in the order of their
+`occurred_at` (then event id). Replaying the topics gives the same set; only a result still in
+transit when the operation started (it occurred before, and was read after) is missed live and
+seen after a restart, which can change decisions not yet taken, never those taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from discospace.events import MeasurementCompleted
+from discospace.explorer.pairs import Outcome, PairKey
+from discospace.explorer.spaces import KnownSpace
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One result of a sample store, with who measured it and when."""
+
+    outcome: Outcome
+    operation_id: str
+    occurred_at: datetime
+    event_id: str
+
+    @property
+    def order(self) -> tuple[datetime, str]:
+        return self.occurred_at, self.event_id
+
+
+@dataclass
+class _Store:
+    results: dict[PairKey, StoredResult] = field(default_factory=dict)
+    version: int = 0
+    """Changes whenever `results` does: cached views of the store are keyed by it."""
+
+
+@dataclass
+class SampleStores:
+    """Results by sample store: the first measured (by `occurred_at`) per entity and experiment."""
+
+    stores: dict[str, _Store] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    _cache: dict[tuple[str, str], tuple[int, tuple[Outcome, ...]]] = field(default_factory=dict)
+
+    def knows(self, event: MeasurementCompleted) -> bool:
+        return event.event_id in self.seen
+
+    def record(self, event: MeasurementCompleted) -> None:
+        """Fold a result; the earliest result of an (entity, experiment) pair is kept."""
+        if event.event_id in self.seen:
+            return
+        self.seen.add(event.event_id)
+        store = self.stores.setdefault(event.sample_store, _Store())
+        result = StoredResult(
+            Outcome.of(event), event.operation_id, event.occurred_at, event.event_id
+        )
+        key = (event.entity_id, event.experiment_id)
+        known = store.results.get(key)
+        if known is None or result.order < known.order:
+            store.results[key] = result
+            store.version += 1
+
+    def results_for(
+        self, space: KnownSpace, operation_id: str, started_at: datetime
+    ) -> tuple[Outcome, ...]:
+        """Results of the space's store an operation started at `started_at` may reuse."""
+        store = self.stores.get(space.sample_store)
+        if store is None:
+            return ()
+        cached = self._cache.get((operation_id, space.space_id))
+        if cached is not None and cached[0] == store.version:
+            return cached[1]
+        found = _of_space(store, space, operation_id, started_at)
+        self._cache[(operation_id, space.space_id)] = (store.version, found)
+        return found
+
+    def forget(self, operation_id: str) -> None:
+        """Drop what was cached for a finished operation."""
+        for key in [key for key in self._cache if key[0] == operation_id]:
+            del self._cache[key]
+
+
+def _of_space(
+    store: _Store, space: KnownSpace, operation_id: str, started_at: datetime
+) -> tuple[Outcome, ...]:
+    experiments = {experiment.id for experiment in space.experiments}
+    names = set(space.entity_space.names)
+    chosen = [
+        result
+        for result in store.results.values()
+        if result.occurred_at < started_at
+        and result.operation_id != operation_id
+        and result.outcome.experiment_id in experiments
+        and set(result.outcome.entity_values) == names
+        and result.outcome.entity_values in space.entity_space
+    ]
+    return tuple(result.outcome for result in sorted(chosen, key=lambda r: r.order))

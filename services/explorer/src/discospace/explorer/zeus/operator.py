@@ -1,0 +1,215 @@
+"""`zeus_bso`: the Zeus batch-size optimizer (NSDI'23) as an explorer operator.
+
+Each measurement is one run of a recurring training job (`train_to_target`): an entity
+(`batch_size`, `power_limit`, `recurrence`, and the job's fixed properties) whose outcome gives
+`time_to_accuracy` (s), `energy_to_accuracy` (J) and `converged` (1/0). The operator reads the
+outcomes in arrival order as attempts, asks the pure policy (`policy.py`) for the next runs, and
+finishes once `recurrences` runs have converged. Options and space: `options.py`.
+
+Run controls travel as per-point inputs of the measurement request (`Measure.inputs`), which
+an actuator reads among its task's properties:
+
+- `cost_limit` (J-equivalent, absent: none): early stopping. The run stops before the epoch that
+  would take its cost past the limit (`epochs = min(cost_limit // epoch_cost, max_epochs)`) and
+  reports `converged = 0`; when not one epoch fits it reports zero time and energy;
+- `profile_power` (1): just-in-time power profiling. The first epoch is split evenly over the
+  power limits, the cheapest by `(eta * power + (1 - eta) * max_power) * time_per_epoch` is
+  kept for the rest of the run, and the run reports it as `trained_power_limit`. The request's
+  `power_limit` is then the highest limit (where the profiling starts);
+- `max_epochs`, when the option is set.
+
+An actuator that ignores them still works: runs are then neither stopped early nor profiled,
+and each batch size keeps the power limit its first run reported (the highest, unprofiled).
+Invalid outcomes (the configuration cannot run) count as runs that never started.
+
+Decisions are a function of the view: the Thompson draws come from a generator seeded with
+(operation seed, number of runs requested so far), so a restarted explorer decides the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from discospace.core import DiscospaceError
+from discospace.core.canonical import Value
+from discospace.events import OperationParameters
+from discospace.events.common import PropertyValues
+from discospace.explorer.operators import Finish, Measure, OperationView, Proposal, Wait
+from discospace.explorer.pairs import Outcome
+from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.zeus.options import (
+    BATCH_SIZE,
+    POWER_LIMIT,
+    ZeusOptions,
+    ZeusSpace,
+    zeus_space,
+)
+from discospace.explorer.zeus.policy import (
+    Attempt,
+    History,
+    HistoryFold,
+    Plan,
+    ZeusSettings,
+    decision_rng,
+    next_plan,
+)
+
+TIME, ENERGY, CONVERGED, TRAINED_LIMIT = (
+    "time_to_accuracy",
+    "energy_to_accuracy",
+    "converged",
+    "trained_power_limit",
+)
+
+
+class ZeusBso:
+    """The Zeus batch-size optimizer over a recurring job's batch sizes and power limits."""
+
+    name: ClassVar[str] = "zeus_bso"
+
+    def __init__(self) -> None:
+        self._read: dict[str, _Read] = {}
+
+    def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
+        try:
+            options = ZeusOptions.parse(parameters.options)
+            zeus_space(space.entity_space, options)
+        except DiscospaceError as error:
+            return str(error)
+        if parameters.single_measurement:
+            return (
+                "zeus_bso measures repeated runs of one job: set single_measurement to false so "
+                "no run is reused from the sample store"
+            )
+        return None
+
+    def propose(self, view: OperationView) -> Proposal:
+        options = ZeusOptions.parse(view.parameters.options)
+        knobs = zeus_space(view.space.entity_space, options)
+        settings = options.settings
+        history = self._history(view, settings, knobs)
+        if history.recurrences >= knobs.recurrences:
+            self._read.pop(view.operation_id, None)
+            return Finish("operator_finished", f"{history.recurrences} recurrences converged")
+        plans = _plans(view, settings, knobs, history)
+        return _measure(plans, knobs, options, len(view.entities)) if plans else Wait()
+
+    def _history(self, view: OperationView, settings: ZeusSettings, knobs: ZeusSpace) -> History:
+        """The outcomes folded into a history, reading only those not read before (outcomes
+        only ever grow; a view that does not extend what was read starts the fold afresh)."""
+        read = self._read.get(view.operation_id)
+        if read is None or not read.prefix_of(view.outcomes):
+            read = _Read(HistoryFold(settings, knobs.job))
+            self._read[view.operation_id] = read
+        read.extend(view.outcomes)
+        return read.fold.history()
+
+
+@dataclass
+class _Read:
+    """What one operation's outcomes told so far (a cache of the fold)."""
+
+    fold: HistoryFold
+    entity_ids: list[str] = field(default_factory=list)
+
+    def prefix_of(self, outcomes: Sequence[Outcome]) -> bool:
+        count = len(self.entity_ids)
+        return count <= len(outcomes) and (
+            count == 0 or outcomes[count - 1].entity_id == self.entity_ids[-1]
+        )
+
+    def extend(self, outcomes: Sequence[Outcome]) -> None:
+        for outcome in outcomes[len(self.entity_ids) :]:
+            self.entity_ids.append(outcome.entity_id)
+            self.fold.read(attempt_of(outcome))
+
+
+def _plans(
+    view: OperationView, settings: ZeusSettings, knobs: ZeusSpace, history: History
+) -> list[Plan]:
+    """A run for each free slot, each planned with the ones before it in flight; fewer when
+    a slot must wait (or enough runs are in flight to finish the recurrences)."""
+    in_flight = _in_flight(view)
+    seed = view.parameters.seed or 0
+    plans: list[Plan] = []
+    room = min(view.free_slots, knobs.recurrences - history.recurrences - len(in_flight))
+    for _ in range(max(0, room)):
+        decision = len(view.entities) + len(plans)
+        busy = in_flight + [p.batch_size for p in plans]
+        plan = next_plan(settings, knobs.job, history, busy, decision_rng(seed, decision))
+        if plan is None:
+            break
+        plans.append(plan)
+    return plans
+
+
+def attempt_of(outcome: Outcome) -> Attempt:
+    """One finished run as the policy reads it."""
+    batch_size = _whole(outcome.entity_values, BATCH_SIZE, "entity")
+    requested_limit = _whole(outcome.entity_values, POWER_LIMIT, "entity")
+    if not outcome.is_valid:
+        return Attempt(batch_size, requested_limit, 0.0, 0.0, False)
+    values = outcome.values
+    limit = _whole(values, TRAINED_LIMIT, "result") if TRAINED_LIMIT in values else None
+    return Attempt(
+        batch_size=batch_size,
+        power_limit=requested_limit if limit is None else limit,
+        time_s=_number(values, TIME),
+        energy_j=_number(values, ENERGY),
+        converged=bool(_number(values, CONVERGED)),
+        profiled=limit is not None,
+    )
+
+
+def _measure(plans: list[Plan], knobs: ZeusSpace, options: ZeusOptions, requested: int) -> Measure:
+    highest = max(knobs.job.power_limits)
+    points, inputs = [], []
+    for index, plan in enumerate(plans):
+        limit = highest if plan.power_limit is None else plan.power_limit
+        points.append(knobs.point(plan.batch_size, limit, requested + index))
+        inputs.append(run_inputs(plan, options))
+    return Measure(tuple(points), tuple(inputs))
+
+
+def run_inputs(plan: Plan, options: ZeusOptions) -> PropertyValues:
+    """The run controls of one planned run."""
+    controls: PropertyValues = {}
+    if plan.cost_limit is not None:
+        controls["cost_limit"] = plan.cost_limit
+    if plan.power_limit is None:
+        controls["profile_power"] = 1
+    if options.max_epochs is not None:
+        controls["max_epochs"] = options.max_epochs
+    return controls
+
+
+def _in_flight(view: OperationView) -> list[int]:
+    """Batch sizes of the runs requested and not answered (none when nothing is in flight:
+    a run that failed for good never answers)."""
+    if view.in_flight == 0:
+        return []
+    answered = {outcome.entity_id for outcome in view.outcomes}
+    return [
+        _whole(values, BATCH_SIZE, "entity")
+        for entity, values in view.entities.items()
+        if entity not in answered and values is not None
+    ]
+
+
+def _number(values: Mapping[str, Value], name: str) -> float:
+    raw = values.get(name)
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        raise DiscospaceError(
+            f"zeus_bso needs a finite number '{name}' in every result, got {raw!r}"
+        )
+    return float(raw)
+
+
+def _whole(values: Mapping[str, Value], name: str, where: str) -> int:
+    raw = values.get(name)
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not float(raw).is_integer():
+        raise DiscospaceError(f"zeus_bso needs a whole number '{name}' in every {where}")
+    return int(raw)

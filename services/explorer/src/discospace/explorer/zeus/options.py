@@ -1,0 +1,137 @@
+"""What `zeus_bso` reads from an operation: its options, and the knobs of the space.
+
+Options (`parameters.options`, every one optional except `default_batch_size`):
+
+- `eta` (0.5): weight of energy in the cost `eta * energy + (1 - eta) * max_power * time`;
+- `beta` (2.0): early stopping at `beta * min_cost`;
+- `num_pruning_rounds` (2), `mab_num_explorations` (2), `window_size` (0: every observation),
+  `prior_mean` (0.0), `prior_precision` (0.0: flat): the pruning stage and the bandit;
+- `default_batch_size`: where the walk starts (the job's usual batch size);
+- `recurrences` (default `2 * |B| * |P|`, as the paper): how many runs must converge;
+- `max_power` (default: the highest power limit of the space): the price of time in the cost;
+- `max_epochs` (none): passed to every run as the input `max_epochs` when set.
+
+The space: `batch_size` and `power_limit` (finite numeric domains), `recurrence` (any domain
+holding 0, 1, 2, ...: each run is its own entity, as every retraining is its own run), and any
+other property with exactly one value (the workload: dataset, network, GPU model...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from discospace.core import DiscospaceError, EntitySpace
+from discospace.core.canonical import Value
+from discospace.explorer.zeus.policy import Job, ZeusSettings
+
+BATCH_SIZE, POWER_LIMIT, RECURRENCE = "batch_size", "power_limit", "recurrence"
+
+
+class ZeusOptions(BaseModel):
+    """The options of a `zeus_bso` operation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    eta: float = Field(default=0.5, ge=0.0, le=1.0)
+    beta: float = Field(default=2.0, gt=0.0)
+    num_pruning_rounds: int = Field(default=2, ge=0)
+    mab_num_explorations: int = Field(default=2, ge=0)
+    window_size: int = Field(default=0, ge=0)
+    prior_mean: float = 0.0
+    prior_precision: float = Field(default=0.0, ge=0.0)
+    default_batch_size: int
+    recurrences: int | None = Field(default=None, ge=1)
+    max_power: float | None = Field(default=None, gt=0.0)
+    max_epochs: int | None = Field(default=None, ge=1)
+
+    @classmethod
+    def parse(cls, options: dict[str, Any]) -> ZeusOptions:
+        """The options, or `DiscospaceError` with one sentence naming what is wrong."""
+        try:
+            return cls.model_validate(options)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "options"
+            raise DiscospaceError(f"zeus_bso option '{where}': {first['msg']}") from None
+
+    @property
+    def settings(self) -> ZeusSettings:
+        return ZeusSettings(
+            eta=self.eta,
+            beta=self.beta,
+            num_pruning_rounds=self.num_pruning_rounds,
+            mab_num_explorations=self.mab_num_explorations,
+            window_size=self.window_size,
+            prior_mean=self.prior_mean,
+            prior_precision=self.prior_precision,
+        )
+
+
+@dataclass(frozen=True)
+class ZeusSpace:
+    """The knobs of a `zeus_bso` space, and the values every run shares."""
+
+    job: Job
+    fixed: dict[str, Value]
+    recurrences: int
+
+    def point(self, batch_size: int, power_limit: int, recurrence: int) -> dict[str, Value]:
+        """The entity of one run."""
+        return {
+            **self.fixed,
+            BATCH_SIZE: batch_size,
+            POWER_LIMIT: power_limit,
+            RECURRENCE: recurrence,
+        }
+
+
+def zeus_space(space: EntitySpace, options: ZeusOptions) -> ZeusSpace:
+    """The job the space describes, or `DiscospaceError` saying why it does not fit."""
+    batch_sizes = _whole_numbers(space, BATCH_SIZE)
+    power_limits = _whole_numbers(space, POWER_LIMIT)
+    if RECURRENCE not in space.names:
+        raise DiscospaceError(
+            f"zeus_bso needs a '{RECURRENCE}' property (0, 1, 2, ...): each run is its own entity"
+        )
+    if options.default_batch_size not in batch_sizes:
+        sizes = ", ".join(str(b) for b in batch_sizes)
+        raise DiscospaceError(
+            f"the default batch size {options.default_batch_size} is not one of {sizes}"
+        )
+    max_power = options.max_power or float(max(power_limits))
+    job = Job(batch_sizes, options.default_batch_size, power_limits, max_power)
+    recurrences = options.recurrences or 2 * len(batch_sizes) * len(power_limits)
+    return ZeusSpace(job, _fixed_values(space), recurrences)
+
+
+def _whole_numbers(space: EntitySpace, name: str) -> tuple[int, ...]:
+    if name not in space.names:
+        raise DiscospaceError(f"zeus_bso needs a '{name}' property in the entity space")
+    domain = space.get_property(name).domain
+    values = domain.values if domain.is_finite else ()
+    if not values or not all(_is_whole(v) for v in values):
+        raise DiscospaceError(f"zeus_bso needs '{name}' to take a finite set of whole numbers")
+    return tuple(sorted(int(float(v)) for v in values))
+
+
+def _fixed_values(space: EntitySpace) -> dict[str, Value]:
+    fixed: dict[str, Value] = {}
+    for prop in space.properties:
+        if prop.name in (BATCH_SIZE, POWER_LIMIT, RECURRENCE):
+            continue
+        domain = prop.domain
+        if not domain.is_finite or domain.size != 1:
+            raise DiscospaceError(
+                f"zeus_bso optimises one job: property '{prop.name}' must have exactly one value"
+            )
+        fixed[prop.name] = domain.values[0]
+    return fixed
+
+
+def _is_whole(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return float(value).is_integer()

@@ -1,0 +1,272 @@
+"""The Zeus batch-size optimizer as one pure function: attempts so far in, next run out.
+
+Zeus (NSDI'23; ml-energy/zeus `PruningGTSBatchSizeOptimizer` with `JITPowerLimitOptimizer`,
+driven as `Simulator.simulate_one_job` drives them in `zeus/simulate.py`) optimises a
+recurring training job: each recurrence trains until the target metric, and the next
+recurrence's batch size comes from what earlier ones cost,
+`cost = eta * energy + (1 - eta) * max_power * time`.
+
+- Pruning (`pruning.py`) explores batch sizes down then up from the default, for
+  `num_pruning_rounds` rounds; then a Gaussian Thompson-sampling bandit (`bandit.py`) picks among
+  the survivors. A run that does not converge is retried (a new attempt of the same recurrence).
+- Early stopping: a run stops before the epoch that would take its cost past
+  `beta * min_cost`, where `min_cost` is the least total cost of a recurrence so far (its failed
+  attempts included); it then counts as not converged. A run that could not afford one epoch
+  never started: the optimizer observes it with cost `100 * beta * min_cost`, and it adds
+  nothing to the recurrence's cost (as in Zeus's simulator).
+- Power limits (`power.py`): a batch size's first run profiles every limit and keeps the
+  cheapest; later runs of that batch size use it.
+- Concurrency: while the batch size being explored is in flight, another run gets the cheapest
+  batch size known so far (nothing, when none has converged yet). Once the bandit runs, each
+  free slot gets its own Thompson draw; runs in flight count as pulls for its exploration phase.
+
+Every decision is a function of the attempts (in arrival order), what is in flight, and a
+random generator the caller seeds from the operation's seed and the decision's number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from discospace.core import DiscospaceError
+from discospace.explorer.zeus.bandit import Bandit, Prior
+from discospace.explorer.zeus.pruning import Explore, Observation, pruning_state
+
+MAX_TRIES = 20
+"""Attempts of one recurrence before the target is declared unreachable (as Zeus's simulator)."""
+NEVER_RAN_FACTOR = 100.0
+"""A run that could not afford one epoch is observed with cost `100 * beta * min_cost`."""
+
+
+@dataclass(frozen=True)
+class ZeusSettings:
+    """The optimizer's knobs (the Zeus paper's defaults)."""
+
+    eta: float = 0.5
+    beta: float = 2.0
+    num_pruning_rounds: int = 2
+    mab_num_explorations: int = 2
+    window_size: int = 0
+    prior_mean: float = 0.0
+    prior_precision: float = 0.0
+
+    def cost(self, energy_j: float, time_s: float, max_power: float) -> float:
+        return self.eta * energy_j + (1.0 - self.eta) * max_power * time_s
+
+    @property
+    def bandit(self) -> Bandit:
+        return Bandit(
+            Prior(self.prior_mean, self.prior_precision),
+            self.mab_num_explorations,
+            self.window_size,
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    """The recurring job: its batch sizes, default, power limits and `max_power`."""
+
+    batch_sizes: tuple[int, ...]
+    default_batch_size: int
+    power_limits: tuple[int, ...]
+    max_power: float
+    """The highest power limit times the number of GPUs: the price of time in the cost."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One finished run of the job (an attempt at one recurrence)."""
+
+    batch_size: int
+    power_limit: int
+    """The limit it trained at (after profiling, the one profiling chose)."""
+    time_s: float
+    energy_j: float
+    converged: bool
+    profiled: bool = False
+    """This run profiled the power limits during its first epoch."""
+
+    @property
+    def ran(self) -> bool:
+        """False when early stopping left it not a single epoch: it never started."""
+        return self.converged or self.time_s > 0.0 or self.energy_j > 0.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The next run: batch size, power limit (None: profile them) and early-stopping limit."""
+
+    batch_size: int
+    power_limit: int | None
+    cost_limit: float | None
+    """Stop the run before its cost passes this; None: only `max_epochs` stops it."""
+
+
+@dataclass(frozen=True)
+class History:
+    """What the attempts so far tell the optimizer."""
+
+    observations: tuple[Observation, ...]
+    costs: tuple[float, ...]
+    """Each attempt's cost (0 for one that never ran)."""
+    min_cost: float
+    """Least total cost of a recurrence so far (inf before the first converges)."""
+    cheapest: int | None
+    """Batch size of the cheapest converged run so far."""
+    limits: dict[int, int]
+    """The power limit profiling chose, by batch size."""
+    recurrences: int
+    """Recurrences done (converged runs)."""
+    failed_in_a_row: int
+    """Attempts since the last converged one (the current recurrence's failures)."""
+
+
+def read_history(attempts: Sequence[Attempt], settings: ZeusSettings, job: Job) -> History:
+    """Fold the attempts, in arrival order, into what the optimizer decides with."""
+    fold = HistoryFold(settings, job)
+    for attempt in attempts:
+        fold.read(attempt)
+    return fold.history()
+
+
+@dataclass
+class HistoryFold:
+    """`read_history`, one attempt at a time (for a caller that keeps it between decisions)."""
+
+    settings: ZeusSettings
+    job: Job
+    observations: list[Observation] = field(default_factory=list)
+    costs: list[float] = field(default_factory=list)
+    limits: dict[int, int] = field(default_factory=dict)
+    min_cost: float = math.inf
+    cheapest_run: float = math.inf
+    cheapest: int | None = None
+    running: float = 0.0
+    """Cost of the current recurrence's attempts so far."""
+    recurrences: int = 0
+    failed: int = 0
+
+    def read(self, attempt: Attempt) -> None:
+        self.limits.setdefault(attempt.batch_size, attempt.power_limit)
+        if not attempt.ran:
+            observed = NEVER_RAN_FACTOR * self.settings.beta * self.min_cost
+            self._observe(attempt, observed, 0.0)
+            return
+        cost = self.settings.cost(attempt.energy_j, attempt.time_s, self.job.max_power)
+        self._observe(attempt, cost, cost)
+        self.running += cost
+        if attempt.converged:
+            self._converged(attempt.batch_size, cost)
+
+    def history(self) -> History:
+        """What the attempts read so far tell the optimizer."""
+        return History(
+            tuple(self.observations),
+            tuple(self.costs),
+            self.min_cost,
+            self.cheapest,
+            dict(self.limits),
+            self.recurrences,
+            self.failed,
+        )
+
+    def _observe(self, attempt: Attempt, observed: float, cost: float) -> None:
+        self.observations.append(Observation(attempt.batch_size, observed, attempt.converged))
+        self.costs.append(cost)
+        self.failed = 0 if attempt.converged else self.failed + 1
+
+    def _converged(self, batch_size: int, cost: float) -> None:
+        if cost < self.cheapest_run:
+            self.cheapest_run, self.cheapest = cost, batch_size
+        self.min_cost = min(self.min_cost, self.running)
+        self.running = 0.0
+        self.recurrences += 1
+
+
+def decision_rng(seed: int, decision: int) -> np.random.Generator:
+    """The generator of the `decision`-th run's choice (0, 1, 2, ... runs requested before it):
+    a function of (seed, decision) only, never of global state."""
+    return np.random.default_rng([seed % 2**64, decision, 0])
+
+
+def next_plan(
+    settings: ZeusSettings,
+    job: Job,
+    history: History,
+    in_flight: Sequence[int],
+    rng: np.random.Generator,
+) -> Plan | None:
+    """The next run, or None when the next one must wait for a result in flight.
+
+    `in_flight` holds the batch sizes of runs started and not finished. Raises
+    `NoSurvivorError` when pruning leaves no batch size, and `DiscospaceError` when one
+    recurrence failed `MAX_TRIES` times.
+    """
+    if history.failed_in_a_row >= MAX_TRIES:
+        raise DiscospaceError(
+            f"the job did not reach its target metric in {MAX_TRIES} attempts in a row"
+        )
+    batch_size = _next_batch_size(settings, job, history, in_flight, rng)
+    if batch_size is None:
+        return None
+    limit = None if math.isinf(history.min_cost) else settings.beta * history.min_cost
+    return Plan(batch_size, history.limits.get(batch_size), limit)
+
+
+def _next_batch_size(
+    settings: ZeusSettings,
+    job: Job,
+    history: History,
+    in_flight: Sequence[int],
+    rng: np.random.Generator,
+) -> int | None:
+    state = pruning_state(
+        job.batch_sizes,
+        job.default_batch_size,
+        settings.num_pruning_rounds,
+        history.observations,
+    )
+    if isinstance(state, Explore):
+        return history.cheapest if state.batch_size in in_flight else state.batch_size
+    rewards = {arm: _rewards(history, arm) for arm in state.survivors}
+    pending = Counter(b for b in in_flight if b in rewards)
+    return settings.bandit.choose(rewards, rng, pending)
+
+
+def _rewards(history: History, batch_size: int) -> list[float]:
+    return [-o.cost for o in history.observations if o.batch_size == batch_size]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The configuration the optimizer would run now if it stopped exploring."""
+
+    batch_size: int
+    power_limit: int
+
+
+def recommendation(settings: ZeusSettings, job: Job, history: History) -> Choice | None:
+    """The optimizer's pick: the surviving batch size of best posterior mean reward once
+    pruning is over, else the cheapest converged one; None before anything converged."""
+    try:
+        state = pruning_state(
+            job.batch_sizes,
+            job.default_batch_size,
+            settings.num_pruning_rounds,
+            history.observations,
+        )
+    except DiscospaceError:
+        state = None
+    if isinstance(state, Explore) or state is None:
+        best = history.cheapest
+    else:
+        bandit = settings.bandit
+        best = max(state.survivors, key=lambda b: bandit.posterior(_rewards(history, b)).mean)
+    if best is None or best not in history.limits:
+        return None
+    return Choice(best, history.limits[best])

@@ -1,0 +1,367 @@
+"""The Optuna operators inside the explorer's engine, with the fake sampler and actuators."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from discospace.core import Entity, PropertySpec
+from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
+from discospace.explorer.decide import Engine
+from discospace.explorer.domain import known_operators
+from discospace.explorer.optuna_search.samplers import missing_packages
+
+MAX_TPS = {"property": "tps", "direction": "max"}
+NUMERIC = (
+    PropertySpec(name="batch_size", values=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512)),
+    PropertySpec(name="number_gpus", values=(1, 2, 4, 8)),
+)
+CONTINUOUS = (
+    PropertySpec(name="batch_size", range=(1.0, 64.0)),
+    PropertySpec(name="number_gpus", values=(1, 2)),
+)
+
+
+@pytest.fixture
+def optimizer_loop(loop):
+    """The simulated loop, with every operator the explorer knows."""
+
+    def make(space, **kwargs):
+        sim = loop(space, **kwargs)
+        sim.engine = Engine(known_operators(), sim.timing)
+        return sim
+
+    return make
+
+
+def points(sim) -> list[dict[str, Any]]:
+    return [dict(p) for r in sim.decisions(SamplesRequested) for p in r.points or ()]
+
+
+def run(optimizer_loop, space, make_request, **parameters) -> Any:
+    sim = optimizer_loop(space)
+    sim.send(make_request(space, **parameters))
+    sim.run()
+    return sim
+
+
+def test_tpe_measures_every_point_of_a_finite_space_once_then_says_it_is_exhausted(
+    optimizer_loop, eighty_space, make_request
+):
+    sim = run(
+        optimizer_loop,
+        eighty_space,
+        make_request,
+        operator="optuna_tpe",
+        batch_size=3,
+        seed=5,
+        objective=MAX_TPS,
+    )
+
+    [completed] = sim.decisions(OperationCompleted)
+    asked = [Entity.of(p).id for p in points(sim)]
+    assert completed.stop_reason == "space_exhausted"
+    assert completed.counts.measured == 80
+    assert len(asked) == len(set(asked)) == 80
+    assert completed.best_values["tps"] == 4096.0
+
+
+def test_the_same_seed_gives_the_same_points_and_another_seed_other_points(
+    optimizer_loop, eighty_space, make_request
+):
+    def first_twenty(seed: int) -> list[dict[str, Any]]:
+        rules = {"max_measurements": 20}
+        sim = run(
+            optimizer_loop,
+            eighty_space,
+            make_request,
+            operator="optuna_tpe",
+            seed=seed,
+            objective=MAX_TPS,
+            stopping=rules,
+        )
+        return points(sim)
+
+    assert first_twenty(1) == first_twenty(1)
+    assert first_twenty(1) != first_twenty(2)
+
+
+def test_tpe_finds_the_best_point_in_fewer_measurements_than_random_order_on_average(
+    optimizer_loop, eighty_space, make_request
+):
+    def measurements_to_best(operator: str, seed: int) -> int:
+        rules = {"target_value": 4096.0}
+        sim = run(
+            optimizer_loop,
+            eighty_space,
+            make_request,
+            operator=operator,
+            seed=seed,
+            objective=MAX_TPS,
+            stopping=rules,
+        )
+        [completed] = sim.decisions(OperationCompleted)
+        return completed.counts.measured
+
+    seeds = range(6)
+    tpe = sum(measurements_to_best("optuna_tpe", s) for s in seeds)
+    walk = sum(measurements_to_best("random_walk", s) for s in seeds)
+
+    assert tpe < walk
+
+
+def test_a_window_of_four_asks_four_different_points_and_never_has_more_in_flight(
+    optimizer_loop, eighty_space, make_request
+):
+    sim = optimizer_loop(eighty_space)
+    request = make_request(
+        eighty_space, operator="optuna_tpe", batch_size=4, seed=2, objective=MAX_TPS
+    )
+    first = [e for e in sim.send(request) if isinstance(e, SamplesRequested)]
+    sim.run()
+
+    asked = [Entity.of(p).id for r in first for p in r.points or ()]
+    assert len(set(asked)) == len(asked) == 4
+    assert sim.most_in_flight == 4
+
+
+def test_a_restarted_explorer_proposes_what_the_first_one_would_have(
+    optimizer_loop, eighty_space, make_request
+):
+    request = make_request(
+        eighty_space,
+        operator="optuna_tpe",
+        batch_size=2,
+        seed=9,
+        objective=MAX_TPS,
+        stopping={"max_measurements": 30},
+    )
+    steady = optimizer_loop(eighty_space)
+    steady.send(request)
+    steady.run()
+    crashing = optimizer_loop(eighty_space)
+    crashing.send(request)
+    for _ in range(25):
+        crashing.step()
+    crashing.crash(unpublished=1)
+    crashing.restart()
+    crashing.run()
+
+    assert points(crashing) == points(steady)
+
+
+def test_invalid_results_are_never_asked_again_and_count_as_invalid(
+    optimizer_loop, make_space, make_request
+):
+    space = make_space(NUMERIC)
+
+    def oom_above_64(values, experiment, attempt):
+        if values["batch_size"] > 64:
+            return ("invalid", "out of memory")
+        return ("valid", {"tps": float(values["batch_size"] * values["number_gpus"]), "mem": 1})
+
+    sim = optimizer_loop(space, behaviour=oom_above_64)
+    sim.send(make_request(space, operator="optuna_tpe", seed=4, objective=MAX_TPS))
+    sim.run()
+
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.counts.measured == 40
+    assert completed.counts.invalid == 12
+    assert completed.best_entity_values == {"batch_size": 64, "number_gpus": 8}
+
+
+def test_the_candidates_option_keeps_the_search_to_the_listed_points(
+    optimizer_loop, eighty_space, make_request
+):
+    listed = [
+        {"batch_size": b, "number_gpus": g, "model": "small"} for b in (1, 8, 64) for g in (1, 2)
+    ]
+    sim = run(
+        optimizer_loop,
+        eighty_space,
+        make_request,
+        operator="optuna_tpe",
+        seed=1,
+        objective=MAX_TPS,
+        options={"candidates": listed},
+        batch_size=2,
+    )
+
+    [completed] = sim.decisions(OperationCompleted)
+    assert sorted(Entity.of(p).id for p in points(sim)) == sorted(Entity.of(p).id for p in listed)
+    assert completed.stop_reason == "space_exhausted"
+
+
+def test_number_entities_is_a_budget_of_points(optimizer_loop, eighty_space, make_request):
+    sim = run(
+        optimizer_loop,
+        eighty_space,
+        make_request,
+        operator="optuna_nsga2",
+        seed=1,
+        objective=MAX_TPS,
+        number_entities=7,
+        batch_size=3,
+    )
+
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.stop_reason == "requested_entities_measured"
+    assert len(points(sim)) == 7
+
+
+def test_nsga2_searches_two_objectives_without_repeating_a_point(
+    optimizer_loop, eighty_space, make_request
+):
+    objectives = [MAX_TPS, {"property": "mem", "direction": "min"}]
+    sim = run(
+        optimizer_loop,
+        eighty_space,
+        make_request,
+        operator="optuna_nsga2",
+        seed=3,
+        options={"objectives": objectives, "population_size": 6},
+        batch_size=2,
+        stopping={"max_measurements": 30},
+    )
+
+    asked = [Entity.of(p).id for p in points(sim)]
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.stop_reason == "max_measurements"
+    assert len(asked) == len(set(asked)) >= 30
+
+
+def test_cma_es_searches_a_numeric_space_the_same_way_for_the_same_seed(
+    optimizer_loop, make_space, make_request
+):
+    space = make_space(NUMERIC)
+
+    def cma(seed: int) -> list[dict[str, Any]]:
+        sim = run(
+            optimizer_loop,
+            space,
+            make_request,
+            operator="optuna_cmaes",
+            seed=seed,
+            objective=MAX_TPS,
+            options={"n_startup_trials": 3},
+            stopping={"max_measurements": 15},
+        )
+        return points(sim)
+
+    first = cma(6)
+    assert first == cma(6)
+    assert len({Entity.of(p).id for p in first}) == len(first) == 15
+
+
+def test_tpe_searches_a_space_with_a_continuous_property_within_its_budget(
+    optimizer_loop, make_space, make_request
+):
+    space = make_space(CONTINUOUS)
+    sim = run(
+        optimizer_loop,
+        space,
+        make_request,
+        operator="optuna_tpe",
+        seed=2,
+        objective=MAX_TPS,
+        stopping={"max_measurements": 12},
+    )
+
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.stop_reason == "max_measurements"
+    assert all(1.0 <= p["batch_size"] <= 64.0 for p in points(sim))
+
+
+@pytest.mark.parametrize(
+    ("operator", "parameters", "reason"),
+    [
+        ("optuna_tpe", {}, "optuna_tpe needs an objective"),
+        (
+            "optuna_tpe",
+            {"objective": MAX_TPS, "options": {"sampler": "x"}},
+            "optuna_tpe has no option 'sampler'",
+        ),
+        ("optuna_cmaes", {"objective": MAX_TPS}, "property 'model' is categorical"),
+        (
+            "optuna_cmaes",
+            {"options": {"objectives": [MAX_TPS, MAX_TPS]}},
+            "optuna_cmaes optimises one objective, but 2 were given",
+        ),
+        (
+            "optuna_tpe",
+            {"objective": {"property": "nope", "direction": "max"}},
+            "the objective 'nope' is not measured",
+        ),
+    ],
+)
+def test_an_operation_the_optimizer_cannot_run_fails_at_once_with_one_sentence(
+    optimizer_loop, eighty_space, make_request, operator, parameters, reason
+):
+    sim = optimizer_loop(eighty_space)
+    [failed] = sim.send(make_request(eighty_space, operator=operator, **parameters))
+
+    assert isinstance(failed, OperationFailed)
+    assert reason in failed.reason
+    assert "\n" not in failed.reason
+
+
+def test_a_space_with_a_continuous_property_needs_a_budget(
+    optimizer_loop, make_space, make_request
+):
+    space = make_space(CONTINUOUS)
+    sim = optimizer_loop(space)
+    [failed] = sim.send(make_request(space, operator="optuna_tpe", objective=MAX_TPS))
+
+    assert isinstance(failed, OperationFailed)
+    assert "give optuna_tpe a budget" in failed.reason
+
+
+@pytest.mark.skipif(
+    not missing_packages("gp"), reason="torch and scipy are installed: GP can run here"
+)
+def test_gp_without_torch_is_refused_with_what_to_install(
+    optimizer_loop, eighty_space, make_request
+):
+    sim = optimizer_loop(eighty_space)
+    [failed] = sim.send(make_request(eighty_space, operator="optuna_gp", objective=MAX_TPS))
+
+    assert isinstance(failed, OperationFailed)
+    assert "needs the packages" in failed.reason
+    assert "'gp' extra" in failed.reason
+
+
+@pytest.mark.skipif(
+    bool(missing_packages("gp")), reason="torch and scipy are not installed: GP cannot run here"
+)
+def test_gp_searches_with_points_in_flight_and_invalid_results_the_same_way_for_a_seed(
+    optimizer_loop, make_space, make_request
+):
+    space = make_space(NUMERIC)
+
+    def oom_above_64(values, experiment, attempt):
+        if values["batch_size"] > 64:
+            return ("invalid", "out of memory")
+        return ("valid", {"tps": float(values["batch_size"] * values["number_gpus"]), "mem": 1})
+
+    def gp(seed: int) -> list[dict[str, Any]]:
+        sim = optimizer_loop(space, behaviour=oom_above_64)
+        rules = {"max_measurements": 14}
+        options = {"n_startup_trials": 4}
+        sim.send(
+            make_request(
+                space,
+                operator="optuna_gp",
+                seed=seed,
+                objective=MAX_TPS,
+                batch_size=2,
+                options=options,
+                stopping=rules,
+            )
+        )
+        sim.run()
+        return points(sim)
+
+    first = gp(8)
+    assert first == gp(8)
+    assert len({Entity.of(p).id for p in first}) == len(first) >= 14

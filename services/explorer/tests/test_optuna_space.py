@@ -1,0 +1,108 @@
+"""How an entity space becomes Optuna distributions, and suggestions become entities again."""
+
+from __future__ import annotations
+
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+from discospace.core import Entity, EntitySpace, PropertySpec
+from discospace.explorer.optuna_search import SearchSpace, SearchSpaceError
+from discospace.explorer.optuna_search.candidates import (
+    ListedPool,
+    OpenPool,
+    SequencePool,
+    pool_of,
+)
+
+
+def space(*specs: PropertySpec) -> EntitySpace:
+    return EntitySpace.from_specs(specs)
+
+
+MIXED = space(
+    PropertySpec(name="model", values=("small", "large")),
+    PropertySpec(name="number_gpus", values=(1, 2, 3, 4)),
+    PropertySpec(name="batch_size", values=(2, 4, 8)),
+    PropertySpec(name="learning_rate", range=(0.0001, 0.1)),
+    PropertySpec(name="warmup", range=(0, 10), interval=2),
+)
+
+
+def test_each_domain_maps_to_the_distribution_that_keeps_its_meaning():
+    distributions = SearchSpace.of(MIXED).distributions
+
+    assert distributions["model"] == CategoricalDistribution(("small", "large"))
+    assert distributions["number_gpus"] == IntDistribution(1, 4, step=1)
+    assert distributions["batch_size"] == CategoricalDistribution((2, 4, 8))
+    assert distributions["learning_rate"] == FloatDistribution(0.0001, 0.1)
+    assert distributions["warmup"] == IntDistribution(0, 8, step=2)
+
+
+def test_evenly_spaced_decimal_values_become_a_float_range_with_their_step():
+    search = SearchSpace.of(space(PropertySpec(name="ratio", values=(0.1, 0.2, 0.3))))
+
+    assert search.distributions["ratio"] == FloatDistribution(0.1, 0.3, step=0.1)
+    assert search.entity({"ratio": 0.30000000000000004})["ratio"] == 0.3
+
+
+def test_a_numbers_only_sampler_gets_uneven_values_as_their_rank_and_refuses_categories():
+    numeric = space(PropertySpec(name="batch_size", values=(8, 2, 4)))
+    search = SearchSpace.of(numeric, numeric_only=True)
+
+    assert search.distributions["batch_size"] == IntDistribution(0, 2)
+    assert search.params({"batch_size": 8}) == {"batch_size": 2}
+    assert search.entity({"batch_size": 0})["batch_size"] == 2
+    with pytest.raises(SearchSpaceError, match="'model' is categorical"):
+        SearchSpace.of(MIXED, numeric_only=True)
+
+
+def test_an_identifier_property_cannot_be_searched():
+    with pytest.raises(SearchSpaceError, match="'run' is an identifier"):
+        SearchSpace.of(space(PropertySpec(name="run", type="identifier")))
+
+
+def test_parameters_of_an_entity_give_back_the_same_entity():
+    search = SearchSpace.of(MIXED)
+    point = {
+        "model": "large",
+        "number_gpus": 3,
+        "batch_size": 8,
+        "learning_rate": 0.01,
+        "warmup": 4,
+    }
+
+    assert search.entity(search.params(point)) == Entity.of(point)
+
+
+def test_a_taken_suggestion_maps_to_the_nearest_free_point_and_ties_go_to_the_earlier():
+    grid = space(
+        PropertySpec(name="batch_size", values=(1, 2, 4, 8)),
+        PropertySpec(name="model", values=("small", "large")),
+    )
+    pool = pool_of(SearchSpace.of(grid), seed=0)
+    taken = {Entity.of({"batch_size": 4, "model": "small"}).id}
+
+    nearest = pool.nearest_free(Entity.of({"batch_size": 4, "model": "small"}), taken)
+
+    assert isinstance(pool, ListedPool)
+    assert nearest == Entity.of({"batch_size": 2, "model": "small"})
+
+
+def test_the_pool_of_a_space_depends_on_whether_it_can_be_listed():
+    huge = space(*(PropertySpec(name=f"p{i}", range=(0, 100), interval=1) for i in range(3)))
+    open_space = space(PropertySpec(name="rate", range=(0.0, 1.0)))
+
+    assert isinstance(pool_of(SearchSpace.of(huge), seed=1), SequencePool)
+    assert isinstance(pool_of(SearchSpace.of(open_space), seed=1), OpenPool)
+
+
+def test_a_large_space_gives_the_first_free_point_of_its_seeded_random_order():
+    huge = space(*(PropertySpec(name=f"p{i}", range=(0, 100), interval=1) for i in range(3)))
+    pool = pool_of(SearchSpace.of(huge), seed=3)
+    first = pool.nearest_free(Entity.of({"p0": 0, "p1": 0, "p2": 0}), set())
+    assert first is not None
+
+    second = pool.nearest_free(Entity.of({"p0": 0, "p1": 0, "p2": 0}), {first.id})
+
+    assert second is not None
+    assert second != first

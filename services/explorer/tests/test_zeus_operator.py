@@ -1,0 +1,280 @@
+"""`zeus_bso` as an explorer operator: options, space, proposals, and runs inside the engine."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from discospace.core import ExperimentSpec, PropertySpec
+from discospace.events import OperationCompleted, OperationFailed, OperationParameters
+from discospace.explorer.decide import Engine
+from discospace.explorer.operators import Finish, Measure, OperationView, OperatorRegistry, Wait
+from discospace.explorer.pairs import Outcome
+from discospace.explorer.random_walk import RandomWalk
+from discospace.explorer.spaces import KnownSpace, known_space
+from discospace.explorer.zeus.operator import ZeusBso, attempt_of
+
+RUN = ExperimentSpec(
+    actuator="replay",
+    experiment="train_to_target",
+    target_properties=("time_to_accuracy", "energy_to_accuracy", "converged"),
+    required_properties=("dataset", "batch_size", "power_limit"),
+)
+PROPERTIES = (
+    PropertySpec(name="dataset", values=("toy",)),
+    PropertySpec(name="batch_size", values=(8, 16, 32, 64)),
+    PropertySpec(name="power_limit", values=(100, 200)),
+    PropertySpec(name="recurrence", range=(0, 10_000), interval=1),
+)
+OPTIONS = {"default_batch_size": 32, "recurrences": 6}
+T0 = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def registered(make_space):
+    return make_space(PROPERTIES, (RUN,))
+
+
+@pytest.fixture
+def space(registered) -> KnownSpace:
+    entry = known_space(registered)
+    assert isinstance(entry, KnownSpace)
+    return entry
+
+
+def parameters(**options: Any) -> OperationParameters:
+    return OperationParameters(seed=3, single_measurement=False, options={**OPTIONS, **options})
+
+
+def outcome(point: dict[str, Any], cost: float, converged: bool = True, **extra: Any) -> Outcome:
+    """A run of cost `cost` at eta 0.5 (energy 2 * cost, no time)."""
+    values = {"time_to_accuracy": 0.0, "energy_to_accuracy": 2 * cost, "converged": int(converged)}
+    entity_id = "e-" + "-".join(str(point[k]) for k in sorted(point))
+    return Outcome(entity_id, point, "train_to_target", True, {**values, **extra}, None, False)
+
+
+def view(space: KnownSpace, outcomes=(), pending=(), free: int = 1, **options: Any):
+    """The operation after `outcomes` arrived, with the runs `pending` still in flight."""
+    entities = {o.entity_id: o.entity_values for o in outcomes}
+    entities.update({f"pending-{k}": values for k, values in enumerate(pending)})
+    return OperationView(
+        operation_id="op-1",
+        parameters=parameters(**options),
+        space=space,
+        started_at=T0,
+        now=T0,
+        free_slots=free,
+        in_flight=len(pending),
+        drawn_by_strategy=0,
+        entities_drawn=0,
+        exhausted=False,
+        entities=entities,
+        outcomes=tuple(outcomes),
+        best=None,
+    )
+
+
+def point(batch_size: int, power_limit: int, recurrence: int) -> dict[str, Any]:
+    return {
+        "dataset": "toy",
+        "batch_size": batch_size,
+        "power_limit": power_limit,
+        "recurrence": recurrence,
+    }
+
+
+# -- check ---------------------------------------------------------------------------------
+
+
+def test_a_well_formed_operation_is_accepted(space):
+    assert ZeusBso().check(parameters(), space) is None
+
+
+def test_the_default_batch_size_is_required(space):
+    bare = OperationParameters(single_measurement=False, options={})
+    assert ZeusBso().check(bare, space) == ("zeus_bso option 'default_batch_size': Field required")
+
+
+def test_an_unknown_option_is_named(space):
+    assert "option 'etta'" in (ZeusBso().check(parameters(etta=0.4), space) or "")
+
+
+def test_an_out_of_range_option_is_named(space):
+    assert "option 'eta'" in (ZeusBso().check(parameters(eta=1.5), space) or "")
+
+
+def test_a_default_batch_size_outside_the_space_is_refused(space):
+    problem = ZeusBso().check(parameters(default_batch_size=48), space)
+    assert problem == "the default batch size 48 is not one of 8, 16, 32, 64"
+
+
+def test_reusing_runs_from_the_store_is_refused(space):
+    reusing = parameters().model_copy(update={"single_measurement": True})
+    assert "single_measurement to false" in (ZeusBso().check(reusing, space) or "")
+
+
+def test_a_space_without_recurrence_is_refused(make_space):
+    entry = known_space(make_space(PROPERTIES[:3], (RUN,)))
+    assert isinstance(entry, KnownSpace)
+    assert "needs a 'recurrence' property" in (ZeusBso().check(parameters(), entry) or "")
+
+
+def test_a_space_with_two_workloads_is_refused(make_space):
+    two = (PropertySpec(name="dataset", values=("toy", "other")), *PROPERTIES[1:])
+    entry = known_space(make_space(two, (RUN,)))
+    assert isinstance(entry, KnownSpace)
+    assert "'dataset' must have exactly one value" in (ZeusBso().check(parameters(), entry) or "")
+
+
+# -- propose -------------------------------------------------------------------------------
+
+
+def test_the_first_run_profiles_power_at_the_default_batch_size(space):
+    proposal = ZeusBso().propose(view(space))
+    assert proposal == Measure((point(32, 200, 0),), ({"profile_power": 1},))
+
+
+def test_the_next_run_carries_the_early_stopping_limit_and_the_profiled_limit(space):
+    first = outcome(point(32, 200, 0), 1500.0, trained_power_limit=100)
+    proposal = ZeusBso().propose(view(space, [first]))
+    assert proposal == Measure((point(16, 200, 1),), ({"cost_limit": 3000.0, "profile_power": 1},))
+
+
+def test_a_profiled_batch_size_runs_at_the_limit_profiling_chose(space):
+    history = [
+        outcome(point(32, 200, 0), 10.0, trained_power_limit=100),
+        outcome(point(16, 200, 1), 12.0, trained_power_limit=200),
+        outcome(point(8, 200, 2), 30.0, converged=False, trained_power_limit=200),
+        outcome(point(64, 200, 3), 30.0, converged=False, trained_power_limit=100),
+    ]
+    proposal = ZeusBso().propose(view(space, history))
+    assert proposal == Measure((point(32, 100, 4),), ({"cost_limit": 20.0},))
+
+
+def test_max_epochs_is_passed_to_every_run(space):
+    proposal = ZeusBso().propose(view(space, max_epochs=12))
+    assert isinstance(proposal, Measure)
+    assert proposal.inputs == ({"profile_power": 1, "max_epochs": 12},)
+
+
+def test_free_slots_before_anything_converged_start_only_the_exploration(space):
+    proposal = ZeusBso().propose(view(space, free=3))
+    assert isinstance(proposal, Measure)
+    assert [p["batch_size"] for p in proposal.points] == [32]
+
+
+def test_concurrent_runs_get_the_cheapest_size_while_the_exploration_is_in_flight(space):
+    first = outcome(point(32, 200, 0), 10.0, trained_power_limit=100)
+    proposal = ZeusBso().propose(view(space, [first], free=3))
+    assert isinstance(proposal, Measure)
+    assert proposal.points == (point(16, 200, 1), point(32, 100, 2), point(32, 100, 3))
+
+
+def test_the_exploration_waits_while_the_default_is_still_running(space):
+    assert ZeusBso().propose(view(space, pending=[point(32, 200, 0)])) == Wait()
+
+
+def test_the_operator_finishes_once_enough_recurrences_converged(space):
+    history = [outcome(point(32, 200, k), 10.0 + k) for k in range(2)]
+    finished = ZeusBso().propose(view(space, history, recurrences=2))
+    assert finished == Finish("operator_finished", "2 recurrences converged")
+
+
+def test_an_invalid_result_counts_as_a_run_that_never_started():
+    invalid = Outcome("e", point(64, 200, 3), "train_to_target", False, {}, "no row", False)
+    attempt = attempt_of(invalid)
+    assert not attempt.ran
+    assert not attempt.converged
+
+
+def test_a_result_without_the_run_figures_fails_with_a_clear_sentence():
+    broken = Outcome("e", point(32, 200, 0), "train_to_target", True, {"converged": 1}, None, False)
+    with pytest.raises(ValueError, match="finite number 'time_to_accuracy'"):
+        attempt_of(broken)
+
+
+# -- inside the engine ---------------------------------------------------------------------
+
+
+def toy_job(values: dict[str, Any], experiment: str, attempt: int) -> tuple[str, Any]:
+    """Smaller batches are cheaper down to 16; 8 never converges; every fourth run of 32 fails."""
+    cost = {8: 40.0, 16: 20.0, 32: 25.0, 64: 30.0}[values["batch_size"]]
+    converged = values["batch_size"] != 8 and not (
+        values["batch_size"] == 32 and values["recurrence"] % 4 == 3
+    )
+    energy = 2 * cost * (1 + 0.01 * (values["recurrence"] % 3))
+    return (
+        "valid",
+        {"time_to_accuracy": 0.0, "energy_to_accuracy": energy, "converged": int(converged)},
+    )
+
+
+def zeus_loop(loop, registered, make_request, **options: Any):
+    sim = loop(registered, toy_job)
+    sim.engine = Engine(OperatorRegistry([RandomWalk(), ZeusBso()]), sim.timing)
+    request = make_request(
+        registered,
+        operator="zeus_bso",
+        seed=5,
+        single_measurement=False,
+        options={**OPTIONS, **options},
+    )
+    return sim, request
+
+
+def test_an_operation_runs_until_its_recurrences_converged(loop, registered, make_request):
+    sim, request = zeus_loop(loop, registered, make_request, recurrences=12)
+    sim.send(request)
+    sim.run()
+    completed = sim.decisions(OperationCompleted)
+    assert len(completed) == 1
+    assert completed[0].stop_reason == "operator_finished"
+    assert completed[0].stop_detail.startswith("12 recurrences converged")
+    runs = [p for r in sim.decisions() if getattr(r, "points", None) for p in r.points]
+    assert [p["recurrence"] for p in runs] == list(range(len(runs)))
+    assert [p["batch_size"] for p in runs[:3]] == [32, 16, 8]
+
+
+def test_a_restarted_explorer_makes_the_same_decisions(loop, registered, make_request):
+    sim, request = zeus_loop(loop, registered, make_request, recurrences=10)
+    sim.send(request)
+    for _ in range(25):
+        sim.step()
+    sim.crash()
+    sim.restart()
+    sim.run()
+    replayed = [r for r in sim.decisions() if getattr(r, "points", None)]
+
+    again, request = zeus_loop(loop, registered, make_request, recurrences=10)
+    again.send(request)
+    again.run()
+    straight = [r for r in again.decisions() if getattr(r, "points", None)]
+    assert [r.points for r in replayed] == [r.points for r in straight]
+
+
+def test_a_job_whose_sizes_never_converge_fails_with_the_pruning_sentence(
+    loop, registered, make_request
+):
+    sim, request = zeus_loop(loop, registered, make_request)
+    sim.behaviour = sim.fakes.behaviour = lambda values, experiment, attempt: (
+        "valid",
+        {"time_to_accuracy": 1.0, "energy_to_accuracy": 1.0, "converged": 0},
+    )
+    sim.send(request)
+    sim.run()
+    failed = sim.decisions(OperationFailed)
+    assert len(failed) == 1
+    assert "no batch size reached the target metric" in failed[0].reason
+
+
+def test_the_engine_refuses_an_operation_without_a_default_batch_size(
+    loop, registered, make_request
+):
+    sim, _ = zeus_loop(loop, registered, make_request)
+    request = make_request(registered, operator="zeus_bso", single_measurement=False)
+    sim.send(request)
+    failed = sim.decisions(OperationFailed)
+    assert failed
+    assert "default_batch_size" in failed[0].reason
