@@ -5,24 +5,20 @@ mid-measurement loses nothing: the measurement completes once, by the other work
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from aiokafka import AIOKafkaConsumer
 
 from discospace.events import (
     MeasurementCompleted,
     MeasurementFailed,
     MeasurementRequested,
     MeasurementStarted,
-    decode,
 )
 from discospace.testing.loop import Loop
 
@@ -88,26 +84,6 @@ def _walk_file(loop: Loop) -> Path:
     return path
 
 
-def _cli_ok(loop: Loop, *args: str) -> str:
-    answer = loop.cli(*args)
-    assert answer.returncode == 0, answer.stderr + loop.logs()
-    return answer.stdout.strip()
-
-
-def _progress(loop: Loop, operation_id: str) -> dict[str, Any]:
-    return dict(json.loads(_cli_ok(loop, "operation", "show", operation_id, "--json")))
-
-
-def _wait_for_end(loop: Loop, operation_id: str, timeout_s: float = 180) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        progress = _progress(loop, operation_id)
-        if progress["status"] in ("completed", "failed"):
-            return progress
-        time.sleep(0.5)
-    raise AssertionError(f"{operation_id} did not end in {timeout_s}s: {loop.logs()}")
-
-
 def _kill_mid_measurement(loop: Loop, name: str, timeout_s: float = 120) -> None:
     """SIGKILL worker `name` once it has measured one request and is measuring another."""
     worker = loop.services[name]
@@ -122,26 +98,6 @@ def _kill_mid_measurement(loop: Loop, name: str, timeout_s: float = 120) -> None
     loop.kill(name)
 
 
-def _events(loop: Loop, topic: str, operation_id: str) -> list[Any]:
-    """Every event of the operation on `topic`, duplicates included, read with a plain client."""
-
-    async def read() -> list[Any]:
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=loop.bootstrap, auto_offset_reset="earliest"
-        )
-        await consumer.start()
-        records: list[Any] = []
-        try:
-            while batch := await consumer.getmany(timeout_ms=1500):
-                records += [r for part in batch.values() for r in part]
-        finally:
-            await consumer.stop()
-        events = [decode(r.value) for r in records]
-        return [e for e in events if getattr(e, "operation_id", None) == operation_id]
-
-    return asyncio.run(read())
-
-
 def _pool_of(worker_id: str) -> str:
     return worker_id.rsplit("-", 1)[0]
 
@@ -149,17 +105,17 @@ def _pool_of(worker_id: str) -> str:
 def test_pools_take_only_their_entities_both_workers_work_and_a_killed_worker_loses_nothing(
     loop: Loop,
 ):
-    space_id = _cli_ok(loop, "space", "create", "-f", str(_space_file(loop)))
-    created = _cli_ok(loop, "operation", "create", "-f", str(_walk_file(loop)), "--space", space_id)
+    space_id = loop.cli_ok("space", "create", "-f", str(_space_file(loop))).strip()
+    created = loop.cli_ok("operation", "create", "-f", str(_walk_file(loop)), "--space", space_id)
     operation_id = created.splitlines()[0]
 
     _kill_mid_measurement(loop, VICTIM)
-    progress = _wait_for_end(loop, operation_id)
-    events = _events(loop, loop.topics.measurements, operation_id)
+    progress = loop.wait_for_end(operation_id)
+    events = loop.events(loop.topics.measurements, operation_id)
     requested = {
         pool: [
             e
-            for e in _events(loop, loop.topics.measure(pool), operation_id)
+            for e in loop.events(loop.topics.measure(pool), operation_id)
             if isinstance(e, MeasurementRequested)
         ]
         for pool in POOLS
@@ -168,7 +124,7 @@ def test_pools_take_only_their_entities_both_workers_work_and_a_killed_worker_lo
     completions = {e.event_id: e for e in events if isinstance(e, MeasurementCompleted)}
     per_entity = Counter(e.entity_id for e in completions.values())
     rows = json.loads(
-        _cli_ok(loop, "space", "show", space_id, "--include", "measured", "--format", "json")
+        loop.cli_ok("space", "show", space_id, "--include", "measured", "--format", "json")
     )
 
     assert progress["status"] == "completed", loop.logs()

@@ -18,9 +18,9 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaProducer
 
-from discospace.events import MeasurementCompleted, MeasurementRequested, decode
+from discospace.events import MeasurementCompleted, MeasurementRequested
 from discospace.testing.loop import REPO, Loop
 
 pytestmark = pytest.mark.integration
@@ -58,20 +58,10 @@ def loop(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
         running.actuator("actuator-flaky", "flaky", FLAKY)
         running.actuator("actuator-slow", "slow", SLOW)
         running.wait_healthy()
-        wait_for_catalogs(running, {"benchmark", "flaky-benchmark", "slow-benchmark"})
+        running.wait_for_catalog({"benchmark", "flaky-benchmark", "slow-benchmark"})
         yield running
     finally:
         running.stop()
-
-
-def wait_for_catalogs(loop: Loop, experiments: set[str], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        answer = loop.cli("actuators", "--json")
-        if answer.returncode == 0 and all(name in answer.stdout for name in experiments):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"actuators never announced {experiments}: {loop.logs()}")
 
 
 def space_file(loop: Loop, name: str, store: str, experiment: str, **narrow: list[Any]) -> Path:
@@ -129,28 +119,8 @@ def rows(loop: Loop, space_id: str, include: str) -> list[dict[str, Any]]:
     return list(json.loads(answer.stdout))
 
 
-def measurement_events(loop: Loop, topic: str, operation_id: str) -> list[Any]:
-    """Every event of `operation_id` on `topic`, read with a plain consumer."""
-
-    async def read() -> list[Any]:
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=loop.bootstrap, auto_offset_reset="earliest"
-        )
-        await consumer.start()
-        records: list[Any] = []
-        try:
-            while batch := await consumer.getmany(timeout_ms=1500):
-                records += [r for part in batch.values() for r in part]
-        finally:
-            await consumer.stop()
-        events = [decode(r.value) for r in records]
-        return [e for e in events if getattr(e, "operation_id", None) == operation_id]
-
-    return asyncio.run(read())
-
-
 def requested(loop: Loop, pool: str, operation_id: str) -> list[MeasurementRequested]:
-    events = measurement_events(loop, loop.topics.measure(pool), operation_id)
+    events = loop.events(loop.topics.measure(pool), operation_id)
     return [e for e in events if isinstance(e, MeasurementRequested)]
 
 
@@ -266,23 +236,11 @@ def test_an_operation_published_with_a_plain_kafka_producer_runs_like_one_from_t
             await producer.stop()
 
     asyncio.run(publish())
-    progress = wait_for_end(loop, operation_id)
+    progress = loop.wait_for_end(operation_id)
 
     assert progress["status"] == "completed"
     assert progress["counts"]["measured"] == 10
     assert len(rows(loop, space_id, "measured")) == 10
-
-
-def wait_for_end(loop: Loop, operation_id: str, timeout_s: float = 180) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        answer = loop.cli("operation", "show", operation_id, "--json")
-        if answer.returncode == 0:
-            progress = dict(json.loads(answer.stdout))
-            if progress["status"] in ("completed", "failed"):
-                return progress
-        time.sleep(0.5)
-    raise AssertionError(f"{operation_id} did not end in {timeout_s}s: {loop.logs()}")
 
 
 def wait_for_measured(loop: Loop, operation_id: str, at_least: int) -> None:
@@ -311,9 +269,9 @@ def test_killing_explorer_sampler_and_projector_mid_operation_loses_and_repeats_
         time.sleep(0.5)
         loop.restart(victim)
 
-    progress = wait_for_end(loop, operation_id)
+    progress = loop.wait_for_end(operation_id)
     measured = rows(loop, space_id, "measured")
-    events = measurement_events(loop, loop.topics.measurements, operation_id)
+    events = loop.events(loop.topics.measurements, operation_id)
     completions = {e.event_id: e for e in events if isinstance(e, MeasurementCompleted)}
     per_entity = Counter(e.entity_id for e in completions.values() if e.is_valid)
 

@@ -7,6 +7,7 @@ Used by the end-to-end tests and by the loop benchmark. Each service runs as
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -21,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer
+
+from discospace.events import Event, decode
 from discospace.events.topics import TopicNames
 from discospace.testing.kafka import free_port
 
@@ -184,6 +188,62 @@ class Loop:
         return subprocess.run(
             command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s
         )
+
+    def cli_ok(self, *args: str) -> str:
+        """Run the CLI, fail with its error and the services' logs unless it succeeds."""
+        answer = self.cli(*args)
+        if answer.returncode != 0:
+            raise AssertionError(f"discospace {' '.join(args)}: {answer.stderr}{self.logs()}")
+        return answer.stdout
+
+    def cli_json(self, *args: str) -> Any:
+        """The JSON a CLI command prints (give it `--json` or `--format json`)."""
+        return json.loads(self.cli_ok(*args))
+
+    def wait_for_catalog(self, experiments: Iterable[str], timeout_s: float = 60) -> None:
+        """Wait until `discospace actuators` lists every named experiment."""
+        wanted = set(experiments)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            answer = self.cli("actuators", "--json")
+            if answer.returncode == 0 and all(name in answer.stdout for name in wanted):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"actuators never announced {sorted(wanted)}: {self.logs()}")
+
+    def wait_for_end(self, operation_id: str, timeout_s: float = 180) -> dict[str, Any]:
+        """The operation's progress once it completed or failed."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            answer = self.cli("operation", "show", operation_id, "--json")
+            if answer.returncode == 0:
+                progress = dict(json.loads(answer.stdout))
+                if progress["status"] in ("completed", "failed"):
+                    return progress
+            time.sleep(0.5)
+        raise AssertionError(f"{operation_id} did not end in {timeout_s}s: {self.logs()}")
+
+    def events(self, topic: str, operation_id: str | None = None) -> list[Event]:
+        """Every event on `topic` (of one operation when named), duplicates included, read
+        with a plain consumer until the topic has been quiet for 1.5 s."""
+
+        async def read() -> list[Event]:
+            consumer = AIOKafkaConsumer(
+                topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
+            )
+            await consumer.start()
+            records: list[Any] = []
+            try:
+                while batch := await consumer.getmany(timeout_ms=1500):
+                    records += [r for part in batch.values() for r in part]
+            finally:
+                await consumer.stop()
+            events = [decode(r.value) for r in records]
+            if operation_id is None:
+                return events
+            return [e for e in events if getattr(e, "operation_id", None) == operation_id]
+
+        return asyncio.run(read())
 
     def stop(self) -> None:
         """SIGTERM every service (SIGKILL what does not stop)."""
