@@ -183,6 +183,7 @@ async def test_a_zeus_run_that_never_converges_is_valid_and_costs_max_epochs(
         ("fms-a100.yaml", "fms-a100-space.yaml"),
         ("zeus-v100.yaml", "zeus-v100-space.yaml"),
         ("zeus-a40.yaml", "zeus-a40-space.yaml"),
+        ("zeus-v100.yaml", "zeus-bso-space.yaml"),
     ],
 )
 def test_each_example_space_is_measurable_by_its_replay_config(

@@ -4,5 +4,8 @@
   `<repo>/../shared/data`); `TraceDataMissingError` names an absent folder.
 - `discospace.traces.zeus`: `ZeusTrace`, the Zeus train and power traces as a simulator of
   training to a target metric at (batch size, power limit), with the Zeus cost.
+- `discospace.traces.zeus_rules`: Zeus's run controls (early stopping at a cost limit,
+  just-in-time power-limit profiling, an epoch cap) as pure rules, shared by the explorer's
+  simulator and the replay actuator.
 - `discospace.traces.fms`: the fms-acceleration A100 fine-tuning table, typed.
 """

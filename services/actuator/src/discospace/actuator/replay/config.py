@@ -151,7 +151,10 @@ class ZeusReplay(_Frozen):
     experiment: NonEmptyStr = "train_to_target"
     description: str = (
         "Trains a workload to its target metric at (batch size, power limit) on a GPU: one seeded "
-        "run of the Zeus NSDI'23 train trace, costed with the power trace."
+        "run of the Zeus NSDI'23 train trace, costed with the power trace. Run controls (0: not "
+        "asked for): cost_limit stops the run before the epoch that would pass it, profile_power "
+        "1 profiles every power limit in the first epoch and trains at the cheapest "
+        "(trained_power_limit), max_epochs caps an unconverged run (0: the job's)."
     )
     folder: NonEmptyStr = Field(
         default="${DISCOSPACE_DATA_DIR}/zeus-nsdi23-trace", description="The Zeus trace folder."
