@@ -16,7 +16,6 @@ Randomness comes from the seed and the run's number only.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -40,13 +39,9 @@ from discospace.explorer.zeus.policy import (
     next_plan,
     read_history,
 )
-from discospace.explorer.zeus.power import (
-    LimitProfile,
-    cheapest_limit,
-    epochs_within,
-    profiling_epoch,
-)
+from discospace.explorer.zeus.power import LimitProfile
 from discospace.traces.zeus import Workload, ZeusTrace
+from discospace.traces.zeus_rules import RunControls, controlled_run
 
 BENCH_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 """The (unused) clock of the operator's views: its decisions never read the time."""
@@ -79,28 +74,24 @@ class Simulator:
         ]
 
     def run(self, plan: Plan, rng: np.random.Generator) -> Attempt:
-        """One run of `plan` on a training run drawn with `rng`."""
+        """One run of `plan` on a training run drawn with `rng`, under the same rules the
+        replay actuator applies (`discospace.traces.zeus_rules.controlled_run`)."""
         profiles = self.profiles(plan.batch_size)
         profiled = plan.power_limit is None
-        limit = (
-            cheapest_limit(profiles, self.settings.eta, self.job.max_power)
-            if plan.power_limit is None
-            else plan.power_limit
-        )
-        epoch = next(p for p in profiles if p.power_limit == limit)
-        epoch_cost = epoch.epoch_cost(self.settings.eta, self.job.max_power)
-        allowed = epochs_within(plan.cost_limit, epoch_cost, self.max_epochs)
+        highest = max(p.power_limit for p in profiles)
         target = self.trace.sample_run(self.workload, plan.batch_size, rng)
-        if allowed == 0:
-            return Attempt(plan.batch_size, limit, 0.0, 0.0, False, profiled)
-        converged = not math.isnan(target) and target <= allowed
-        epochs = float(target) if converged else float(allowed)
-        time_s, energy_j = epochs * epoch.time_per_epoch, epochs * epoch.epoch_energy
-        if profiled:
-            first = profiling_epoch(profiles)
-            time_s += first.time_s - epoch.time_per_epoch
-            energy_j += first.energy_j - epoch.epoch_energy
-        return Attempt(plan.batch_size, limit, time_s, energy_j, converged, profiled)
+        run = controlled_run(
+            profiles,
+            highest if plan.power_limit is None else plan.power_limit,
+            target,
+            self.settings.eta,
+            self.job.max_power,
+            self.max_epochs,
+            RunControls(cost_limit=plan.cost_limit, profile_power=profiled),
+        )
+        return Attempt(
+            plan.batch_size, run.power_limit, run.time_s, run.energy_j, run.converged, profiled
+        )
 
     def recurrences(self) -> int:
         return 2 * len(self.job.batch_sizes) * len(self.job.power_limits)
