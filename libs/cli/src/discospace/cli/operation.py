@@ -18,7 +18,7 @@ from discospace.cli.requests import (
     request_cancel,
     request_operation,
 )
-from discospace.cli.settings import settings_of
+from discospace.cli.settings import CliSettings, settings_of
 from discospace.cli.views import print_json, print_table
 from discospace.cli.watch import ending, progress_rows, watch_operation
 
@@ -58,9 +58,7 @@ def create(
     asyncio.run(request_operation(settings, request))
     typer.echo(request.operation_id)
     if watch:
-        final = watch_operation(settings, request.operation_id, interval)
-        if final.status != "completed":
-            raise CliError(f"operation {request.operation_id} failed: {ending(final)}")
+        _follow(settings, request.operation_id, interval)
 
 
 @operation_app.command("show")
@@ -89,7 +87,12 @@ def watch(
     ] = 0.5,
 ) -> None:
     """Follow an operation's progress until it ends (exit 2 if it failed)."""
-    final = watch_operation(settings_of(ctx), operation_id, interval)
+    _follow(settings_of(ctx), operation_id, interval)
+
+
+def _follow(settings: CliSettings, operation_id: str, interval: float) -> None:
+    """The live progress bar until the operation ends; a one-line error if it failed."""
+    final = watch_operation(settings, operation_id, interval)
     if final.status != "completed":
         raise CliError(f"operation {operation_id} failed: {ending(final)}")
 

@@ -10,7 +10,7 @@ consumer dead-letters them).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -38,7 +38,7 @@ async def replay(
     client_id: str = "discospace-replay",
 ) -> ReplayReport:
     """Fold every event of `topics`, from the beginning up to their end offsets at call time."""
-    partitions = await _partitions(bootstrap_servers, topics)
+    partitions = await existing_partitions(bootstrap_servers, topics)
     if not partitions:
         return ReplayReport()
     consumer = AIOKafkaConsumer(
@@ -55,7 +55,9 @@ async def replay(
         await consumer.stop()
 
 
-async def _partitions(bootstrap_servers: str, topics: Sequence[str]) -> list[TopicPartition]:
+async def existing_partitions(
+    bootstrap_servers: str, topics: Iterable[str]
+) -> list[TopicPartition]:
     """Every partition of the topics that exist (a topic not created yet holds nothing).
 
     Asks for the metadata of every topic, never of named ones: naming a missing topic could

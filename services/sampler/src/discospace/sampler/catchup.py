@@ -19,10 +19,11 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from faststream import BaseMiddleware
 from faststream._internal.context.repository import ContextRepo
+
+from discospace.runtime.replay import existing_partitions
 
 logger = logging.getLogger("discospace.sampler.catchup")
 
@@ -111,19 +112,7 @@ class _SeenMiddleware(BaseMiddleware):
 async def end_offsets(bootstrap_servers: str, topics: Iterable[str]) -> dict[Partition, int]:
     """The end offset of every partition of `topics` that holds messages (a missing topic,
     or a partition whose messages all expired, holds none: there is nothing to wait for)."""
-    wanted = set(topics)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    await admin.start()
-    try:
-        described = await admin.describe_topics()
-    finally:
-        await admin.close()
-    partitions = [
-        TopicPartition(topic["topic"], p["partition"])
-        for topic in described
-        if topic["topic"] in wanted
-        for p in topic["partitions"]
-    ]
+    partitions = await existing_partitions(bootstrap_servers, topics)
     if not partitions:
         return {}
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False)
