@@ -63,6 +63,21 @@ def test_inputs_of_explicit_points_come_one_mapping_per_point(payloads: Payloads
     assert event.inputs == ({"e.t": 1.5}, {"e.t": 2.5})
 
 
+def test_a_requests_fingerprint_is_what_it_asks_for_whenever_it_was_made(
+    payloads: Payloads,
+) -> None:
+    points = {"count": None, "strategy": None, "points": [{"x": 1, "y": "a"}]}
+    request = SamplesRequested.model_validate(_payload(payloads, SamplesRequested, **points))
+    later = request.model_copy(update={"occurred_at": "2030-01-01T00:00:00Z"})
+    reordered = request.model_copy(update={"points": ({"y": "a", "x": 1},)})
+    other = request.model_copy(update={"points": ({"x": 2, "y": "a"},)})
+    attempt = request.model_copy(update={"attempt": 2})
+
+    assert request.fingerprint() == later.fingerprint() == reordered.fingerprint()
+    assert request.fingerprint() == decode(encode(request)).fingerprint()
+    assert len({request.fingerprint(), other.fingerprint(), attempt.fingerprint()}) == 3
+
+
 def test_a_count_needs_a_strategy(payloads: Payloads) -> None:
     with pytest.raises(ValidationError, match="count needs a strategy"):
         SamplesRequested.model_validate(_payload(payloads, SamplesRequested, strategy=None))

@@ -31,7 +31,9 @@ async def _event_of(message: StreamMessage[Any]) -> Event:
 
 def _sampler_with_outputs(topics, clock):
     service = create_app(
-        SamplerSettings(topic_prefix=topics.prefix, space_wait_s=0.2, retry_backoff_s=0),
+        SamplerSettings(
+            topic_prefix=topics.prefix, space_wait_s=0.2, retry_backoff_s=0, first_request_wait_s=0
+        ),
         clock=clock,
     )
     outputs: dict[str, list[Event]] = {}
@@ -92,3 +94,21 @@ async def test_a_request_for_a_space_never_registered_is_handed_back_not_answere
 
     assert [e for e in outputs[topics.operations] if isinstance(e, SamplesDrawn)] == []
     assert _metric(service, "discospace_handler_failures_total", exception="UnknownSpaceError")
+
+
+async def test_of_two_requests_for_one_index_only_the_first_is_answered(topics, clock, make):
+    service, outputs = _sampler_with_outputs(topics, clock)
+    space = make.registered()
+    first = make.request(space, request_index=0, count=1)
+    rival = make.request(space, request_index=0, count=3)
+    again = first.model_copy(update={"occurred_at": make.at.replace(year=2030)})
+
+    async with TestKafkaBroker(service.broker) as broker:
+        await broker.publish(encode(space), topics.spaces)
+        await broker.publish(encode(make.pool("a100")), topics.actuators)
+        for request in (first, rival, again):
+            await broker.publish(encode(request), topics.operations)
+
+    drawn = [e for e in outputs[topics.operations] if isinstance(e, SamplesDrawn)]
+    assert [(d.causation_id, len(d.entity_ids)) for d in drawn] == [(first.event_id, 1)]
+    assert _metric(service, "discospace_sampler_conflicting_requests_total") == 1

@@ -7,6 +7,7 @@ and never decides twice. All of them are keyed by operation id.
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import Field, NonNegativeInt, model_validator
@@ -14,7 +15,7 @@ from pydantic import Field, NonNegativeInt, model_validator
 from discospace.core.sampling import Strategy
 from discospace.core.spec import ExperimentRef
 from discospace.events.common import NonEmptyStr, OperationEvent, PropertyValues, SpaceId
-from discospace.events.envelope import Record, type_field, version_field
+from discospace.events.envelope import Record, content_id, type_field, version_field
 from discospace.events.parameters import OperationParameters
 from discospace.events.topics import Topic
 
@@ -171,6 +172,16 @@ class SamplesRequested(OperationEvent):
         if self.inputs and len(self.inputs) != len(self.points or ()):
             raise ValueError("inputs, when given, hold one mapping per point")
         return self
+
+    def fingerprint(self) -> str:
+        """What the request asks for (every field but `occurred_at`), as a short stable hash.
+
+        The id of a request derives from its operation's start and its `request_index`, so two
+        explorer replicas deciding for the same index give the same id; different fingerprints
+        say they decided differently. Every reader keeps the first of them in the log.
+        """
+        asked = self.model_dump(mode="json", exclude={"occurred_at"})
+        return content_id(json.dumps(asked, sort_keys=True, separators=(",", ":")))
 
 
 class SamplesDrawn(OperationEvent):

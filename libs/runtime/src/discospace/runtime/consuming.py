@@ -17,13 +17,16 @@ error seeks back so the message comes again).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import time
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from aiokafka import TopicPartition
 from faststream.kafka import KafkaBroker
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from faststream.message import StreamMessage
@@ -110,6 +113,8 @@ class Consumer:
     With a `group_id`, partitions are shared by the group's members and offsets are committed
     after each handled message. Without one, the consumer replays every partition from the
     start each time the service starts (how a service folds its state) and commits nothing.
+    `deduplicate=False` hands every message to its handler, even an event id handled before
+    (for a handler that compares the copies itself).
     """
 
     def __init__(
@@ -122,10 +127,12 @@ class Consumer:
         description: str | None = None,
         seen_capacity: int = 100_000,
         max_poll_interval_ms: int | None = None,
+        deduplicate: bool = True,
     ) -> None:
         self.decoder = EventDecoder()
         self.metrics = metrics
         self.seen = SeenEventIds(seen_capacity)
+        self.deduplicate = deduplicate
         options: dict[str, Any] = {}
         if max_poll_interval_ms is not None:
             options["max_poll_interval_ms"] = max_poll_interval_ms
@@ -140,11 +147,27 @@ class Consumer:
             **options,
         )
 
+    async def seek_ahead(self, offsets: Mapping[tuple[str, int], int], timeout_s: float) -> None:
+        """Move a running consumer without a group on to `offsets` ((topic, partition) ->
+        offset) where it has not read that far yet: a service that folded the beginning of
+        its topics another way (a faster replay) skips reading it again. Partitions not
+        assigned within `timeout_s` are read from where they are (nothing is skipped wrongly).
+        """
+        consumer = self.subscriber.consumer
+        if consumer is None or not offsets:
+            return
+        wanted = {TopicPartition(topic, part): end for (topic, part), end in offsets.items()}
+        deadline = time.monotonic() + timeout_s
+        while not set(wanted) <= consumer.assignment() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for partition in set(wanted) & consumer.assignment():
+            if await consumer.position(partition) < wanted[partition]:
+                consumer.seek(partition, wanted[partition])
+
     def __call__(self, handler: Handler) -> Handler:
         """Register `handler` for the event types its first parameter names."""
         event_types = event_types_of(handler)
         self.decoder.accept(event_types)
-        self.subscriber(filter=_filter_for(event_types))(
-            _deduplicated(handler, self.seen, self.metrics)
-        )
+        wrapped = _deduplicated(handler, self.seen, self.metrics) if self.deduplicate else handler
+        self.subscriber(filter=_filter_for(event_types))(wrapped)
         return handler

@@ -5,12 +5,13 @@ and spaces) folds them before it decides anything: deciding on part of the histo
 a decision further down the log, or answer without knowing the whole catalog. `replay` notes
 the end offset of every partition, reads each from its beginning up to that offset, and hands
 every event to `fold`. Messages that are not readable events are counted and skipped (the live
-consumer dead-letters them).
+consumer dead-letters them). `replay_until` reads chosen partitions up to chosen offsets (the
+explorer rebuilds one operation from its partitions, up to where its consumer has read).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -41,6 +42,32 @@ async def replay(
     partitions = await existing_partitions(bootstrap_servers, topics)
     if not partitions:
         return ReplayReport()
+    return await _replay(bootstrap_servers, partitions, None, fold, client_id)
+
+
+async def replay_until(
+    bootstrap_servers: str,
+    until: Mapping[tuple[str, int], int],
+    fold: Callable[[Event], None],
+    *,
+    client_id: str = "discospace-replay",
+) -> ReplayReport:
+    """Fold every event of the partitions of `until` ((topic, partition) -> offset), from the
+    beginning up to (not including) that offset."""
+    partitions = [TopicPartition(topic, partition) for (topic, partition) in until]
+    ends = {TopicPartition(topic, partition): end for (topic, partition), end in until.items()}
+    if not partitions:
+        return ReplayReport()
+    return await _replay(bootstrap_servers, partitions, ends, fold, client_id)
+
+
+async def _replay(
+    bootstrap_servers: str,
+    partitions: list[TopicPartition],
+    ends: dict[TopicPartition, int] | None,
+    fold: Callable[[Event], None],
+    client_id: str,
+) -> ReplayReport:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers,
         client_id=client_id,
@@ -50,7 +77,7 @@ async def replay(
     )
     await consumer.start()
     try:
-        return await _read_to_end(consumer, partitions, fold)
+        return await _read_to_end(consumer, partitions, ends, fold)
     finally:
         await consumer.stop()
 
@@ -79,13 +106,18 @@ async def existing_partitions(
 
 
 async def _read_to_end(
-    consumer: AIOKafkaConsumer, partitions: list[TopicPartition], fold: Callable[[Event], None]
+    consumer: AIOKafkaConsumer,
+    partitions: list[TopicPartition],
+    ends: dict[TopicPartition, int] | None,
+    fold: Callable[[Event], None],
 ) -> ReplayReport:
+    """Read `partitions` from their beginning up to `ends` (default: their end offsets now)."""
     report = ReplayReport()
     consumer.assign(partitions)
     await consumer.seek_to_beginning(*partitions)
-    ends: dict[TopicPartition, int] = await consumer.end_offsets(partitions)
-    pending = {tp for tp, end in ends.items() if end > 0}
+    if ends is None:
+        ends = await consumer.end_offsets(partitions)
+    pending = {tp for tp in partitions if ends[tp] > await consumer.position(tp)}
     while pending:
         batches = await consumer.getmany(*pending, timeout_ms=POLL_MS)
         for partition, records in batches.items():

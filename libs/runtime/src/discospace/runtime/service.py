@@ -69,6 +69,7 @@ class Service:
         group_suffix: str = "",
         description: str | None = None,
         max_poll_interval_ms: int | None = None,
+        deduplicate: bool = True,
     ) -> Consumer:
         """A subscription of this service's consumer group to `topics` (or a pattern).
 
@@ -77,7 +78,8 @@ class Service:
         subscription its own group (`<group>.<suffix>`), e.g. a pattern next to fixed topics.
         `max_poll_interval_ms`: how long one message may take to handle before the consumer
         is deemed stuck and leaves the group (Kafka's default, 5 minutes, when None); a
-        handler that runs longer loses its partitions to another member.
+        handler that runs longer loses its partitions to another member. `deduplicate=False`:
+        the handlers also get events whose id they were given before.
         """
         self.topics_used.update(topics)
         for topic in topics:
@@ -91,6 +93,7 @@ class Service:
             metrics=self.metrics,
             description=description,
             max_poll_interval_ms=max_poll_interval_ms,
+            deduplicate=deduplicate,
         )
 
     def publisher(
@@ -121,6 +124,11 @@ class Service:
     def after_startup(self, hook: Hook) -> Hook:
         """Run `hook` once the broker is connected (announce, publish)."""
         self.app.after_startup(hook)
+        return hook
+
+    def before_shutdown(self, hook: Hook) -> Hook:
+        """Run `hook` when shutdown begins, while the broker still consumes and publishes."""
+        self.app.on_shutdown(hook)
         return hook
 
     def on_shutdown(self, hook: Hook) -> Hook:

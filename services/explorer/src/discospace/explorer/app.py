@@ -1,8 +1,11 @@
 """The explorer's wiring: spaces, operations and measurements in, decisions out on `operations`.
 
-At start the explorer replays the three topics up to their end offsets (folding only), then
-goes live: it decides for every operation from the complete history, and from then on for each
-event its consumer reads. It is one instance: it owns every operation.
+Every replica folds every event of the three topics, every partition, without a consumer
+group: at start it replays them up to their end offsets (the runtime's replay, folding only),
+then its consumer reads on from there (`LiveExplorer.handle`); how far it has read is tracked
+per partition (`ReadPositions`). It decides only for the operations of the operations-topic
+partitions the group `<prefix>.explorer` gives it (`Ownership`), once it has folded the topics
+up to where they ended when it was given them.
 """
 
 from __future__ import annotations
@@ -26,15 +29,19 @@ from discospace.explorer.domain import (
 )
 from discospace.explorer.live import LiveExplorer
 from discospace.explorer.metrics import ExplorerMetrics
+from discospace.explorer.ownership import LogHistory, Ownership
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime import Service, create_service
-from discospace.runtime.replay import replay
+from discospace.runtime.positions import ReadPositions, end_offsets
+from discospace.runtime.replay import replay_until
+
+SEEK_TIMEOUT_S = 10.0
+logger = logging.getLogger("discospace.explorer")
 
 DESCRIPTION = (
     "Owns operations: folds each operation's history (requests, decisions, measurements) and "
     "runs its operator to emit OperationStarted, SamplesRequested and OperationCompleted."
 )
-logger = logging.getLogger("discospace.explorer")
 
 
 def create_app(
@@ -57,13 +64,22 @@ def create_app(
     )
     engine = Engine(operators or known_operators(), settings.timing)
     metrics = ExplorerMetrics.create(service.metrics.registry)
-    explorer = LiveExplorer(engine, to_operations, service.clock, metrics, settings.publish_retry_s)
+    positions = ReadPositions()
+    service.broker.add_middleware(positions.middleware)
+    history = LogHistory(settings.kafka_bootstrap_servers, topics, positions)
+    explorer = LiveExplorer(
+        engine, to_operations, service.clock, metrics, settings.publish_retry_s, history
+    )
     service.state = explorer
+    ownership = Ownership(settings, explorer, positions, metrics)
     consumer = service.consumer(
         topics.spaces,
         topics.operations,
         topics.measurements,
-        description="Registered spaces, operation histories and what became of measurements.",
+        replay=True,
+        deduplicate=False,
+        description="Registered spaces, operation histories and what became of measurements, "
+        "every partition, read by every replica.",
     )
 
     @consumer
@@ -78,12 +94,22 @@ def create_app(
     async def on_measurement_event(event: MeasurementInput) -> None:
         await explorer.handle(event)
 
+    read = [topics.spaces, topics.operations, topics.measurements]
+    replayed: dict[tuple[str, int], int] = {}
+
     @service.on_startup
     async def replay_history() -> None:
-        read = [topics.spaces, topics.operations, topics.measurements]
-        report = await replay(settings.kafka_bootstrap_servers, read, explorer.fold)
+        replayed.update(await end_offsets(settings.kafka_bootstrap_servers, read))
+        report = await replay_until(settings.kafka_bootstrap_servers, replayed, explorer.fold)
+        for (topic, partition), end in replayed.items():
+            positions.saw(topic, partition, end - 1)
         logger.info("replayed %d events (%d unreadable)", report.events, report.skipped)
 
-    service.after_startup(explorer.go_live)
+    @service.after_startup
+    async def read_on_after_the_replay() -> None:
+        await consumer.seek_ahead(replayed, SEEK_TIMEOUT_S)
+
+    service.after_startup(ownership.start)
+    service.before_shutdown(ownership.stop)
     service.on_shutdown(explorer.stop)
     return service

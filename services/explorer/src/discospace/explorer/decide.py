@@ -108,6 +108,7 @@ def decide(
 
 def _emit(state: OperationState, decided: Decided, event: Decision) -> None:
     evolve(state, event)
+    state.unconfirmed.add(event.event_id)
     decided.events.append(event)
 
 

@@ -7,6 +7,12 @@ re-decides from the same history with the same ids. A decision is folded into th
 is made; if publishing fails it is tried again until it goes through (nothing else can be
 decided meanwhile), never dropped while the process lives.
 
+Replicas: the explorer decides only for the operations it owns (`own`, `release`, moved by
+`ownership.py`); giving up ownership takes the lock, so a decision round under way is published
+before another replica can be given the operation. A decision read from the log is checked
+against the one folded for its slot (`conflicts.py`): a conflicting later one is ignored; when
+this explorer's own decision lost to another replica's, the operation is rebuilt from the log.
+
 The timer wakes the explorer when a retry's backoff ends or a stopping deadline passes.
 """
 
@@ -18,9 +24,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-from discospace.events import Event, SpaceRegistered
+from discospace.events import (
+    Event,
+    OperationCompleted,
+    OperationFailed,
+    OperationStarted,
+    SamplesRequested,
+    SpaceRegistered,
+)
 from discospace.events.common import OperationEvent
 from discospace.events.factory import Clock
+from discospace.explorer.conflicts import Reading, read_decision, rebuild
 from discospace.explorer.decide import Decided, Engine
 from discospace.explorer.metrics import ExplorerMetrics
 from discospace.explorer.operation import Decision
@@ -29,10 +43,22 @@ from discospace.explorer.state import ExplorerState, explore, go_live, tick
 logger = logging.getLogger("discospace.explorer")
 
 Publish = Callable[[Decision], Awaitable[None]]
+History = Callable[[str], Awaitable[list[OperationEvent]]]
+"""An operation's events as the log holds them, up to where this explorer has folded."""
+DECISIONS = (OperationStarted, SamplesRequested, OperationCompleted, OperationFailed)
+
+
+def _every_operation(operation_id: str) -> bool:
+    return True
+
+
+def _no_operation(operation_id: str) -> bool:
+    return False
 
 
 class LiveExplorer:
-    """Folds events, decides, publishes and keeps the timer; `state` is the folded state."""
+    """Folds events, decides for what it owns, publishes and keeps the timer; `state` is the
+    folded state."""
 
     def __init__(
         self,
@@ -41,38 +67,67 @@ class LiveExplorer:
         clock: Clock,
         metrics: ExplorerMetrics | None = None,
         publish_retry_s: float = 1.0,
+        history: History | None = None,
     ) -> None:
         self.state = ExplorerState()
         self.engine, self.publish, self.clock, self.metrics = engine, publish, clock, metrics
-        self.publish_retry_s = publish_retry_s
+        self.publish_retry_s, self.history = publish_retry_s, history
         self.wake_at: datetime | None = None
         self._lock = asyncio.Lock()
         self._rescheduled = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
 
     def fold(self, event: Event) -> None:
-        """Fold an event read while replaying (decides nothing before `go_live`)."""
+        """Fold an event read while replaying at start (decides nothing before `own`)."""
         if isinstance(event, OperationEvent | SpaceRegistered):
             explore(self.state, event, self.engine, self.clock())
             if self.metrics:
                 self.metrics.replayed_events.inc()
 
     async def handle(self, event: OperationEvent | SpaceRegistered) -> None:
-        """Fold a live event and publish the decisions it leads to.
+        """Fold an event and publish the decisions it leads to.
 
-        An event already folded (the explorer's own decisions, read back) is dropped before
-        taking the lock: it cannot lead to a decision.
+        An event already folded (this explorer's own decisions, read back) is dropped before
+        taking the lock: it cannot lead to a decision. Other decisions are compared with the
+        one folded for their slot under the lock, so a decision being made for that slot is
+        compared too.
         """
-        if self.state.has_folded(event):
+        if isinstance(event, DECISIONS):
+            if read_decision(self.state, event) is Reading.KNOWN:
+                return
+        elif self.state.has_folded(event):
             return
         async with self._lock:
-            await self._publish(explore(self.state, event, self.engine, self.clock()))
+            reading = read_decision(self.state, event) if isinstance(event, DECISIONS) else None
+            if reading is Reading.CONFLICT:
+                self._ignore(event)
+            if reading in (Reading.CONFLICT, Reading.KNOWN):
+                return
+            if reading is Reading.LOST and not await self._rebuild(event.operation_id):
+                return
+            decided = explore(self.state, event, self.engine, self.clock())
+            if reading is Reading.LOST:
+                decided.merge(tick(self.state, self.engine, self.clock()))
+            await self._publish(decided)
+
+    async def own(self, owns: Callable[[str], bool]) -> None:
+        """Decide from now on for the operations `owns` names, at once for those running, and
+        keep the timer."""
+        async with self._lock:
+            self.state.owns = owns
+            await self._publish(go_live(self.state, self.engine, self.clock()))
+        if self._timer is None:
+            self._timer = asyncio.create_task(self._keep_time(), name="explorer-timer")
+
+    async def release(self) -> None:
+        """Decide for no operation from now on; a decision round under way is published first."""
+        async with self._lock:
+            self.state.owns = _no_operation
+            self._show_active()
 
     async def go_live(self) -> None:
-        """The history is folded: decide for every operation, then keep the timer."""
-        async with self._lock:
-            await self._publish(go_live(self.state, self.engine, self.clock()))
-        self._timer = asyncio.create_task(self._keep_time(), name="explorer-timer")
+        """The history is folded and this explorer is alone: decide for every operation."""
+        await self.own(_every_operation)
 
     async def stop(self) -> None:
         if self._timer is not None:
@@ -80,13 +135,50 @@ class LiveExplorer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
 
+    def _ignore(self, decision: OperationEvent) -> None:
+        logger.warning(
+            "ignored %s %s of operation %s: another decision for its slot came first in the log",
+            decision.type,
+            decision.event_id,
+            decision.operation_id,
+        )
+        if self.metrics:
+            self.metrics.conflicting_decisions.labels(event_type=decision.type).inc()
+
+    async def _rebuild(self, operation_id: str) -> bool:
+        """Rebuild an operation from the log; False when there is no log to read it from."""
+        if self.history is None:
+            logger.error("cannot rebuild operation %s: no log to read it from", operation_id)
+            return False
+        while True:
+            try:
+                events = await self.history(operation_id)
+                break
+            except Exception as error:  # the broker's errors vary; retrying is the answer
+                logger.warning("reading operation %s failed, trying again: %s", operation_id, error)
+                await asyncio.sleep(self.publish_retry_s)
+        rebuild(self.state, operation_id, events)
+        logger.warning(
+            "a decision of this explorer for operation %s lost to another replica's: rebuilt "
+            "the operation from %d events of the log",
+            operation_id,
+            len(events),
+        )
+        if self.metrics:
+            self.metrics.rebuilt_operations.inc()
+        return True
+
     async def _publish(self, decided: Decided) -> None:
         for decision in decided.events:
             await self._publish_one(decision)
         if self.metrics:
             self.metrics.published(decided.events)
-            self.metrics.operations_active.set(len(self.state.active()))
+        self._show_active()
         self._schedule(decided.wake_at)
+
+    def _show_active(self) -> None:
+        if self.metrics:
+            self.metrics.operations_active.set(len(self.state.owned()) if self.state.live else 0)
 
     async def _publish_one(self, decision: Decision) -> None:
         while True:

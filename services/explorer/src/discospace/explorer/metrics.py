@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -13,13 +13,17 @@ from discospace.explorer.operation import Decision
 
 @dataclass(frozen=True)
 class ExplorerMetrics:
-    """Decisions by type, retries, operations running and how they ended."""
+    """Decisions by type, retries, operations running and how they ended, the partitions this
+    replica owns, and decisions that lost to another replica's."""
 
     decisions: Counter
     retries: Counter
     operations_active: Gauge
     operations_finished: Counter
     replayed_events: Counter
+    owned_partitions: Gauge
+    conflicting_decisions: Counter
+    rebuilt_operations: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> ExplorerMetrics:
@@ -37,7 +41,8 @@ class ExplorerMetrics:
             ),
             operations_active=Gauge(
                 "discospace_operations_active",
-                "Operations requested and not finished.",
+                "Operations requested and not finished that this explorer decides for (summed "
+                "over the replicas, each operation counts once).",
                 registry=registry,
             ),
             operations_finished=Counter(
@@ -51,6 +56,26 @@ class ExplorerMetrics:
                 "Events folded while replaying the topics at start.",
                 registry=registry,
             ),
+            owned_partitions=Gauge(
+                "discospace_explorer_owned_partitions",
+                "1 for each partition of the operations topic this replica decides for, 0 for "
+                "the others (the sum is how many it owns).",
+                ["partition"],
+                registry=registry,
+            ),
+            conflicting_decisions=Counter(
+                "discospace_explorer_conflicting_decisions",
+                "Decisions read from the log that another decision for the same operation and "
+                "slot preceded (two replicas decided): the first in the log is kept.",
+                ["event_type"],
+                registry=registry,
+            ),
+            rebuilt_operations=Counter(
+                "discospace_explorer_rebuilt_operations",
+                "Operations rebuilt from the log because a decision of this replica lost to "
+                "another replica's.",
+                registry=registry,
+            ),
         )
 
     def published(self, decisions: Iterable[Decision]) -> None:
@@ -62,3 +87,14 @@ class ExplorerMetrics:
                 self.operations_finished.labels(stop_reason=decision.stop_reason).inc()
             if isinstance(decision, OperationFailed):
                 self.operations_finished.labels(stop_reason="failed").inc()
+
+    def show_owned(self, owned: Set[int], partitions: int) -> None:
+        """Set the owned-partitions gauge: 1 for `owned`, 0 for the other partitions known."""
+        known = {int(labels["partition"]) for labels in _label_sets(self.owned_partitions)}
+        for partition in known | set(range(partitions)) | set(owned):
+            owns = 1.0 if partition in owned else 0.0
+            self.owned_partitions.labels(partition=str(partition)).set(owns)
+
+
+def _label_sets(gauge: Gauge) -> list[dict[str, str]]:
+    return [sample.labels for metric in gauge.collect() for sample in metric.samples]

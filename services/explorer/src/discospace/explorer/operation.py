@@ -90,6 +90,8 @@ class OperationState:
     the engine removes those it finds settled, so it never examines them again."""
     tracker: ObjectiveTracker | None = None
     """Derived when deciding: best-so-far, read incrementally over `outcomes`."""
+    unconfirmed: set[str] = field(default_factory=set)
+    """Ids of the decisions this explorer made and has not read back from the log yet."""
 
     def pair(self, key: PairKey) -> PairFacts:
         return self.pairs.setdefault(key, PairFacts())
@@ -108,8 +110,10 @@ class OperationState:
 
     def forget_details(self) -> None:
         """Once finished, only the request, start and end matter: free the rest."""
-        for details in (self.requests, self.drawn, self.entities, self.pairs, self.seen, self.open):
+        for details in (self.requests, self.drawn, self.entities, self.pairs, self.open):
             details.clear()
+        self.seen.clear()
+        self.unconfirmed.clear()
         self.outcomes.clear()
         self.draws = Draws()
         self.tracker = None

@@ -39,6 +39,13 @@ class ExplorerSettings(ServiceSettings):
         gt=0,
         description="Pause before publishing a decision again when the broker refused it.",
     )
+    session_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long the explorer group waits for a replica that stopped answering "
+        "(killed, cut off) before its partitions, and so its operations, go to the other "
+        "replicas (the broker's group.min.session.timeout.ms, 6 s by default, is the floor).",
+    )
 
     @property
     def timing(self) -> Timing:

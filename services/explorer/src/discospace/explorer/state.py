@@ -1,13 +1,19 @@
 """The explorer's whole state: registered spaces and every operation, and how events move it.
 
 `explore(state, event, engine, now)` folds one event and, once the explorer is live, returns
-the decisions it leads to. While replaying the topics at start the explorer only folds
-(`state.live` is False): deciding on a partial history could repeat a decision that is further
-down the log. `go_live` then decides for every operation at once, from the complete history.
+the decisions it leads to for an operation it owns. While reading the topics at start the
+explorer only folds (`state.live` is False): deciding on a partial history could repeat a
+decision that is further down the log. `go_live` then decides for every operation it owns at
+once, from the complete history.
+
+Every explorer replica folds every operation (its partitions may change, and optimizers warm
+start from every result), but decides only for those `state.owns` names: the operations of its
+partitions (`ownership.py`). One explorer alone owns every operation, the default.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -29,6 +35,8 @@ class ExplorerState:
     """Every result of every sample store, from any operation (optimizers warm-start from it)."""
     live: bool = False
     """False while replaying the topics at start: fold, decide nothing."""
+    owns: Callable[[str], bool] = field(default=lambda operation_id: True)
+    """Whether this explorer decides for an operation (by id); by default for every one."""
 
     def operation(self, operation_id: str) -> OperationState:
         return self.operations.setdefault(operation_id, OperationState(operation_id))
@@ -48,6 +56,10 @@ class ExplorerState:
         """Operations requested and not finished, in the order they became known."""
         return [op for op in self.operations.values() if op.requested and not op.finished]
 
+    def owned(self) -> list[OperationState]:
+        """The active operations this explorer decides for."""
+        return [op for op in self.active() if self.owns(op.operation_id)]
+
 
 def explore(
     state: ExplorerState,
@@ -66,23 +78,24 @@ def explore(
     if operation.requested is not None and operation.noticed_at is None:
         operation.noticed_at = now
     if operation.finished is not None:
-        _forget(state, operation)
-    if not state.live:
+        forget(state, operation)
+    if not state.live or not state.owns(operation.operation_id):
         return Decided()
     return _decide(state, operation, engine, now)
 
 
 def go_live(state: ExplorerState, engine: Engine, now: datetime) -> Decided:
-    """The explorer has read the history: decide for every operation still running."""
+    """The explorer has read the history: decide for every operation it owns still running."""
     state.live = True
     return tick(state, engine, now)
 
 
 def tick(state: ExplorerState, engine: Engine, now: datetime) -> Decided:
-    """Decide again for every operation (a timer fired: retries due, a deadline passed)."""
+    """Decide again for every operation it owns (a timer fired: retries due, a deadline
+    passed; or it was given partitions)."""
     decided = Decided()
     if state.live:
-        for operation in state.active():
+        for operation in state.owned():
             decided.merge(_decide(state, operation, engine, now))
     return decided
 
@@ -95,7 +108,7 @@ def _on_space(
     state.spaces[event.space_id] = known_space(event)
     decided = Decided()
     if state.live:
-        for operation in state.active():
+        for operation in state.owned():
             if operation.waits_for(event.space_id):
                 decided.merge(_decide(state, operation, engine, now))
     return decided
@@ -106,10 +119,11 @@ def _decide(
 ) -> Decided:
     decided = decide(operation, state.spaces, engine, now, state.store)
     if operation.finished is not None:
-        _forget(state, operation)
+        forget(state, operation)
     return decided
 
 
-def _forget(state: ExplorerState, operation: OperationState) -> None:
+def forget(state: ExplorerState, operation: OperationState) -> None:
+    """Drop the details of a finished operation."""
     operation.forget_details()
     state.store.forget(operation.operation_id)

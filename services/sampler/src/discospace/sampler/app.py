@@ -1,14 +1,17 @@
 """The sampler's wiring: sample requests in; drawn entities, requests to pools, reuses out.
 
-Spaces, pools and the memo are folded by replaying consumers (every start reads their topics
-from the beginning); requests wait until those have caught up with where the topics ended at
-start (see `catchup.py`), then wait briefly for a space registered since. A request's offset
-is committed only after every answer is published.
+Spaces, pools, the memo and the first request of every slot are folded by replaying consumers
+(every start reads their topics from the beginning); requests wait until those have caught up
+with where the topics ended at start (see `catchup.py`), then wait briefly for a space
+registered since. A request is answered only when it is the first of its operation and request
+index in the log (see `first.py`). A request's offset is committed only after every answer is
+published.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeAlias
@@ -28,7 +31,8 @@ from discospace.events import (
 )
 from discospace.events.factory import Clock, utc_now
 from discospace.runtime import EventPublisher, Service, create_service
-from discospace.sampler.catchup import CatchUp, end_offsets
+from discospace.runtime.positions import end_offsets
+from discospace.sampler.catchup import CatchUp
 from discospace.sampler.domain import (
     SamplerState,
     decide,
@@ -36,6 +40,7 @@ from discospace.sampler.domain import (
     evolve_pools,
     evolve_space,
 )
+from discospace.sampler.first import Verdict
 from discospace.sampler.metrics import SamplerMetrics
 from discospace.sampler.settings import SamplerSettings
 
@@ -49,6 +54,7 @@ MeasurementEvent: TypeAlias = (
     MeasurementStarted | MeasurementCompleted | MeasurementFailed | MeasurementReused
 )
 SPACE_POLL_S = 0.05
+logger = logging.getLogger("discospace.sampler")
 
 
 def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_now) -> Service:
@@ -81,9 +87,27 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
         if isinstance(event, MeasurementCompleted):
             evolve_memo(state, event)
 
+    @service.consumer(
+        topics.operations,
+        replay=True,
+        deduplicate=False,
+        description="Every request for samples, in log order: the first of each index wins.",
+    )
+    async def on_request_read(event: SamplesRequested) -> None:
+        if state.requests.record(event) is Verdict.CONFLICT:
+            metrics.conflicting_requests.inc()
+            logger.warning(
+                "request %d of operation %s conflicts with the first one in the log: ignored",
+                event.request_index,
+                event.operation_id,
+            )
+
     @service.consumer(topics.operations, description="Requests for more samples.")
     async def on_samples_requested(event: SamplesRequested) -> None:
         await catch_up.wait(settings.catch_up_timeout_s)
+        verdict = await state.requests.wait_for(event, settings.first_request_wait_s)
+        if verdict is Verdict.CONFLICT:
+            return
         await _space_registered(state, event.space_id, settings.space_wait_s)
         answers = decide(state, event, service.clock())
         await asyncio.gather(*(publish(answer) for answer in answers))

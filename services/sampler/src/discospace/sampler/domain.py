@@ -1,7 +1,8 @@
 """The sampler's state and its one decision, pure (no Kafka, clock or randomness).
 
-State is three folds: registered spaces (to draw from), pools (to route to) and the memo of
-every sample store (to reuse from). `decide` answers one `SamplesRequested` with the events of
+State is four folds: registered spaces (to draw from), pools (to route to), the memo of every
+sample store (to reuse from) and the first request of each operation and request index (the
+only one answered, `first.py`). `decide` answers one `SamplesRequested` with the events of
 `discospace.sampler.answers`.
 """
 
@@ -18,6 +19,7 @@ from discospace.events import (
 )
 from discospace.sampler.answers import Answer, Context, answer
 from discospace.sampler.drawing import SpaceBook, draw_entities
+from discospace.sampler.first import FirstRequests
 from discospace.sampler.memo import MemoIndex
 from discospace.sampler.routing import PoolDirectory
 
@@ -32,11 +34,12 @@ class UnknownSpaceError(LookupError):
 
 @dataclass
 class SamplerState:
-    """What the sampler folded: spaces, pools and the memo of the sample stores."""
+    """What the sampler folded: spaces, pools, the memo of the sample stores, first requests."""
 
     spaces: SpaceBook = field(default_factory=SpaceBook)
     pools: PoolDirectory = field(default_factory=PoolDirectory)
     memo: MemoIndex = field(default_factory=MemoIndex)
+    requests: FirstRequests = field(default_factory=FirstRequests)
 
 
 def evolve_space(state: SamplerState, event: SpaceRegistered) -> None:

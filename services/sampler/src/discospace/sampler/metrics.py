@@ -27,6 +27,7 @@ class SamplerMetrics:
     measurements_requested: Counter
     unroutable: Counter
     memo_entries: Gauge
+    conflicting_requests: Counter
 
     @classmethod
     def create(cls, registry: CollectorRegistry, memo_size: Callable[[], int]) -> SamplerMetrics:
@@ -63,6 +64,13 @@ class SamplerMetrics:
                 registry=registry,
             ),
             memo_entries=memo_entries,
+            conflicting_requests=Counter(
+                "discospace_sampler_conflicting_requests",
+                "SamplesRequested read after another one for the same operation and request "
+                "index that asks for something else (two explorer replicas decided): never "
+                "answered.",
+                registry=registry,
+            ),
         )
 
     def observe(self, answers: Iterable[Answer]) -> None:

@@ -31,3 +31,10 @@ class SamplerSettings(ServiceSettings):
         "measurements topics to be read to where they ended; after it, they are answered "
         "with what was read (a warning says so).",
     )
+    first_request_wait_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="How long a request waits for the replaying consumer of the operations "
+        "topic to read it (to know the first request of its operation and index); after it, "
+        "the request counts as the first unless another was recorded meanwhile.",
+    )
