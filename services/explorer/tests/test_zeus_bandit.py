@@ -105,6 +105,22 @@ def test_thompson_picks_an_arm_as_often_as_its_posterior_is_the_larger():
     assert wins / draws == pytest.approx(expected, abs=0.03)
 
 
+def test_two_nearly_equal_rewards_pin_an_arm_below_a_better_looking_one():
+    # As Zeus's GaussianTS: the learned precision of rewards 6034 and 6027 is 1 / 12.25, so the
+    # posterior standard deviation is 3.5 / sqrt(2), whatever the arm's true spread. It is drawn
+    # above an arm of posterior N(-4999, 404) only in that arm's far tail (0.5% of draws), and
+    # never once the better-looking arm's posterior narrows with more pulls.
+    bandit = Bandit()
+    rewards = {16384: [-6034.0, -6027.0], 8192: [-5570.0, -4428.0]}
+    pinned = bandit.posterior(rewards[16384])
+    assert 1 / math.sqrt(pinned.precision) == pytest.approx(3.5 / math.sqrt(2))
+    draws = 4000
+    wins = sum(bandit.choose(rewards, np.random.default_rng([3, k])) == 16384 for k in range(draws))
+    assert wins / draws == pytest.approx(0.0053, abs=0.003)
+    rewards[8192] = [-5570.0, -4428.0] * 10
+    assert {bandit.choose(rewards, np.random.default_rng([3, k])) for k in range(draws)} == {8192}
+
+
 def test_a_bandit_without_arms_is_an_error():
     with pytest.raises(DiscospaceError, match="no arm"):
         Bandit().choose({}, np.random.default_rng(0))

@@ -76,14 +76,18 @@ class Simulator:
     def run(self, plan: Plan, rng: np.random.Generator) -> Attempt:
         """One run of `plan` on a training run drawn with `rng`, under the same rules the
         replay actuator applies (`discospace.traces.zeus_rules.controlled_run`)."""
+        return self.run_to(plan, self.trace.sample_run(self.workload, plan.batch_size, rng))
+
+    def run_to(self, plan: Plan, target_epoch: float) -> Attempt:
+        """One run of `plan` on the training run that reaches the target at `target_epoch`
+        (NaN: never), e.g. one a reference simulator drew."""
         profiles = self.profiles(plan.batch_size)
         profiled = plan.power_limit is None
         highest = max(p.power_limit for p in profiles)
-        target = self.trace.sample_run(self.workload, plan.batch_size, rng)
         run = controlled_run(
             profiles,
             highest if plan.power_limit is None else plan.power_limit,
-            target,
+            target_epoch,
             self.settings.eta,
             self.job.max_power,
             self.max_epochs,

@@ -10,10 +10,15 @@ arm's (windowed) rewards, and the mean has a Gaussian conjugate prior N(prior_me
     posterior mean      = (prior_precision * prior_mean + tau * sum(r_i)) / posterior precision
 
 A zero variance (one reward, or identical ones) gives an infinite precision: the posterior is
-the rewards' mean, exactly. Arms with fewer than `num_explorations` observations are pulled
-first, in a seeded random order; then every arm's mean is sampled from its posterior and the
-largest sample wins. Randomness comes from the generator the caller passes (seeded from the
-operation's seed and the decision number), never from global state.
+the rewards' mean, exactly. Two nearly equal rewards likewise give a posterior as narrow as their
+spread, whatever the arm's true spread: Thompson sampling then hardly ever revisits that arm if
+another looks better. Zeus behaves the same (on a trace with a few training runs per batch size,
+two draws of the same run happen often); `tests/test_zeus_reference.py` shows a whole job.
+
+Arms with fewer than `num_explorations` observations are pulled first, in a seeded random order;
+then every arm's mean is sampled from its posterior and the largest sample wins. Randomness
+comes from the generator the caller passes (seeded from the operation's seed and the decision
+number), never from global state.
 """
 
 from __future__ import annotations
