@@ -11,7 +11,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy types-PyYAML
 
 .PHONY: help setup up down status logs demo test test-unit test-integration lint format \
-        schemas check-schemas bench bench-optimizers clean
+        schemas check-schemas bench bench-optimizers clean test-setup
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -23,6 +23,14 @@ $(VENV)/.installed: $(PYPROJECTS)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES)) $(DEV_TOOLS)
 	@touch $@
+
+# The test suite also runs what can run here without a GPU: Optuna's GPSampler (the explorer's
+# 'gp' extra: torch and scipy, about 3 GB from PyPI) and the torch model on the CPU.
+$(VENV)/.installed-test: $(VENV)/.installed services/explorer/pyproject.toml
+	$(PY) -m pip install -q -e 'services/explorer[gp]'
+	@touch $@
+
+test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp)
 
 setup: $(VENV)/.installed ## virtual environment, every package editable, dev tools, Kafka jars (idempotent)
 	@deploy/local/kafka.sh fetch
@@ -42,13 +50,13 @@ logs: ## follow the logs of everything started by `make up`
 demo: up ## the main job: measure a CPU training workload over a space, print and plot the results
 	@deploy/local/demo.sh
 
-test: setup ## the whole suite, integration tests on the real broker included
+test: test-setup ## the whole suite, integration tests on the real broker included
 	$(PY) -m pytest
 
-test-unit: setup ## the fast tests that need no broker
+test-unit: test-setup ## the fast tests that need no broker
 	$(PY) -m pytest -m "not integration"
 
-test-integration: setup ## only the tests that cross real infrastructure
+test-integration: test-setup ## only the tests that cross real infrastructure
 	$(PY) -m pytest -m integration
 
 lint: setup ## ruff (lint + format check) and mypy
@@ -69,7 +77,7 @@ check-schemas: setup ## fail when regenerating proto/ would change it
 bench: setup ## benchmarks; each prints its figures
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-bench-optimizers: setup ## optimizer benchmarks on the published traces (Zeus, fms); tables in benchmarks/results/
+bench-optimizers: test-setup ## optimizer benchmarks on the published traces (Zeus, fms); tables in benchmarks/results/
 	$(VENV)/bin/discospace bench optimizers
 
 clean: down ## remove the virtual environment and local state

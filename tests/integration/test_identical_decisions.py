@@ -21,7 +21,6 @@ from aiokafka import AIOKafkaConsumer
 
 from discospace.actuator.plugin import MeasurementTask
 from discospace.actuator.synthetic import SyntheticActuator, SyntheticParameters
-from discospace.client import Client
 from discospace.core import Entity, ParameterizedExperiment, load_space_spec
 from discospace.events import (
     OperationCompleted,
@@ -152,11 +151,6 @@ def test_tpe_asks_for_the_same_entities_in_process_and_through_the_services(
     assert services == in_process
 
 
-@pytest.mark.skipif(
-    not hasattr(Client, "operation_results"),
-    reason="discospace.client has no operation_results: the projector does not serve "
-    "/operation/results in this version",
-)
 def test_the_operation_is_plotted_from_the_projectors_results(loop: Loop, operation_id: str):
     asyncio.run(decisions(loop, operation_id))
     picture = loop.workdir / "tpe.png"

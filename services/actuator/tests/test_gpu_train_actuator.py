@@ -14,6 +14,7 @@ import pytest
 from discospace.actuator.cpu_train.plan import TrainConfig
 from discospace.actuator.cpu_train.presets import PRESETS
 from discospace.actuator.gpu_train import GpuTrainActuator, GpuTrainParameters
+from discospace.actuator.gpu_train import actuator as gpu_actuator
 from discospace.actuator.gpu_train.actuator import TARGETS, measure_on_gpu
 from discospace.actuator.gpu_train.backend import NO_CUDA, TorchRun, is_out_of_memory, load_backend
 from discospace.actuator.plugin import MeasurementTask, TransientFailure
@@ -24,6 +25,7 @@ from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 SMALL = {"model_size": "small", "batch_size": 8, "model_max_length": 128, "number_gpus": 1}
 CONFIG = TrainConfig(PRESETS["small"], batch_size=8, max_length=128, max_batches=10)
 GIB = 2**30
+BACKEND = load_backend()
 
 
 class FakeCounters:
@@ -221,10 +223,20 @@ def test_a_worker_without_a_gpu_fails_transiently_so_the_explorer_retries_it():
     assert backend.trained == []
 
 
-@pytest.mark.skipif(load_backend() is not None, reason="torch is installed here")
-def test_without_torch_a_measurement_fails_transiently_naming_what_is_missing():
+def test_without_torch_a_measurement_fails_transiently_naming_what_is_missing(monkeypatch):
+    monkeypatch.setattr(gpu_actuator, "load_backend", lambda: None)
     actuator = GpuTrainActuator(GpuTrainParameters(duration="2ba"))
 
     assert actuator.measure_blocking(_task()) == TransientFailure(
         "no CUDA GPU: gpu_train needs torch with CUDA"
     )
+
+
+@pytest.mark.skipif(
+    BACKEND is not None and BACKEND.cuda_devices() > 0,
+    reason="this machine has a CUDA GPU: test_gpu_train_cuda.py measures on it",
+)
+def test_a_worker_with_torch_or_without_it_but_no_gpu_fails_transiently():
+    actuator = GpuTrainActuator(GpuTrainParameters(duration="2ba"))
+
+    assert actuator.measure_blocking(_task()) == TransientFailure(NO_CUDA)

@@ -10,6 +10,7 @@ from discospace.core import Entity, PropertySpec
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
 from discospace.explorer.decide import Engine
 from discospace.explorer.domain import known_operators
+from discospace.explorer.optuna_search import samplers
 from discospace.explorer.optuna_search.samplers import missing_packages
 
 MAX_TPS = {"property": "tps", "direction": "max"}
@@ -317,12 +318,10 @@ def test_a_space_with_a_continuous_property_needs_a_budget(
     assert "give optuna_tpe a budget" in failed.reason
 
 
-@pytest.mark.skipif(
-    not missing_packages("gp"), reason="torch and scipy are installed: GP can run here"
-)
 def test_gp_without_torch_is_refused_with_what_to_install(
-    optimizer_loop, eighty_space, make_request
+    optimizer_loop, eighty_space, make_request, monkeypatch
 ):
+    monkeypatch.setitem(samplers.NEEDS, "gp", ("torch", "scipy", "discospace_not_a_package"))
     sim = optimizer_loop(eighty_space)
     [failed] = sim.send(make_request(eighty_space, operator="optuna_gp", objective=MAX_TPS))
 
@@ -332,7 +331,8 @@ def test_gp_without_torch_is_refused_with_what_to_install(
 
 
 @pytest.mark.skipif(
-    bool(missing_packages("gp")), reason="torch and scipy are not installed: GP cannot run here"
+    bool(missing_packages("gp")),
+    reason="torch and scipy are not installed (make test installs them): GP cannot run here",
 )
 def test_gp_searches_with_points_in_flight_and_invalid_results_the_same_way_for_a_seed(
     optimizer_loop, make_space, make_request
