@@ -56,3 +56,31 @@ async def test_a_request_never_read_in_log_order_counts_as_first_after_the_wait(
 
     assert await requests.wait_for(request, 0.01) is Verdict.FIRST
     assert requests.verdict(request) is Verdict.FIRST
+
+
+def test_an_ended_operation_is_forgotten_but_for_its_id_and_its_requests_are_not_answered(make):
+    space = make.registered()
+    requests = FirstRequests()
+    answered = make.request(space, request_index=0)
+    requests.record(answered)
+    requests.record(make.request(space, request_index=1))
+    other = make.request(space, operation_id="op-2")
+    requests.record(other)
+
+    requests.end(answered.operation_id)
+
+    assert len(requests) == 1
+    assert requests.verdict(answered) is Verdict.ENDED
+    assert requests.record(make.request(space, request_index=2)) is Verdict.ENDED
+    assert requests.verdict(other) is Verdict.FIRST
+
+
+async def test_a_request_waiting_for_its_verdict_learns_that_its_operation_ended(make):
+    request = make.request(make.registered(), request_index=4)
+    requests = FirstRequests()
+    waiting = asyncio.create_task(requests.wait_for(request, 1.0))
+    await asyncio.sleep(0.01)
+
+    requests.end(request.operation_id)
+
+    assert await waiting is Verdict.ENDED

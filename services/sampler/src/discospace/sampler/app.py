@@ -4,8 +4,8 @@ Spaces, pools, the memo and the first request of every slot are folded by replay
 (every start reads their topics from the beginning); requests wait until those have caught up
 with where the topics ended at start (see `catchup.py`), then wait briefly for a space
 registered since. A request is answered only when it is the first of its operation and request
-index in the log (see `first.py`). A request's offset is committed only after every answer is
-published.
+index in the log and its operation has not ended there (see `first.py`). A request's offset is
+committed only after every answer is published.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from discospace.events import (
     MeasurementRequested,
     MeasurementReused,
     MeasurementStarted,
+    OperationCompleted,
+    OperationFailed,
     SamplesDrawn,
     SamplesRequested,
     SpaceRegistered,
@@ -93,8 +95,12 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
         deduplicate=False,
         description="Every request for samples, in log order: the first of each index wins.",
     )
-    async def on_request_read(event: SamplesRequested) -> None:
-        if state.requests.record(event) is Verdict.CONFLICT:
+    async def on_request_read(
+        event: SamplesRequested | OperationCompleted | OperationFailed,
+    ) -> None:
+        if not isinstance(event, SamplesRequested):
+            state.requests.end(event.operation_id)
+        elif state.requests.record(event) is Verdict.CONFLICT:
             metrics.conflicting_requests.inc()
             logger.warning(
                 "request %d of operation %s conflicts with the first one in the log: ignored",
@@ -106,7 +112,13 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
     async def on_samples_requested(event: SamplesRequested) -> None:
         await catch_up.wait(settings.catch_up_timeout_s)
         verdict = await state.requests.wait_for(event, settings.first_request_wait_s)
-        if verdict is Verdict.CONFLICT:
+        if verdict is Verdict.ENDED:
+            logger.info(
+                "request %d of operation %s came after the operation ended: not answered",
+                event.request_index,
+                event.operation_id,
+            )
+        if verdict is not Verdict.FIRST:
             return
         await _space_registered(state, event.space_id, settings.space_wait_s)
         answers = decide(state, event, service.clock())
