@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from discospace.core import ExperimentRef
 from discospace.events import (
     MeasurementRequested,
     MeasurementReused,
+    OperationCancelRequested,
     SamplesDrawn,
+    encode,
 )
+from discospace.events.factory import new_event
 from discospace.sampler.app import create_app
 from discospace.sampler.settings import SamplerSettings
 
@@ -83,3 +87,49 @@ async def test_a_request_delivered_again_to_a_restarted_sampler_yields_the_same_
     assert [e.event_id for e in both] == [first[0].event_id] * 2
     drawn = {e.event_id for e in operations if isinstance(e, SamplesDrawn)}
     assert len(drawn) == 1
+
+
+async def test_a_restarted_sampler_knows_the_first_request_of_a_slot_before_answering_any(
+    kafka, kafka_bootstrap, topics, run_service, make
+):
+    """A restarted sampler's group consumer resumes after the last request it answered, while
+    its replay of the operations topic starts from the beginning, behind thousands of other
+    events. A rival request for a slot already answered (a late decision of an explorer replica
+    that lost its partitions) is still refused, and the next request answered."""
+    space, _, pools, _ = _history(make)
+    first = make.request(space, points=(FRESH_A100,), experiments=(BENCH,))
+    rival = first.model_copy(update={"points": (FRESH_H100,)})
+    following = make.request(space, request_index=1, points=(MEASURED,), experiments=(BENCH,))
+    noise = [
+        new_event(OperationCancelRequested, operation_id=f"op-noise-{n}", requested_by="test")
+        for n in range(3_000)
+    ]
+    await kafka.publish(space, *pools, topics=topics)
+    await _publish_quickly(kafka_bootstrap, topics, noise)
+    await kafka.publish(first, topics=topics)
+    settings = SamplerSettings(
+        kafka_bootstrap_servers=kafka_bootstrap,
+        topic_prefix=topics.prefix,
+        first_request_wait_s=0,
+    )
+    async with run_service(create_app(settings)):
+        await kafka.read(topics.measure("a100"), at_least=1)
+
+    await kafka.publish(rival, following, topics=topics)
+    async with run_service(create_app(settings)):
+        to_a100 = await kafka.read(topics.measure("a100"), at_least=2)
+        to_h100 = await kafka.read(topics.measure("h100"), settle_s=1.0)
+
+    assert [e.entity_values for e in to_a100] == [FRESH_A100, MEASURED]
+    assert to_h100 == []
+
+
+async def _publish_quickly(bootstrap: str, topics, events) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20)
+    await producer.start()
+    try:
+        for event in events:
+            await producer.send(event.topic(topics), encode(event), key=event.key())
+        await producer.flush()
+    finally:
+        await producer.stop()

@@ -73,6 +73,7 @@ class Ownership(ConsumerRebalanceListener):
             enable_auto_commit=False,
             auto_offset_reset="latest",
             session_timeout_ms=session_ms,
+            rebalance_timeout_ms=int(self.settings.rebalance_timeout_s * 1000),
             heartbeat_interval_ms=max(100, session_ms // 3),
         )
         self.consumer.subscribe([self.topics.operations], listener=self)
@@ -117,13 +118,29 @@ class Ownership(ConsumerRebalanceListener):
             count,
             sum(self.positions.behind(ends).values()),
         )
-        await self.positions.wait_until(ends)
+        await self._catch_up(ends, partitions)
         if generation != self._generation:
             return
         await self.explorer.own(owner_of(partitions, count))
         if generation == self._generation:
             logger.info("deciding for the operations of partitions %s", sorted(partitions))
             self._show(partitions, count)
+
+    async def _catch_up(self, ends: dict[tuple[str, int], int], partitions: frozenset[int]) -> None:
+        """Wait until the log is folded up to `ends`, saying how far behind every so often."""
+        while True:
+            try:
+                async with asyncio.timeout(self.settings.catch_up_report_s):
+                    await self.positions.wait_until(ends)
+                return
+            except TimeoutError:
+                behind = self.positions.behind(ends)
+                logger.warning(
+                    "still catching up before deciding for partitions %s: %d events left in %s",
+                    sorted(partitions),
+                    sum(behind.values()),
+                    sorted(f"{topic}[{partition}]" for topic, partition in behind),
+                )
 
     def _show(self, partitions: frozenset[int], count: int = 0) -> None:
         self.owned = partitions

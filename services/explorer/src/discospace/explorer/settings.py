@@ -46,6 +46,19 @@ class ExplorerSettings(ServiceSettings):
         "(killed, cut off) before its partitions, and so its operations, go to the other "
         "replicas (the broker's group.min.session.timeout.ms, 6 s by default, is the floor).",
     )
+    rebalance_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="How long the group waits for a replica to give up partitions it is "
+        "losing (it first finishes publishing the decision under way, retries included); a "
+        "replica slower than this is dropped from the group and its partitions move anyway.",
+    )
+    catch_up_report_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="While a replica catches up with partitions it was given, how often it "
+        "logs how far behind it still is.",
+    )
 
     @property
     def timing(self) -> Timing:

@@ -24,8 +24,11 @@ from discospace.events import (
     MeasurementRequested,
     MeasurementReused,
     MeasurementStarted,
+    OperationCancelRequested,
     OperationCompleted,
     OperationFailed,
+    OperationRequested,
+    OperationStarted,
     SamplesDrawn,
     SamplesRequested,
     SpaceRegistered,
@@ -69,7 +72,7 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
     service.broker.add_middleware(catch_up.middleware)
     publish = _publishers(service)
     topics = service.topics
-    replayed = (topics.spaces, topics.actuators, topics.measurements)
+    replayed = (topics.spaces, topics.actuators, topics.measurements, topics.operations)
 
     @service.on_startup
     async def note_where_topics_end() -> None:
@@ -108,7 +111,9 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
                 event.operation_id,
             )
 
-    @service.consumer(topics.operations, description="Requests for more samples.")
+    requests = service.consumer(topics.operations, description="Requests for more samples.")
+
+    @requests
     async def on_samples_requested(event: SamplesRequested) -> None:
         await catch_up.wait(settings.catch_up_timeout_s)
         verdict = await state.requests.wait_for(event, settings.first_request_wait_s)
@@ -124,6 +129,19 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
         answers = decide(state, event, service.clock())
         await asyncio.gather(*(publish(answer) for answer in answers))
         metrics.observe(answers)
+
+    @requests
+    async def on_other_operation_event(
+        event: OperationRequested
+        | OperationCancelRequested
+        | OperationStarted
+        | SamplesDrawn
+        | OperationCompleted
+        | OperationFailed,
+    ) -> None:
+        """Nothing to answer; taken so that this consumer, too, passes no message of the
+        operations topic before the catch-up (its position would count as the replay's)."""
+        await catch_up.wait(settings.catch_up_timeout_s)
 
     return service
 

@@ -1,15 +1,18 @@
 """Knowing when the sampler has read its folded topics up to where they ended at start.
 
-The sampler folds the spaces, actuators and measurements topics with replaying consumers (no
-group: every start reads them from the beginning). Answering a request before the memo is
-folded could measure again what the store already holds, so the sampler notes the end offset
-of every partition of those topics before its consumers start (the runtime's `end_offsets`) and
-answers no request until a broker middleware has seen every one of those partitions read to
-its end (`CatchUp.wait`), or until a time limit has passed (then it goes on, and says so in the
-log).
+The sampler folds the spaces, actuators, measurements and operations topics with replaying
+consumers (no group: every start reads them from the beginning). Answering a request before the
+memo is folded could measure again what the store already holds, and answering one before the
+first request of its slot is known could answer the wrong one (`first.py`), so the sampler
+notes the end offset of every partition of those topics before its consumers start (the
+runtime's `end_offsets`) and answers no request until a broker middleware has seen every one of
+those partitions read to its end (`CatchUp.wait`), or until a time limit has passed (then it
+goes on, and says so in the log).
 
 The middleware sees every message a consumer takes, whatever became of it (folded, ignored,
-dropped as a duplicate, dead-lettered), so no message can hold the catch-up back.
+dropped as a duplicate, dead-lettered), so no message can hold the catch-up back. The
+operations topic is also read by the sampler's group consumer, but that one cannot move the
+catch-up on: its handler waits for the catch-up before the middleware sees its message.
 """
 
 from __future__ import annotations

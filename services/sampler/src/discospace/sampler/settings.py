@@ -27,8 +27,8 @@ class SamplerSettings(ServiceSettings):
     catch_up_timeout_s: float = Field(
         default=120.0,
         ge=0,
-        description="At start, how long requests wait for the spaces, actuators and "
-        "measurements topics to be read to where they ended; after it, they are answered "
+        description="At start, how long requests wait for the spaces, actuators, measurements "
+        "and operations topics to be read to where they ended; after it, they are answered "
         "with what was read (a warning says so).",
     )
     first_request_wait_s: float = Field(
