@@ -11,26 +11,22 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 
 from discospace.core import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
 from discospace.events import (
     ActuatorRegistered,
-    Event,
     SpaceSubmitted,
     TopicNames,
-    decode,
-    encode,
     new_event,
 )
 from discospace.runtime import Service
 from discospace.runtime.contracts import SERVICES
+from discospace.testing.clients import EventClient
 from discospace.testing.kafka import free_port
 from discospace.testing.loop import ServiceProcess
 from discospace.testing.prometheus import (
@@ -78,58 +74,7 @@ def catalog(worker: str = "worker-1") -> ActuatorRegistered:
     )
 
 
-@dataclass
-class Kafka:
-    """Plain aiokafka clients: what any outside producer or consumer would do."""
-
-    bootstrap: str
-
-    async def produce(self, topic: str, *values: bytes, key: bytes | None = b"k") -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
-        await producer.start()
-        try:
-            for value in values:
-                await producer.send_and_wait(topic, value, key=key)
-        finally:
-            await producer.stop()
-
-    async def publish(self, *events: Event, topics: TopicNames) -> None:
-        for event in events:
-            await self.produce(event.topic(topics), encode(event), key=event.key())
-
-    async def read(
-        self, topic: str, count: int, timeout_s: float = 30.0
-    ) -> list[ConsumerRecord[bytes, bytes]]:
-        """The first `count` records of `topic` (fails after `timeout_s` with what it got)."""
-        records = await self._collect(topic, lambda got: len(got) >= count, timeout_s)
-        assert len(records) >= count, f"{topic}: {len(records)} of {count} records in {timeout_s}s"
-        return records[:count]
-
-    async def read_all(
-        self, topic: str, settle_s: float = 2.0
-    ) -> list[ConsumerRecord[bytes, bytes]]:
-        """Every record `topic` holds, read until `settle_s` passed without a new one."""
-        return await self._collect(topic, lambda got: False, settle_s)
-
-    async def _collect(
-        self, topic: str, enough: Callable[[list[Any]], bool], timeout_s: float
-    ) -> list[ConsumerRecord[bytes, bytes]]:
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
-        )
-        await consumer.start()
-        records: list[ConsumerRecord[bytes, bytes]] = []
-        deadline = time.monotonic() + timeout_s
-        try:
-            while not enough(records) and time.monotonic() < deadline:
-                batch = await consumer.getmany(timeout_ms=200)
-                records += [record for part in batch.values() for record in part]
-        finally:
-            await consumer.stop()
-        return records
-
-    async def read_events(self, topic: str, count: int, timeout_s: float = 30.0) -> list[Event]:
-        return [decode(r.value) for r in await self.read(topic, count, timeout_s)]
+Kafka = EventClient
 
 
 @pytest.fixture

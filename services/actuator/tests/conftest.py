@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -18,23 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from discospace.core import Entity, ExperimentRef
 from discospace.events import (
-    Event,
     MeasurementRequested,
     OperationCancelRequested,
     OperationCompleted,
     TopicNames,
-    decode,
-    encode,
     measurement_request_id,
     new_event,
 )
 from discospace.events.operations import OperationCounts
 from discospace.runtime import Service
 from discospace.runtime.provisioning import provision_topics
+from discospace.testing.clients import EventClient
 from discospace.testing.kafka import delete_topics, free_port
 
 TESTS = Path(__file__).resolve().parent
@@ -133,39 +129,7 @@ def topics() -> TopicNames:
     return TopicNames.unique("actuator")
 
 
-class Kafka:
-    """Plain aiokafka clients on the real broker: what any outside producer or reader does."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
-
-    async def publish(self, *events: Event, topics: TopicNames) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
-        await producer.start()
-        try:
-            for event in events:
-                await producer.send_and_wait(event.topic(topics), encode(event), key=event.key())
-        finally:
-            await producer.stop()
-
-    async def wait_for(
-        self, topic: str, found: Callable[[list[Event]], bool], timeout_s: float = 60.0
-    ) -> list[Event]:
-        """The events of `topic` from the start, read until `found(events)` holds."""
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
-        )
-        await consumer.start()
-        events: list[Event] = []
-        deadline = time.monotonic() + timeout_s
-        try:
-            while not found(events):
-                assert time.monotonic() < deadline, f"{topic}: not found in {len(events)} events"
-                batch = await consumer.getmany(timeout_ms=200)
-                events += [decode(r.value) for part in batch.values() for r in part]
-        finally:
-            await consumer.stop()
-        return events
+Kafka = EventClient
 
 
 @pytest.fixture

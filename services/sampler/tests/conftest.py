@@ -3,14 +3,12 @@ the real broker for the integration tests."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from discospace.core import (
     DiscoverySpace,
@@ -22,18 +20,16 @@ from discospace.core import (
 )
 from discospace.events import (
     ActuatorRegistered,
-    Event,
     MeasurementCompleted,
     SamplesRequested,
     SpaceRegistered,
     TopicNames,
-    decode,
-    encode,
     measurement_request_id,
     new_event,
 )
 from discospace.runtime import Service
 from discospace.runtime.provisioning import provision_topics
+from discospace.testing.clients import EventClient
 from discospace.testing.kafka import delete_topics
 
 AT = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
@@ -169,42 +165,7 @@ def topics() -> TopicNames:
     return TopicNames.unique("sampler")
 
 
-class Kafka:
-    """Plain aiokafka clients on the real broker: what any outside producer or reader does."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
-
-    async def publish(self, *events: Event, topics: TopicNames) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
-        await producer.start()
-        try:
-            for event in events:
-                await producer.send_and_wait(event.topic(topics), encode(event), key=event.key())
-        finally:
-            await producer.stop()
-
-    async def read(self, topic: str, settle_s: float = 2.0, at_least: int = 0) -> list[Event]:
-        """Every event `topic` holds: at least `at_least`, then until `settle_s` brings none."""
-        consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
-        )
-        await consumer.start()
-        events: list[Event] = []
-        deadline = time.monotonic() + 60
-        quiet_since = time.monotonic()
-        try:
-            while time.monotonic() < deadline:
-                batch = await consumer.getmany(timeout_ms=200)
-                records = [record for part in batch.values() for record in part]
-                events += [decode(record.value) for record in records]
-                if records:
-                    quiet_since = time.monotonic()
-                elif len(events) >= at_least and time.monotonic() - quiet_since > settle_s:
-                    break
-        finally:
-            await consumer.stop()
-        return events
+Kafka = EventClient
 
 
 @pytest.fixture

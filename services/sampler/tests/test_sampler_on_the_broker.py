@@ -51,10 +51,10 @@ async def test_a_started_sampler_replays_the_memo_then_answers_with_reuses_and_r
     await kafka.publish(*others, memo, topics=topics)
 
     async with run_service(_sampler(kafka_bootstrap, topics)):
-        to_a100 = await kafka.read(topics.measure("a100"), at_least=1)
-        to_h100 = await kafka.read(topics.measure("h100"), at_least=1)
-        measurements = await kafka.read(topics.measurements, at_least=2)
-        operations = await kafka.read(topics.operations, at_least=2)
+        to_a100 = await kafka.read_settled(topics.measure("a100"), at_least=1)
+        to_h100 = await kafka.read_settled(topics.measure("h100"), at_least=1)
+        measurements = await kafka.read_settled(topics.measurements, at_least=2)
+        operations = await kafka.read_settled(topics.operations, at_least=2)
 
     assert [(type(e), e.entity_values) for e in to_a100] == [(MeasurementRequested, FRESH_A100)]
     assert [(type(e), e.entity_values) for e in to_h100] == [(MeasurementRequested, FRESH_H100)]
@@ -76,12 +76,12 @@ async def test_a_request_delivered_again_to_a_restarted_sampler_yields_the_same_
     space, memo, pools, request = _history(make)
     await kafka.publish(space, memo, *pools, request, topics=topics)
     async with run_service(_sampler(kafka_bootstrap, topics)):
-        first = await kafka.read(topics.measure("a100"), at_least=1)
+        first = await kafka.read_settled(topics.measure("a100"), at_least=1)
 
     await kafka.publish(request, topics=topics)
     async with run_service(_sampler(kafka_bootstrap, topics)):
-        both = await kafka.read(topics.measure("a100"), at_least=2)
-        operations = await kafka.read(topics.operations, at_least=3)
+        both = await kafka.read_settled(topics.measure("a100"), at_least=2)
+        operations = await kafka.read_settled(topics.operations, at_least=3)
 
     assert len(first) == 1
     assert [e.event_id for e in both] == [first[0].event_id] * 2
@@ -113,12 +113,12 @@ async def test_a_restarted_sampler_knows_the_first_request_of_a_slot_before_answ
         first_request_wait_s=0,
     )
     async with run_service(create_app(settings)):
-        await kafka.read(topics.measure("a100"), at_least=1)
+        await kafka.read_settled(topics.measure("a100"), at_least=1)
 
     await kafka.publish(rival, following, topics=topics)
     async with run_service(create_app(settings)):
-        to_a100 = await kafka.read(topics.measure("a100"), at_least=2)
-        to_h100 = await kafka.read(topics.measure("h100"), settle_s=1.0)
+        to_a100 = await kafka.read_settled(topics.measure("a100"), at_least=2)
+        to_h100 = await kafka.read_settled(topics.measure("h100"), settle_s=1.0)
 
     assert [e.entity_values for e in to_a100] == [FRESH_A100, MEASURED]
     assert to_h100 == []
