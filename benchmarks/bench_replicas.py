@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import logging
 import os
@@ -35,7 +34,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,7 +48,7 @@ from rich.table import Table
 from discospace.events import OperationParameters, OperationRequested, encode, new_event
 from discospace.events.envelope import content_id
 from discospace.events.topics import TopicNames
-from discospace.explorer.placement import partition_of
+from discospace.explorer.placement import partition_of, spread_ids
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import end_offsets
 from discospace.runtime.provisioning import provision_topics
@@ -189,19 +187,6 @@ def register_space(loop: Loop) -> str:
     return loop.cli_ok("space", "create", "-f", str(path)).strip()
 
 
-def operation_ids(prefix: str, per_partition: int) -> list[str]:
-    """Operation ids placed `per_partition` in each partition of the operations topic."""
-    chosen: dict[int, list[str]] = defaultdict(list)
-    for number in itertools.count():
-        operation_id = f"op-{prefix}-{number}"
-        placed = chosen[partition_of(operation_id, PARTITIONS)]
-        if len(placed) < per_partition:
-            placed.append(operation_id)
-        if sum(map(len, chosen.values())) == per_partition * PARTITIONS:
-            return sorted(itertools.chain(*chosen.values()))
-    raise AssertionError("unreachable")
-
-
 def walk_request(operation_id: str, space_id: str, entities: int, seed: int) -> OperationRequested:
     parameters = OperationParameters(
         number_entities=entities, batch_size=2, seed=seed, single_measurement=False
@@ -298,7 +283,7 @@ def stop_replica(explorer: ServiceProcess, how: str) -> float:
 async def takeover(loop: Loop, log: Log, space_id: str, tag: str, how: str) -> Takeover:
     shares = wait_for_shares(loop)
     victim, survivor = sorted(REPLICAS, key=lambda name: -len(shares[name]))
-    ids = operation_ids(tag, WALKS_PER_PARTITION)
+    ids = spread_ids(tag, WALKS_PER_PARTITION, PARTITIONS)
     theirs = {i for i in ids if partition_of(i, PARTITIONS) in shares[victim]}
     await request_walks(loop.bootstrap, loop.topics, space_id, ids)
     await log.until(

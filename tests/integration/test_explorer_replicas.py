@@ -10,9 +10,8 @@ every operation, with no request index decided twice.
 
 from __future__ import annotations
 
-import itertools
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from discospace.events import (
     encode,
     new_event,
 )
-from discospace.explorer.placement import partition_of
+from discospace.explorer.placement import partition_of, spread_ids
 from discospace.testing.loop import Loop, ServiceProcess
 
 pytestmark = pytest.mark.integration
@@ -91,19 +90,6 @@ def register(loop: Loop, path: Path, timeout_s: float = 60) -> str:
         if time.monotonic() > deadline:
             raise AssertionError(answer.stderr + loop.logs())
         time.sleep(0.5)
-
-
-def operation_ids(prefix: str, per_partition: int) -> list[str]:
-    """Operation ids placed `per_partition` in each partition of the operations topic."""
-    chosen: dict[int, list[str]] = defaultdict(list)
-    for number in itertools.count():
-        operation_id = f"op-{prefix}-{number}"
-        placed = chosen[partition_of(operation_id, PARTITIONS)]
-        if len(placed) < per_partition:
-            placed.append(operation_id)
-        if sum(map(len, chosen.values())) == per_partition * PARTITIONS:
-            return sorted(itertools.chain(*chosen.values()))
-    raise AssertionError("unreachable")
 
 
 async def request_walks(loop: Loop, space_id: str, ids: list[str], entities: int) -> None:
@@ -220,7 +206,7 @@ async def test_two_replicas_share_the_operations_and_each_decides_only_for_its_o
 ):
     shares = wait_for_shares(loop)
     before = {name: loop.services[name].metric(DECISIONS) for name in REPLICAS}
-    ids = operation_ids("shared", per_partition=2)
+    ids = spread_ids("shared", 2, PARTITIONS)
     await request_walks(loop, space_id, ids, entities=8)
     log = Log(loop)
     await log.read_until(lambda log: log.ended(ids))
@@ -239,7 +225,7 @@ async def test_a_killed_replicas_operations_are_taken_over_and_finished_without_
 ):
     shares = wait_for_shares(loop)
     victim, survivor = sorted(REPLICAS, key=lambda name: -len(shares[name]))
-    ids = operation_ids("killed", per_partition=2)
+    ids = spread_ids("killed", 2, PARTITIONS)
     theirs = [i for i in ids if partition_of(i, PARTITIONS) in shares[victim]]
     await request_walks(loop, space_id, ids, entities=16)
     log = Log(loop)

@@ -18,7 +18,7 @@ from discospace.explorer.live import LiveExplorer
 from discospace.explorer.metrics import ExplorerMetrics
 from discospace.explorer.operators import OperatorRegistry
 from discospace.explorer.ownership import Ownership
-from discospace.explorer.placement import owner_of, partition_of
+from discospace.explorer.placement import owner_of, partition_of, spread_ids
 from discospace.explorer.random_walk import RandomWalk
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import ReadPositions
@@ -70,6 +70,14 @@ def test_the_partition_of_an_operation_is_the_one_the_producer_picks():
             operation_id = f"op-{number:x}-{number * 7919}"
             expected = pick(operation_key(operation_id), every, every)
             assert partition_of(operation_id, count) == expected
+
+
+def test_spread_ids_put_as_many_distinct_operations_in_every_partition():
+    ids = spread_ids("t", 2, 3)
+
+    assert ids == sorted(set(ids))
+    assert all(i.startswith("op-t-") for i in ids)
+    assert sorted(partition_of(i, 3) for i in ids) == [0, 0, 1, 1, 2, 2]
 
 
 def test_an_owner_of_partitions_names_exactly_their_operations():

@@ -39,6 +39,7 @@ from discospace.explorer.decide import Decided, Engine
 from discospace.explorer.metrics import ExplorerMetrics
 from discospace.explorer.operation import Decision
 from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.runtime.retrying import until_done
 
 logger = logging.getLogger("discospace.explorer")
 
@@ -150,13 +151,13 @@ class LiveExplorer:
         if self.history is None:
             logger.error("cannot rebuild operation %s: no log to read it from", operation_id)
             return False
-        while True:
-            try:
-                events = await self.history(operation_id)
-                break
-            except Exception as error:  # the broker's errors vary; retrying is the answer
-                logger.warning("reading operation %s failed, trying again: %s", operation_id, error)
-                await asyncio.sleep(self.publish_retry_s)
+        history = self.history
+        events = await until_done(
+            lambda: history(operation_id),
+            f"reading operation {operation_id}",
+            self.publish_retry_s,
+            logger,
+        )
         rebuild(self.state, operation_id, events)
         logger.warning(
             "a decision of this explorer for operation %s lost to another replica's: rebuilt "
@@ -181,13 +182,12 @@ class LiveExplorer:
             self.metrics.operations_active.set(len(self.state.owned()) if self.state.live else 0)
 
     async def _publish_one(self, decision: Decision) -> None:
-        while True:
-            try:
-                await self.publish(decision)
-                return
-            except Exception as error:  # the broker's errors vary; retrying is the answer
-                logger.warning("publishing %s failed, trying again: %s", decision.type, error)
-                await asyncio.sleep(self.publish_retry_s)
+        await until_done(
+            lambda: self.publish(decision),
+            f"publishing {decision.type}",
+            self.publish_retry_s,
+            logger,
+        )
 
     def _schedule(self, at: datetime | None) -> None:
         if at is not None and (self.wake_at is None or at < self.wake_at):

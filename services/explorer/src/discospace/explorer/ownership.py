@@ -24,8 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
@@ -38,11 +37,11 @@ from discospace.explorer.placement import owner_of, partition_of
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import ReadPositions, end_offsets
 from discospace.runtime.replay import existing_partitions, replay_until
+from discospace.runtime.retrying import until_done
 
 logger = logging.getLogger("discospace.explorer.ownership")
 
 POLL_MS = 1000
-T = TypeVar("T")
 
 
 class Ownership(ConsumerRebalanceListener):
@@ -111,7 +110,9 @@ class Ownership(ConsumerRebalanceListener):
         """Catch up with the log as it is now, then decide for the operations of `partitions`."""
         topics = [self.topics.spaces, self.topics.operations, self.topics.measurements]
         bootstrap = self.settings.kafka_bootstrap_servers
-        ends = await _retrying(lambda: end_offsets(bootstrap, topics), "reading end offsets")
+        ends = await until_done(
+            lambda: end_offsets(bootstrap, topics), "reading end offsets", 1.0, logger
+        )
         logger.info(
             "given partitions %s of %s: folding %d events more before deciding for them",
             sorted(partitions),
@@ -184,12 +185,3 @@ class LogHistory:
         await replay_until(self.bootstrap_servers, until, events.append)
         mine = [e for e in events if isinstance(e, OperationEvent)]
         return [e for e in mine if e.operation_id == operation_id]
-
-
-async def _retrying(work: Callable[[], Awaitable[T]], doing: str, pause_s: float = 1.0) -> T:
-    while True:
-        try:
-            return await work()
-        except Exception as error:  # the broker's errors vary; trying again is the answer
-            logger.warning("%s failed, trying again: %s", doing, error)
-            await asyncio.sleep(pause_s)

@@ -9,6 +9,7 @@ operations `partition_of` places in p, and partition p of the measurements topic
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 
 from aiokafka.partitioner import murmur2
@@ -25,3 +26,18 @@ def owner_of(owned: Iterable[int], partitions: int) -> Callable[[str], bool]:
     """Whether an operation lies in one of the `owned` partitions (of `partitions` in all)."""
     chosen = frozenset(owned)
     return lambda operation_id: partition_of(operation_id, partitions) in chosen
+
+
+def spread_ids(prefix: str, per_partition: int, partitions: int) -> list[str]:
+    """Operation ids `op-<prefix>-<n>`, `per_partition` of them in each of the `partitions`
+    partitions, sorted (to put operations on every partition, e.g. to share them among
+    replicas in a test or a benchmark)."""
+    chosen: dict[int, list[str]] = {partition: [] for partition in range(partitions)}
+    for number in itertools.count():
+        operation_id = f"op-{prefix}-{number}"
+        placed = chosen[partition_of(operation_id, partitions)]
+        if len(placed) < per_partition:
+            placed.append(operation_id)
+        if sum(map(len, chosen.values())) == per_partition * partitions:
+            return sorted(itertools.chain(*chosen.values()))
+    raise AssertionError("unreachable")
