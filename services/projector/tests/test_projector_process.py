@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from discospace.core import DiscoverySpace, PropertySpec
 from discospace.events import (
     Event,
     MeasurementCompleted,
     TopicNames,
-    encode,
     measurement_request_id,
 )
+from discospace.testing.clients import EventClient
 from discospace.testing.kafka import free_port
 
 pytestmark = pytest.mark.integration
@@ -65,17 +64,6 @@ def _history(history: Any, make_spec: Any) -> tuple[str, list[Event]]:
             )
         )
     return space.space_id, history.events
-
-
-async def _publish(bootstrap: str, topics: TopicNames, events: list[Event]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20)
-    await producer.start()
-    try:
-        for event in events:
-            await producer.send(event.topic(topics), encode(event), key=event.key())
-        await producer.flush()
-    finally:
-        await producer.stop()
 
 
 def _start(bootstrap: str, topics: TopicNames, data_dir: Path, port: int) -> subprocess.Popen:
@@ -137,7 +125,7 @@ async def test_a_projector_killed_mid_run_loses_nothing_and_duplicates_nothing(
 ) -> None:
     topics = TopicNames.unique("projector-kill")
     space_id, events = _history(history, make_spec)
-    await _publish(kafka_bootstrap, topics, events)
+    await EventClient(kafka_bootstrap).publish_batched(*events, topics=topics)
     port, data_dir = free_port(), tmp_path / "store"
     first = _start(kafka_bootstrap, topics, data_dir, port)
     try:

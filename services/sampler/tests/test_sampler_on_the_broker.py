@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from discospace.core import ExperimentRef
 from discospace.events import (
@@ -11,7 +10,6 @@ from discospace.events import (
     MeasurementReused,
     OperationCancelRequested,
     SamplesDrawn,
-    encode,
 )
 from discospace.events.factory import new_event
 from discospace.sampler.app import create_app
@@ -105,7 +103,7 @@ async def test_a_restarted_sampler_knows_the_first_request_of_a_slot_before_answ
         for n in range(3_000)
     ]
     await kafka.publish(space, *pools, topics=topics)
-    await _publish_quickly(kafka_bootstrap, topics, noise)
+    await kafka.publish_batched(*noise, topics=topics)
     await kafka.publish(first, topics=topics)
     settings = SamplerSettings(
         kafka_bootstrap_servers=kafka_bootstrap,
@@ -122,14 +120,3 @@ async def test_a_restarted_sampler_knows_the_first_request_of_a_slot_before_answ
 
     assert [e.entity_values for e in to_a100] == [FRESH_A100, MEASURED]
     assert to_h100 == []
-
-
-async def _publish_quickly(bootstrap: str, topics, events) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20)
-    await producer.start()
-    try:
-        for event in events:
-            await producer.send(event.topic(topics), encode(event), key=event.key())
-        await producer.flush()
-    finally:
-        await producer.stop()

@@ -1,6 +1,7 @@
 """Plain aiokafka clients on the real broker for tests: what any outside producer or reader does.
 
-`EventClient(bootstrap)` publishes events (or raw bytes) and reads topics from their start:
+`EventClient(bootstrap)` publishes events one at a time (`publish`), many in batches
+(`publish_batched`) or raw bytes (`produce`), and reads topics from their start:
 
 - `read(topic, count)`: the first `count` records (fails, saying how many came, after a time);
 - `read_events(topic, count)`: the same, decoded;
@@ -38,6 +39,11 @@ class EventClient:
     async def publish(self, *events: Event, topics: TopicNames) -> None:
         """Send each event to its topic under its key, in order."""
         await self._send([(e.topic(topics), encode(e), e.key()) for e in events])
+
+    async def publish_batched(self, *events: Event, topics: TopicNames) -> None:
+        """`publish` for many events: sent in batches, all acknowledged before it returns."""
+        messages = [(e.topic(topics), encode(e), e.key()) for e in events]
+        await self._send(messages, linger_ms=20)
 
     async def read(self, topic: str, count: int, timeout_s: float | None = None) -> Records:
         """The first `count` records of `topic` (fails after the timeout with what it got)."""
@@ -79,12 +85,20 @@ class EventClient:
         assert enough(records, 0.0), f"{topic}: not found in {len(records)} events in {limit}s"
         return events
 
-    async def _send(self, messages: list[tuple[str, bytes, bytes | None]]) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap)
+    async def _send(
+        self, messages: list[tuple[str, bytes, bytes | None]], linger_ms: int | None = None
+    ) -> None:
+        """One at a time, each acknowledged before the next; or, with `linger_ms`, in batches
+        flushed at the end."""
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=linger_ms or 0)
         await producer.start()
         try:
             for topic, value, key in messages:
-                await producer.send_and_wait(topic, value, key=key)
+                if linger_ms is None:
+                    await producer.send_and_wait(topic, value, key=key)
+                else:
+                    await producer.send(topic, value, key=key)
+            await producer.flush()
         finally:
             await producer.stop()
 
