@@ -64,7 +64,10 @@ def test_the_seed_space_id_is_stable(seed_space_file) -> None:
     [
         (space(), SpaceRelation.EQUAL),
         (space([{"name": "gpus", "values": [1]}, BASE[1]]), SpaceRelation.SUBSPACE),
-        (space([{"name": "gpus", "range": [0, 10]}, BASE[1]]), SpaceRelation.SUPERSPACE),
+        (
+            space([{"name": "gpus", "type": "continuous", "range": [0, 10]}, BASE[1]]),
+            SpaceRelation.SUPERSPACE,
+        ),
         (
             space(
                 experiments=[

@@ -17,7 +17,10 @@ def domain(**fields: object) -> PropertyDomain:
         ({"values": [0.5, 1]}, "discrete"),
         ({"values": ["a", "b"]}, "categorical"),
         ({"values": [True, False]}, "categorical"),
-        ({"range": [0, 1]}, "continuous"),
+        ({"range": [0.0, 1.0]}, "continuous"),
+        ({"range": [1e-5, 1e-3]}, "continuous"),
+        ({"range": [0.5, 2]}, "continuous"),
+        ({"type": "continuous", "range": [0, 1]}, "continuous"),
         ({"range": [0, 10], "interval": 2}, "discrete"),
         ({"type": "identifier"}, "identifier"),
         ({"type": "categorical", "values": [1, 2]}, "categorical"),
@@ -26,6 +29,25 @@ def domain(**fields: object) -> PropertyDomain:
 )
 def test_the_domain_type_is_inferred_or_taken_as_written(fields: dict, kind: str) -> None:
     assert domain(**fields).kind == kind
+
+
+@pytest.mark.parametrize("bounds", [[8, 512], [0, 1]])
+def test_a_range_of_whole_numbers_without_an_interval_or_a_type_is_refused(bounds: list) -> None:
+    """Whole-number bounds read as a discrete range: never silently made continuous."""
+    with pytest.raises(DomainError) as caught:
+        domain(range=bounds)
+    assert str(caught.value) == (
+        f"property 'p' has a range of whole numbers [{bounds[0]}, {bounds[1]}] but no interval: "
+        "add `interval: 1` (or another step) for a discrete range, "
+        "or `type: continuous` for any number in between"
+    )
+
+
+def test_an_explicit_type_makes_a_range_without_an_interval_discrete_by_1_or_continuous() -> None:
+    assert domain(type="discrete", range=[8, 12]).values == (8, 9, 10, 11)
+    batch_size = domain(type="continuous", range=[8, 512])
+    assert batch_size.kind == "continuous"
+    assert 283.41 in batch_size
 
 
 def test_a_discrete_range_excludes_its_upper_bound_and_steps_by_its_interval() -> None:
@@ -110,8 +132,11 @@ def test_a_categorical_domain_of_strings_does_not_take_numbers_written_different
             {"values": ["a"], "probability": ProbabilitySpec(name="normal", mean=0, std=1)},
             "values are not numbers",
         ),
-        ({"range": [0, 1], "probability": ProbabilitySpec(name="normal", mean=0)}, "both mean"),
-        ({"range": [0, 1], "probability": ProbabilitySpec(name="normal", mean=0, std=0)}, "std 0"),
+        ({"range": [0.0, 1.0], "probability": ProbabilitySpec(name="normal", mean=0)}, "both mean"),
+        (
+            {"range": [0.0, 1.0], "probability": ProbabilitySpec(name="normal", mean=0, std=0)},
+            "std 0",
+        ),
     ],
 )
 def test_an_ill_formed_domain_is_rejected_with_one_sentence_naming_the_property(
@@ -138,13 +163,13 @@ def test_a_property_name_with_a_dot_is_rejected_because_dots_mark_observed_prope
         ({"range": [1, 8], "interval": 2}, {"range": [0, 10], "interval": 2}, False),
         ({"range": [0, 10**12], "interval": 1}, {"range": [0, 10**13], "interval": 1}, True),
         ({"range": [0, 10**12], "interval": 1}, {"values": [1, 2]}, False),
-        ({"range": [0.2, 0.5]}, {"range": [0, 1]}, True),
-        ({"range": [0, 2]}, {"range": [0, 1]}, False),
-        ({"values": [0.5]}, {"range": [0, 1]}, True),
-        ({"values": ["a"]}, {"range": [0, 1]}, False),
+        ({"range": [0.2, 0.5]}, {"range": [0.0, 1.0]}, True),
+        ({"range": [0.0, 2.0]}, {"range": [0.0, 1.0]}, False),
+        ({"values": [0.5]}, {"range": [0.0, 1.0]}, True),
+        ({"values": ["a"]}, {"range": [0.0, 1.0]}, False),
         ({"values": ["a"]}, {"type": "identifier"}, True),
         ({"type": "identifier"}, {"values": ["a"]}, False),
-        ({"range": [0, 1]}, {"values": [0, 1]}, False),
+        ({"range": [0.0, 1.0]}, {"values": [0, 1]}, False),
     ],
 )
 def test_sub_domains_are_recognised(small: dict, large: dict, expected: bool) -> None:
@@ -159,7 +184,7 @@ def test_domains_with_the_same_values_are_equal_whatever_their_order() -> None:
 
 def test_draw_follows_a_truncated_normal_law_on_a_continuous_range() -> None:
     law = ProbabilitySpec(name="normal", mean=5, std=1)
-    line = domain(range=[0, 10], probability=law)
+    line = domain(range=[0.0, 10.0], probability=law)
     draws = [line.draw(i / 1000) for i in range(1000)]
     assert all(0 <= d <= 10 for d in draws)
     near_mean = sum(1 for d in draws if 4 <= d <= 6) / len(draws)

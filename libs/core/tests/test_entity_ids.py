@@ -50,7 +50,7 @@ def test_the_same_configuration_has_one_id_in_every_space() -> None:
         [PropertySpec(name="b", values=[16]), PropertySpec(name="a", values=["x"])]
     )
     large = EntitySpace.from_specs(
-        [PropertySpec(name="a", values=["x", "y"]), PropertySpec(name="b", range=[0, 64])]
+        [PropertySpec(name="a", values=["x", "y"]), PropertySpec(name="b", range=[0.0, 64.0])]
     )
     assert small.entity_at(0).id == large.normalise({"a": "x", "b": 16.0}).id
 

@@ -28,7 +28,7 @@ def test_the_size_of_an_entity_space_is_the_product_of_its_domain_sizes() -> Non
 
 def test_a_space_with_a_continuous_property_has_infinite_size() -> None:
     mixed = EntitySpace.from_specs(
-        [PropertySpec(name="a", values=[1]), PropertySpec(name="lr", range=[0, 1])]
+        [PropertySpec(name="a", values=[1]), PropertySpec(name="lr", range=[0.0, 1.0])]
     )
     assert mixed.size == math.inf
     assert not mixed.is_finite

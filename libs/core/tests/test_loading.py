@@ -13,6 +13,8 @@ from discospace.core import (
     parse_space_spec,
 )
 
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
@@ -112,6 +114,30 @@ def test_an_ill_formed_domain_in_a_file_names_the_file_and_property(tmp_path) ->
     )
     with pytest.raises(DomainError, match=r"s\.yaml: property 'a' has a range whose low \(5\)"):
         load_discovery_space(path)
+
+
+def test_a_batch_size_range_without_an_interval_is_refused_not_drawn_as_283_41(tmp_path) -> None:
+    path = write(
+        tmp_path,
+        "s.yaml",
+        "sample_store: s\nentity_space: [{name: batch_size, range: [8, 512]}]\n"
+        "measurement_space: []",
+    )
+    with pytest.raises(DomainError, match=r"s\.yaml: property 'batch_size' has a range of whole"):
+        load_discovery_space(path)
+
+
+def test_a_range_written_with_real_numbers_in_a_file_is_continuous(tmp_path) -> None:
+    text = "sample_store: s\nentity_space: [{name: lr, range: [0.0, 1.0]}]\nmeasurement_space: []"
+    space = load_discovery_space(write(tmp_path, "s.yaml", text))
+    assert space.entity_space.get_property("lr").domain.kind == "continuous"
+
+
+@pytest.mark.parametrize(
+    "example", sorted(REPO_ROOT.glob("examples/**/*-space.yaml")), ids=lambda path: path.name
+)
+def test_every_example_space_file_loads(example: Path) -> None:
+    assert load_discovery_space(example).id.startswith("space-")
 
 
 def test_a_missing_file_is_one_sentence(tmp_path) -> None:

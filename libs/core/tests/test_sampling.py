@@ -159,7 +159,7 @@ def test_random_sampling_of_a_space_with_a_continuous_property_draws_it_by_its_l
             PropertySpec(name="gpus", values=[1, 2]),
             PropertySpec(
                 name="lr",
-                range=[0, 1],
+                range=[0.0, 1.0],
                 probability=ProbabilitySpec(name="normal", mean=0.2, std=0.05),
             ),
         ]
@@ -178,7 +178,7 @@ def test_a_space_with_an_identifier_property_cannot_be_sampled_at_random() -> No
 
 
 def test_sequential_sampling_needs_a_finite_space() -> None:
-    space = EntitySpace.from_specs([PropertySpec(name="lr", range=[0, 1])])
+    space = EntitySpace.from_specs([PropertySpec(name="lr", range=[0.0, 1.0])])
     with pytest.raises(EntitySpaceError, match="property 'lr' is continuous"):
         space.sequential()
 

@@ -82,7 +82,7 @@ def test_all_entities_of_a_space_with_a_continuous_property_is_refused(
     space = make_space(
         (
             PropertySpec(name="batch_size", values=(1, 2)),
-            PropertySpec(name="number_gpus", range=(1, 4)),
+            PropertySpec(name="number_gpus", type="continuous", range=(1, 4)),
         )
     )
     failed = loop(space).send(make_request(space, number_entities="all"))[0]

@@ -80,7 +80,7 @@ def test_a_huge_space_is_drawn_from_without_being_listed(make):
 def test_a_strategy_the_space_cannot_follow_draws_nothing_and_says_why(make):
     spec = SpaceSpec(
         sample_store=make.store,
-        entity_space=(PropertySpec(name="power", range=(100, 400)),),
+        entity_space=(PropertySpec(name="power", type="continuous", range=(100, 400)),),
         measurement_space=make.space_spec().measurement_space,
     )
     space = _space(make, spec)
@@ -97,7 +97,7 @@ def test_a_strategy_the_space_cannot_follow_draws_nothing_and_says_why(make):
 def test_a_continuous_space_never_runs_out(make):
     spec = SpaceSpec(
         sample_store=make.store,
-        entity_space=(PropertySpec(name="power", range=(100, 400)),),
+        entity_space=(PropertySpec(name="power", type="continuous", range=(100, 400)),),
         measurement_space=make.space_spec().measurement_space,
     )
     space = _space(make, spec)

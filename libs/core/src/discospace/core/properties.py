@@ -92,7 +92,7 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
         raise _fail(spec.name, "has a range bound that is not a finite number")
     if low >= high:
         raise _fail(spec.name, f"has a range whose low ({low}) is not below its high ({high})")
-    kind: DomainKind = spec.type or ("discrete" if spec.interval is not None else "continuous")
+    kind = spec.type or _range_kind(spec)
     if kind in ("categorical", "identifier"):
         raise _fail(spec.name, f"is {kind} and takes no range")
     if kind == "continuous":
@@ -103,6 +103,25 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
     if not math.isfinite(interval) or interval <= 0:
         raise _fail(spec.name, f"has an interval of {interval}; it must be above 0")
     return PropertyDomain.discrete_range(low, high, interval)
+
+
+def _range_kind(spec: PropertySpec) -> DomainKind:
+    """The type of an untyped range: discrete with an interval, continuous when a bound is
+    written as a real number (``[0.0, 1.0]``, ``[1e-5, 1e-3]``).
+
+    Two whole-number bounds and no interval are ambiguous (``batch_size: [8, 512]`` reads as a
+    discrete range but would draw 283.41 as a continuous one), so they are refused.
+    """
+    if spec.interval is not None:
+        return "discrete"
+    if any(isinstance(bound, float) for bound in spec.range or ()):
+        return "continuous"
+    low, high = spec.range or (0, 0)
+    raise _fail(
+        spec.name,
+        f"has a range of whole numbers [{low}, {high}] but no interval: add `interval: 1` "
+        "(or another step) for a discrete range, or `type: continuous` for any number in between",
+    )
 
 
 def _probability(name: str, spec: ProbabilitySpec | None, domain: PropertyDomain) -> Probability:

@@ -38,7 +38,9 @@ class PropertySpec(_Frozen):
     """One constitutive property of an entity space and its domain.
 
     The type is inferred when omitted: numeric values give discrete, other values categorical,
-    a range alone continuous, a range with an interval discrete.
+    a range with an interval discrete, a range with a bound written as a real number (``0.0``,
+    ``1e-3``) continuous. A range of two whole numbers without an interval is refused: write
+    ``interval`` or ``type: continuous``.
     """
 
     name: NonEmptyStr = Field(examples=["batch_size"])
