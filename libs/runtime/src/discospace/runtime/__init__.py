@@ -2,6 +2,7 @@
 
 `settings` (ServiceSettings, env prefix per service), `service` (create_service: broker,
 /metrics, /health, AsyncAPI), `consuming` (typed handlers, manual commit, duplicate dropping),
+`folding` (fold topics up to their end at start, then go live from exactly there: `follow`),
 `deadletter` (bad messages to the dead-letter topic), `publishing` (`to_<topic>` publishers),
 `runner` (uvicorn, graceful SIGTERM), `logs` (JSON lines), `metrics`, `provisioning` (topics),
 `idempotence` (seen event ids), `contracts` (`python -m discospace.runtime.contracts proto`).

@@ -13,11 +13,17 @@ The message is decoded with `discospace.events.codec`, so a bad message raises
 `EventDecodeError` and is dead-lettered by `discospace.runtime.deadletter`. The offset is
 committed only after the message was handled (FastStream's NACK_ON_ERROR: success commits, an
 error seeks back so the message comes again).
+
+A consumer without a group whose topics were folded at start (`folding.fold_then_follow`) is
+told where that fold stopped (`Consumer.start_at`): it drops every message below those offsets
+unread (`AlreadyFolded`, which the dead-letter policy passes over in silence) and moves its
+position past them at once, so it hands its handlers exactly the messages the fold did not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import time
@@ -26,7 +32,8 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka.errors import IllegalStateError
 from faststream.kafka import KafkaBroker
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from faststream.message import StreamMessage
@@ -37,6 +44,12 @@ from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+Partition = tuple[str, int]
+"""(topic, partition)"""
+
+
+class AlreadyFolded(Exception):  # noqa: N818 - a signal, not an error: the message was read
+    """A message below where the start-up fold of its consumer stopped: folded already."""
 
 
 class WiringError(TypeError):
@@ -46,13 +59,16 @@ class WiringError(TypeError):
 class EventDecoder:
     """Decodes a message into one of the event types the consumer's handlers take."""
 
-    def __init__(self) -> None:
+    def __init__(self, folded: Callable[[object], bool] = lambda record: False) -> None:
         self.accepted: tuple[type[Event], ...] = ()
+        self.folded = folded
 
     def accept(self, event_types: tuple[type[Event], ...]) -> None:
         self.accepted += tuple(t for t in event_types if t not in self.accepted)
 
     async def __call__(self, message: StreamMessage[Any]) -> Event:
+        if self.folded(message.raw_message):
+            raise AlreadyFolded
         return decode_as(message.body, *self.accepted)
 
 
@@ -111,10 +127,11 @@ class Consumer:
     """A subscription of the service to topics; decorate handlers with it.
 
     With a `group_id`, partitions are shared by the group's members and offsets are committed
-    after each handled message. Without one, the consumer replays every partition from the
-    start each time the service starts (how a service folds its state) and commits nothing.
-    `deduplicate=False` hands every message to its handler, even an event id handled before
-    (for a handler that compares the copies itself).
+    after each handled message. Without one, the consumer reads every partition from the start
+    each time the service starts (how a service folds its state) and commits nothing; once told
+    where a fold stopped (`start_at`), it reads on from there. `deduplicate=False` hands every
+    message to its handler, even an event id handled before (for a handler that compares the
+    copies itself).
     """
 
     def __init__(
@@ -129,7 +146,12 @@ class Consumer:
         max_poll_interval_ms: int | None = None,
         deduplicate: bool = True,
     ) -> None:
-        self.decoder = EventDecoder()
+        self.topics = topics
+        self.pattern = pattern
+        self.group_id = group_id
+        self.handlers: list[tuple[tuple[type[Event], ...], Callable[..., Awaitable[Any]]]] = []
+        self._start: dict[Partition, int] = {}
+        self.decoder = EventDecoder(self._folded_already)
         self.metrics = metrics
         self.seen = SeenEventIds(seen_capacity)
         self.deduplicate = deduplicate
@@ -169,5 +191,39 @@ class Consumer:
         event_types = event_types_of(handler)
         self.decoder.accept(event_types)
         wrapped = _deduplicated(handler, self.seen, self.metrics) if self.deduplicate else handler
+        self.handlers.append((event_types, wrapped))
         self.subscriber(filter=_filter_for(event_types))(wrapped)
         return handler
+
+    async def take(self, event: Event) -> bool:
+        """Hand `event` to the first handler that takes its type, as a delivery would (the
+        duplicate check included); False when none takes it."""
+        for event_types, handler in self.handlers:
+            if isinstance(event, event_types):
+                await handler(event)
+                return True
+        return False
+
+    @property
+    def started(self) -> bool:
+        """Whether the broker has started this consumer (it may be reading already)."""
+        return self.subscriber.consumer is not None
+
+    def start_at(self, offsets: Mapping[Partition, int]) -> None:
+        """Read on from `offsets` ((topic, partition) -> offset): the messages below them were
+        folded before this consumer started. Partitions not named are read from the start."""
+        self._start = dict(offsets)
+
+    def _folded_already(self, record: object) -> bool:
+        """Whether `record` lies below where the fold stopped; if so, move on past the rest."""
+        if not self._start or not isinstance(record, ConsumerRecord):
+            return False
+        partition = (record.topic, record.partition)
+        start = self._start.get(partition, 0)
+        if record.offset >= start:
+            return False
+        consumer = self.subscriber.consumer
+        if consumer is not None:
+            with contextlib.suppress(IllegalStateError):
+                consumer.seek(TopicPartition(*partition), start)
+        return True

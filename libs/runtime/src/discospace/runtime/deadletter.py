@@ -7,6 +7,8 @@ The broker middleware of this module decides, once for every service:
   schema): published to the dead-letter topic as `DeadLettered` with the reason and the
   original bytes, counted, then committed, and the consumer moves on;
 - a valid event that no handler of this consumer takes: committed and counted as ignored;
+- a message the start-up fold of a consumer without a group read already (`AlreadyFolded`):
+  passed over in silence;
 - any other error (a handler or the broker failed): not committed; after a pause the message
   is delivered again (FastStream's NACK_ON_ERROR seeks back to its offset).
 """
@@ -27,6 +29,7 @@ from faststream.exceptions import HandlerException
 
 from discospace.events import DeadLettered, EventDecodeError
 from discospace.events.factory import Clock
+from discospace.runtime.consuming import AlreadyFolded
 from discospace.runtime.metrics import RuntimeMetrics
 
 IGNORED_KIND = "unexpected_type"
@@ -76,6 +79,8 @@ class DeadLetterMiddleware(BaseMiddleware):
         exc_val: BaseException | None = None,
         exc_tb: TracebackType | None = None,
     ) -> bool | None:
+        if isinstance(exc_val, AlreadyFolded):
+            return True
         if exc_val is None or not isinstance(self.msg, ConsumerRecord):
             return False
         if isinstance(exc_val, EventDecodeError):

@@ -1,25 +1,33 @@
-"""Reading topics from the beginning up to where they ended at start: a service's replay.
+"""Reading topics from the beginning up to chosen end offsets: the loop every fold reads with.
 
-A service whose state is a fold of topics (the explorer's operations, the registry's catalogs
-and spaces) folds them before it decides anything: deciding on part of the history could repeat
-a decision further down the log, or answer without knowing the whole catalog. `replay` notes
-the end offset of every partition, reads each from its beginning up to that offset, and hands
-every event to `fold`. Messages that are not readable events are counted and skipped (the live
-consumer dead-letters them). `replay_until` reads chosen partitions up to chosen offsets (the
-explorer rebuilds one operation from its partitions, up to where its consumer has read).
+A service whose state is a fold of topics reads them up to where they ended at start before it
+decides anything (`folding.fold_then_follow`, which then goes live from exactly there). The
+reading itself lives here: `read_up_to` notes nothing, it reads each partition it is given from
+its beginning up to (not including) the offset given for it, in log order per partition, and
+hands every record to `take`.
+
+`replay` folds every event of whole topics up to their end offsets at call time; `replay_until`
+folds chosen partitions up to chosen offsets (the explorer rebuilds one operation from its
+partitions, up to where its consumer has read). Both count and skip the messages that are not
+readable events (the live consumer dead-letters them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TypeAlias
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from discospace.events import Event, EventDecodeError, decode
 
 POLL_MS = 200
+
+Record: TypeAlias = ConsumerRecord[bytes, bytes]
+Take = Callable[[Record], Awaitable[None]]
 
 
 @dataclass
@@ -42,7 +50,9 @@ async def replay(
     partitions = await existing_partitions(bootstrap_servers, topics)
     if not partitions:
         return ReplayReport()
-    return await _replay(bootstrap_servers, partitions, None, fold, client_id)
+    async with reader(bootstrap_servers, client_id) as consumer:
+        ends = await consumer.end_offsets(partitions)
+        return await _fold_up_to(consumer, ends, fold)
 
 
 async def replay_until(
@@ -54,20 +64,34 @@ async def replay_until(
 ) -> ReplayReport:
     """Fold every event of the partitions of `until` ((topic, partition) -> offset), from the
     beginning up to (not including) that offset."""
-    partitions = [TopicPartition(topic, partition) for (topic, partition) in until]
     ends = {TopicPartition(topic, partition): end for (topic, partition), end in until.items()}
-    if not partitions:
+    if not ends:
         return ReplayReport()
-    return await _replay(bootstrap_servers, partitions, ends, fold, client_id)
+    async with reader(bootstrap_servers, client_id) as consumer:
+        return await _fold_up_to(consumer, ends, fold)
 
 
-async def _replay(
-    bootstrap_servers: str,
-    partitions: list[TopicPartition],
-    ends: dict[TopicPartition, int] | None,
-    fold: Callable[[Event], None],
-    client_id: str,
+async def _fold_up_to(
+    consumer: AIOKafkaConsumer, ends: Mapping[TopicPartition, int], fold: Callable[[Event], None]
 ) -> ReplayReport:
+    report = ReplayReport()
+
+    async def take(record: Record) -> None:
+        try:
+            event = decode(record.value or b"")
+        except EventDecodeError:
+            report.skipped += 1
+            return
+        report.events += 1
+        fold(event)
+
+    await read_up_to(consumer, ends, take)
+    return report
+
+
+@asynccontextmanager
+async def reader(bootstrap_servers: str, client_id: str) -> AsyncIterator[AIOKafkaConsumer]:
+    """A consumer without a group, started for one read and stopped after it."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers,
         client_id=client_id,
@@ -77,7 +101,7 @@ async def _replay(
     )
     await consumer.start()
     try:
-        return await _read_to_end(consumer, partitions, ends, fold)
+        yield consumer
     finally:
         await consumer.stop()
 
@@ -105,34 +129,20 @@ async def existing_partitions(
     return sorted((tp for tps in wanted.values() for tp in tps), key=lambda tp: tp[:2])
 
 
-async def _read_to_end(
-    consumer: AIOKafkaConsumer,
-    partitions: list[TopicPartition],
-    ends: dict[TopicPartition, int] | None,
-    fold: Callable[[Event], None],
-) -> ReplayReport:
-    """Read `partitions` from their beginning up to `ends` (default: their end offsets now)."""
-    report = ReplayReport()
+async def read_up_to(
+    consumer: AIOKafkaConsumer, ends: Mapping[TopicPartition, int], take: Take
+) -> None:
+    """Hand `take` every record of the partitions of `ends`, from their beginning up to (not
+    including) their end offset there, in log order per partition. An empty partition, or one
+    already read to its end, is not waited for."""
+    partitions = list(ends)
     consumer.assign(partitions)
     await consumer.seek_to_beginning(*partitions)
-    if ends is None:
-        ends = await consumer.end_offsets(partitions)
     pending = {tp for tp in partitions if ends[tp] > await consumer.position(tp)}
     while pending:
         batches = await consumer.getmany(*pending, timeout_ms=POLL_MS)
         for partition, records in batches.items():
             for record in records:
                 if record.offset < ends[partition]:
-                    _fold_one(record.value, fold, report)
+                    await take(record)
         pending = {tp for tp in pending if await consumer.position(tp) < ends[tp]}
-    return report
-
-
-def _fold_one(value: bytes | None, fold: Callable[[Event], None], report: ReplayReport) -> None:
-    try:
-        event = decode(value or b"")
-    except EventDecodeError:
-        report.skipped += 1
-        return
-    report.events += 1
-    fold(event)

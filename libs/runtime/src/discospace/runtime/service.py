@@ -8,6 +8,10 @@ consumers and publishers on the returned `Service`, and hands it to `run`:
 
     @service.consumer(service.topics.space_submissions)
     async def on_space_submitted(event: SpaceSubmitted) -> None: ...
+
+A service whose state is a fold of topics declares the consumers that fold them with
+`service.follow(...)`: at start, before the broker consumes, `folding.fold_then_follow` hands
+their handlers every event up to where the topics end, then they read on from exactly there.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from discospace.events.factory import Clock, utc_now
 from discospace.events.topics import TopicNames
 from discospace.runtime.consuming import Consumer
 from discospace.runtime.deadletter import DeadLetterPolicy
+from discospace.runtime.folding import FoldReport, fold_then_follow
 from discospace.runtime.health import make_health
 from discospace.runtime.metrics import RuntimeMetrics
 from discospace.runtime.provisioning import provision_topics
@@ -37,6 +42,7 @@ CONTRACTS_VERSION = "1.0.0"
 """Version written in every AsyncAPI document; bump it with the event contracts."""
 
 Hook = Callable[[], Awaitable[Any]]
+logger = logging.getLogger("discospace.runtime.service")
 
 
 @dataclass
@@ -52,6 +58,9 @@ class Service:
     topics_used: set[str] = field(default_factory=set)
     state: Any = None
     """The service's folded state, if it keeps one (for its handlers, views and tests)."""
+    followers: list[Consumer] = field(default_factory=list)
+    fold_report: FoldReport | None = None
+    """What the start-up fold of the followers read (None before it ran)."""
 
     @property
     def name(self) -> str:
@@ -73,8 +82,9 @@ class Service:
     ) -> Consumer:
         """A subscription of this service's consumer group to `topics` (or a pattern).
 
-        `replay=True`: no group; every start reads the topics from the beginning, to fold the
-        state the service needs (a catalog, the registered spaces). `group_suffix` gives a
+        `replay=True`: no group; every start reads the topics from the beginning (`follow` is
+        the way to fold the state the service needs: it also folds them once before the broker
+        consumes, and has the consumer go on from there). `group_suffix` gives a
         subscription its own group (`<group>.<suffix>`), e.g. a pattern next to fixed topics.
         `max_poll_interval_ms`: how long one message may take to handle before the consumer
         is deemed stuck and leaves the group (Kafka's default, 5 minutes, when None); a
@@ -95,6 +105,29 @@ class Service:
             max_poll_interval_ms=max_poll_interval_ms,
             deduplicate=deduplicate,
         )
+
+    def follow(
+        self, *topics: str, description: str | None = None, deduplicate: bool = True
+    ) -> Consumer:
+        """A consumer without a group whose handlers fold `topics`: at start, before the broker
+        consumes, they are handed every event the topics hold (`fold_then_follow`, one for
+        every follower of the service); then the consumer reads on from exactly there."""
+        follower = self.consumer(
+            *topics, replay=True, description=description, deduplicate=deduplicate
+        )
+        if not self.followers:
+            self.on_startup(self.fold_followed)
+        self.followers.append(follower)
+        return follower
+
+    async def fold_followed(self) -> None:
+        """Fold the followers' topics up to their end; the followers go on from there."""
+        self.fold_report = await fold_then_follow(
+            self.settings.kafka_bootstrap_servers,
+            *self.followers,
+            client_id=f"discospace-{self.name}-fold",
+        )
+        logger.info("%s: %s", self.name, self.fold_report)
 
     def publisher(
         self,

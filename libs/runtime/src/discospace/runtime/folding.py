@@ -1,0 +1,134 @@
+"""Folding topics up to where they end, then going live from exactly there: a service's start.
+
+A service whose state is a fold of topics (the registry's catalog and registrations, the
+sampler's spaces, pools, memo and first requests, a worker's ended operations, the explorer's
+histories) must fold what the topics hold before it decides anything: deciding on part of the
+history could repeat a decision further down the log, measure again what the store holds, or
+reject a space against half a catalog. Its folding consumers have no group: every start reads
+the topics again.
+
+`fold_then_follow(bootstrap, *followers)`, called before the broker starts consuming (a startup
+hook; `Service.follow` wires one for every service), does the whole of it, once:
+
+1. notes the end offset of every partition of the followers' topics now (an empty partition
+   included; a topic that does not exist yet has none);
+2. reads every partition from its beginning up to that offset, in log order, and hands each
+   event to the follower's handlers (or to `fold`, when the service folds differently at start
+   than live), the duplicate check included; messages that are not readable events are
+   counted and skipped, valid events no handler takes are counted as ignored;
+3. tells each follower where the fold stopped (`Consumer.start_at`): once the broker starts it,
+   it drops what lies below, unread, and hands its handlers every message from there on (and
+   every message of a partition or topic that appeared since, from its start); it is the
+   live consumer that dead-letters an unreadable message.
+
+So every event is folded once, in log order per partition, and none is missed between the fold
+and the live consumption. A catalog is never rebuilt from older announcements while catching up.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from discospace.events import Event, EventDecodeError, decode
+from discospace.runtime.consuming import Consumer, Partition, WiringError
+from discospace.runtime.replay import Record, existing_partitions, read_up_to, reader
+
+Fold = Callable[[Event], Awaitable[object] | object]
+"""Takes one event read at start (a coroutine function is awaited)."""
+
+
+@dataclass
+class FoldReport:
+    """What a start-up fold read."""
+
+    folded: int = 0
+    """Events handed to a handler (or to `fold`)."""
+    ignored: int = 0
+    """Valid events that no handler of their follower takes."""
+    unreadable: int = 0
+    """Messages that are not readable events (skipped; not dead-lettered at start)."""
+    ends: dict[Partition, int] = field(default_factory=dict)
+    """Where the fold stopped, and the followers go on from: (topic, partition) -> offset."""
+
+    def __str__(self) -> str:
+        return (
+            f"folded {self.folded} events of {len({topic for topic, _ in self.ends})} topics "
+            f"up to their end ({self.ignored} ignored, {self.unreadable} unreadable)"
+        )
+
+
+async def fold_then_follow(
+    bootstrap_servers: str,
+    *followers: Consumer,
+    fold: Fold | None = None,
+    client_id: str = "discospace-fold",
+) -> FoldReport:
+    """Fold every event the followers' topics hold now, then let each follower read on from
+    exactly where the fold stopped (see the module docstring).
+
+    `followers`: consumers without a group, not started yet (call this in a startup hook, before
+    the broker consumes). `fold`: where the events read now go, instead of the followers'
+    handlers (the events a follower's handlers take, still).
+    """
+    _check(followers)
+    routes = _routes(followers)
+    report = FoldReport()
+    partitions = await existing_partitions(bootstrap_servers, routes)
+    if partitions:
+        async with reader(bootstrap_servers, client_id) as consumer:
+            ends = await consumer.end_offsets(partitions)
+            report.ends = {(tp.topic, tp.partition): end for tp, end in ends.items()}
+            await read_up_to(consumer, ends, _taker(routes, fold, report))
+    for follower in followers:
+        follower.start_at(report.ends)
+    return report
+
+
+def _check(followers: tuple[Consumer, ...]) -> None:
+    for follower in followers:
+        if follower.group_id is not None or follower.pattern is not None:
+            raise WiringError("only a consumer of named topics without a group can follow them.")
+        if follower.started:
+            raise WiringError("fold the topics before the broker starts their consumer.")
+
+
+def _routes(followers: tuple[Consumer, ...]) -> dict[str, list[Consumer]]:
+    """The followers of each topic."""
+    routes: dict[str, list[Consumer]] = {}
+    for follower in followers:
+        for topic in follower.topics:
+            routes.setdefault(topic, []).append(follower)
+    return routes
+
+
+def _taker(
+    routes: dict[str, list[Consumer]], fold: Fold | None, report: FoldReport
+) -> Callable[[Record], Awaitable[None]]:
+    """What to do with each record read: decode it once, hand it to its followers."""
+
+    async def take(record: Record) -> None:
+        try:
+            event = decode(record.value or b"")
+        except EventDecodeError:
+            report.unreadable += 1
+            return
+        for follower in routes[record.topic]:
+            if await _hand(follower, event, fold):
+                report.folded += 1
+            else:
+                report.ignored += 1
+
+    return take
+
+
+async def _hand(follower: Consumer, event: Event, fold: Fold | None) -> bool:
+    if fold is None:
+        return await follower.take(event)
+    if not isinstance(event, follower.decoder.accepted):
+        return False
+    result = fold(event)
+    if inspect.isawaitable(result):
+        await result
+    return True
