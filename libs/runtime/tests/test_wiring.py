@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+
 import httpx
 import pytest
 
-from discospace.events import DeadLettered, SpaceRegistered, SpaceRejected
-from discospace.runtime import ServiceSettings, WiringError, create_service
+from discospace.events import DeadLettered, SpaceRegistered, SpaceRejected, new_event
+from discospace.runtime import ServiceSettings, WiringError, bind, create_service
 from discospace.runtime.consuming import event_types_of
 
 
@@ -72,3 +74,20 @@ def test_a_consumer_whose_handler_runs_long_gets_a_longer_max_poll_interval(topi
     options = [c.subscriber._connection_args["max_poll_interval_ms"] for c in (patient, default)]
 
     assert options == [3_720_000, 300_000]
+
+
+async def on_space_with_parts(event: SpaceRegistered | SpaceRejected, parts: list) -> None:
+    parts.append(event)
+
+
+async def test_a_handler_of_the_event_and_its_parts_is_bound_to_the_parts(topics):
+    parts: list = []
+    bound = bind(on_space_with_parts, parts)
+    event = new_event(SpaceRejected, submission_id="s", space_id=None, reason="no")
+
+    await bound(event)
+
+    assert event_types_of(bound) == (SpaceRegistered, SpaceRejected)
+    assert list(inspect.signature(bound).parameters) == ["event"]
+    assert bound.__name__ == "on_space_with_parts"
+    assert parts == [event]

@@ -8,7 +8,7 @@
 `idempotence` (seen event ids), `contracts` (`python -m discospace.runtime.contracts proto`).
 """
 
-from discospace.runtime.consuming import Consumer, WiringError
+from discospace.runtime.consuming import Consumer, WiringError, bind
 from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
 from discospace.runtime.publishing import EventPublisher
@@ -24,6 +24,7 @@ __all__ = [
     "Service",
     "ServiceSettings",
     "WiringError",
+    "bind",
     "create_service",
     "run",
     "serve",

@@ -9,6 +9,9 @@ first parameter's annotation:
     @consumer
     async def on_samples_requested(event: SamplesRequested) -> None: ...
 
+A handler written as a module-level function of the event and the service's parts,
+`on_x(event, deps)`, is subscribed bound to them: `consumer(bind(on_x, deps))`.
+
 The message is decoded with `discospace.events.codec`, so a bad message raises
 `EventDecodeError` and is dead-lettered by `discospace.runtime.deadletter`. The offset is
 committed only after the message was handled (FastStream's NACK_ON_ERROR: success commits, an
@@ -44,6 +47,7 @@ from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+R = TypeVar("R")
 Partition = tuple[str, int]
 """(topic, partition)"""
 
@@ -85,6 +89,29 @@ def event_types_of(handler: Callable[..., Any]) -> tuple[type[Event], ...]:
             f"not {annotation!r}."
         )
     return tuple(options)
+
+
+def bind(handler: Callable[..., Awaitable[R]], deps: object) -> Callable[..., Awaitable[R]]:
+    """`handler(event, deps)` as a handler of the event alone, for `Consumer`.
+
+    FastStream and `event_types_of` read the event types from the first parameter, so the
+    bound handler shows that parameter only, its annotation resolved. (FastStream's own
+    injection, `Context`, would not reach a handler called at start by `Consumer.take`.)
+    """
+    first, second, *_ = inspect.signature(handler).parameters.values()
+    hints = typing.get_type_hints(handler)
+    event = first.replace(annotation=hints[first.name], default=inspect.Parameter.empty)
+
+    async def bound(*args: Any, **kwargs: Any) -> R:
+        return await handler(*args, **kwargs, **{second.name: deps})
+
+    functools.update_wrapper(bound, handler, updated=())
+    del bound.__wrapped__  # type: ignore[attr-defined]
+    bound.__annotations__ = {event.name: event.annotation, "return": hints.get("return")}
+    bound.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [event], return_annotation=hints.get("return")
+    )
+    return bound
 
 
 def _is_union(annotation: object) -> bool:
