@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from discospace.cli.views import print_line
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.properties import ConstitutiveProperty
 from discospace.core.space import EntitySpace
@@ -61,7 +62,7 @@ def _properties_table(title: str, props: list[ConstitutiveProperty], column: str
     table.add_column("count", justify="right")
     for prop in props:
         count = _size_text(prop.domain.size) if prop.domain.is_finite else prop.domain.kind
-        table.add_row(Text(prop.name), Text(prop.domain.describe()), count)
+        table.add_row(Text(prop.name), Text(prop.domain.describe()), Text(count))
     return table
 
 
@@ -85,12 +86,12 @@ def _experiments_table(space: DiscoverySpace) -> Table:
 def print_description(space: DiscoverySpace, console: Console) -> None:
     entity_space = space.entity_space
     counts = {kind: len(_of_kind(entity_space, kind)) for kind in KINDS}
-    console.print(f"Space {space.id} (sample store {space.sample_store})", soft_wrap=True)
-    console.print(
+    print_line(console, f"Space {space.id} (sample store {space.sample_store})")
+    print_line(
+        console,
         f"{_size_text(entity_space.size)} entities; "
         + ", ".join(f"{n} {kind}" for kind, n in counts.items())
         + " properties",
-        soft_wrap=True,
     )
     console.print(_properties_table("Categorical", _of_kind(entity_space, "categorical"), "values"))
     console.print(

@@ -17,7 +17,7 @@ from discospace.cli.description import print_description
 from discospace.cli.errors import CliError
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import settings_of
-from discospace.cli.views import plain, print_json, print_wide, table
+from discospace.cli.views import plain, print_json, print_line, print_wide, table
 from discospace.core.discovery import DiscoverySpace
 
 if TYPE_CHECKING:
@@ -70,13 +70,13 @@ def _list(spaces: "list[SpaceSummary]", console: Console) -> None:
     console.print(table("Spaces", [space.model_dump() for space in spaces], SPACE_COLUMNS))
     for space in spaces:
         if space.reason:
-            console.print(f"{space.space_id} {space.status}: {space.reason}", soft_wrap=True)
+            print_line(console, f"{space.space_id} {space.status}: {space.reason}")
 
 
 def _describe(detail: "SpaceDetail", console: Console) -> None:
-    console.print(f"Space {detail.space_id}: {detail.status}", soft_wrap=True)
+    print_line(console, f"Space {detail.space_id}: {detail.status}")
     if detail.reason:
-        console.print(f"reason: {detail.reason}", soft_wrap=True)
+        print_line(console, f"reason: {detail.reason}")
     if detail.spec is not None:
         print_description(DiscoverySpace.from_spec(detail.spec), console)
 

@@ -1,7 +1,8 @@
 """Printing what the projector returns: rows as a Rich table, or as JSON.
 
-Cells are ``Text`` so that values such as ``[a, b]`` are never read as Rich markup; missing
-values print as ``-``.
+Titles, headers and cells are ``Text`` so that values such as ``[a, b]`` are never read as Rich
+markup; missing values print as ``-``. Lines of data (a reason, an id) go through
+:func:`print_line`, which prints them as written.
 """
 
 import json
@@ -60,9 +61,9 @@ def table(
     """
     names = list(columns) if columns is not None else list(rows[0]) if rows else []
     heading = f"{title} ({len(rows)})" if counted else title
-    result = Table(title=heading, title_justify="left")
+    result = Table(title=Text(heading), title_justify="left")
     for name in names:
-        result.add_column(name, overflow="fold", no_wrap=name not in PROSE)
+        result.add_column(Text(name), overflow="fold", no_wrap=name not in PROSE)
     for row in rows:
         result.add_row(*(cell(row.get(name)) for name in names))
     return result
@@ -72,6 +73,11 @@ def print_table(
     title: str, rows: Sequence[Row], columns: Iterable[str] | None = None, counted: bool = True
 ) -> None:
     Console().print(table(title, rows, columns, counted))
+
+
+def print_line(console: Console, line: str) -> None:
+    """One line of data, printed as written: no markup (``[a100, h100]`` stays), no colouring."""
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def print_wide(rendered: Table, console: Console | None = None) -> None:

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from discospace.cli.errors import CliError
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import CliSettings
-from discospace.cli.views import plain
+from discospace.cli.views import plain, print_line
 
 if TYPE_CHECKING:
     from discospace.client import OperationProgress
@@ -62,12 +63,12 @@ def _show(bar: Progress, task: Any, progress: "OperationProgress") -> None:
     total = progress.total or max(progress.counts.requested, progress.done)
     bar.update(
         task,
-        description=progress.status,
+        description=escape(progress.status),
         completed=progress.done,
         total=total or None,
         failed=progress.counts.failed,
         reused=progress.counts.reused,
-        best=best_text(progress),
+        best=escape(best_text(progress)),
     )
 
 
@@ -113,5 +114,5 @@ def watch_operation(
                 return None
 
         final = follow(fetch, interval_s, console)
-    console.print(f"{operation_id} {final.status}: {ending(final)}", soft_wrap=True)
+    print_line(console, f"{operation_id} {final.status}: {ending(final)}")
     return final
