@@ -187,3 +187,34 @@ async def test_the_metrics_count_answers_by_outcome(
         assert (answered("registered"), answered("already_registered")) == (1, 1)
         assert metrics.get_sample_value("discospace_catalog_experiments") == 1
         assert metrics.get_sample_value("discospace_registered_spaces") == 1
+
+
+async def test_a_starting_registry_folds_every_announcement_once_and_never_goes_back_to_an_older(
+    kafka_bootstrap: str, topics: TopicNames, make_catalog, make_submission
+) -> None:
+    """An actuator announced its experiment, then announced it again with one required
+    property fewer. A registry that folded the announcements at start and then read them again
+    from the beginning would put the older entry back while catching up."""
+    first = make_catalog()
+    [spec] = first.experiments
+    revised_spec = spec.model_copy(update={"required_properties": ("batch_size",)})
+    revised = make_catalog().model_copy(update={"experiments": (revised_spec,)})
+    await publish(kafka_bootstrap, topics, first, revised)
+    service = create_app(
+        RegistrySettings(kafka_bootstrap_servers=kafka_bootstrap, topic_prefix=topics.prefix)
+    )
+    folded: list[tuple[str, ...]] = []
+    add = service.state.catalog.add
+
+    def recording_add(spec):
+        folded.append(tuple(spec.required_properties))
+        return add(spec)
+
+    service.state.catalog.add = recording_add
+    async with service.app.start_lifespan_context():
+        await publish(kafka_bootstrap, topics, make_submission())
+        [answer] = await read_events(kafka_bootstrap, topics.spaces, 1, settle_s=1.0)
+
+    assert folded == [("batch_size", "number_gpus"), ("batch_size",)]
+    assert isinstance(answer, SpaceRegistered)
+    assert [e.required_properties for e in answer.experiments] == [("batch_size",)]

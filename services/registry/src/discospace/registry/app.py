@@ -1,80 +1,40 @@
 """The registry's wiring: catalogs and registrations folded, submissions answered on `spaces`.
 
-At start it replays the actuators and spaces topics up to their current end (before the broker
-starts consuming), so no submission is judged on a partial catalog; live consumers without a
-group then keep both folds current. Submissions are consumed in the registry's group.
+At start the registry folds the actuators and spaces topics up to where they end, once, before
+the broker consumes (`Service.follow`), so no submission is judged on a partial catalog; its
+followers then read on from exactly there. Submissions are consumed in the registry's group.
+Handlers: `handlers.py`; their parts: `bootstrap.py`.
 """
 
 from __future__ import annotations
 
-import logging
-
-from discospace.events import (
-    ActuatorRegistered,
-    Event,
-    SpaceRegistered,
-    SpaceRejected,
-    SpaceSubmitted,
-)
 from discospace.events.factory import Clock, utc_now
-from discospace.registry.domain import RegistryState, decide_submission, evolve
-from discospace.registry.metrics import RegistryMetrics
+from discospace.registry.bootstrap import bootstrap
+from discospace.registry.handlers import (
+    on_actuator_registered,
+    on_space_registered,
+    on_space_submitted,
+)
 from discospace.registry.settings import RegistrySettings
-from discospace.runtime import Service, create_service
-from discospace.runtime.replay import replay
+from discospace.runtime import Service, bind, create_service
 
 DESCRIPTION = (
     "Owns discovery space definitions and the experiment catalog: validates each submitted "
     "space against the catalogs actuators announce and registers or rejects it."
 )
 
-logger = logging.getLogger("discospace.registry")
-
 
 def create_app(settings: RegistrySettings | None = None, *, clock: Clock = utc_now) -> Service:
     """The registry service, ready to run."""
     service = create_service(settings or RegistrySettings(), description=DESCRIPTION, clock=clock)
-    state = service.state = RegistryState()
-    metrics = RegistryMetrics.create(service.metrics.registry)
+    deps = bootstrap(service)
     topics = service.topics
-    to_spaces = service.publisher(
-        topics.spaces, SpaceRegistered, SpaceRejected, description="Registered or rejected spaces."
+    catalogs = service.follow(topics.actuators, description="Experiment catalogs.")
+    catalogs(bind(on_actuator_registered, deps))
+    registrations = service.follow(topics.spaces, description="Registrations, to remember them.")
+    registrations(bind(on_space_registered, deps))
+    submissions = service.consumer(
+        topics.space_submissions, description="Spaces submitted for registration."
     )
-
-    def fold(event: Event) -> None:
-        if isinstance(event, ActuatorRegistered | SpaceRegistered):
-            for problem in evolve(state, event):
-                logger.warning("catalog entry left out: %s", problem)
-            metrics.observe(state)
-
-    @service.on_startup
-    async def replay_catalogs_and_registrations() -> None:
-        report = await replay(
-            service.settings.kafka_bootstrap_servers,
-            [topics.actuators, topics.spaces],
-            fold,
-            client_id="discospace-registry-replay",
-        )
-        logger.info(
-            "replayed %d events: %d experiments, %d spaces",
-            report.events,
-            len(state),
-            len(state.registrations),
-        )
-
-    @service.consumer(topics.actuators, replay=True, description="Experiment catalogs.")
-    async def on_actuator_registered(event: ActuatorRegistered) -> None:
-        fold(event)
-
-    @service.consumer(topics.spaces, replay=True, description="Registrations, to remember them.")
-    async def on_space_registered(event: SpaceRegistered) -> None:
-        fold(event)
-
-    @service.consumer(topics.space_submissions, description="Spaces submitted for registration.")
-    async def on_space_submitted(event: SpaceSubmitted) -> None:
-        answer = decide_submission(state, event, service.clock())
-        await to_spaces(answer)
-        metrics.answered(answer, event)
-        metrics.observe(state)
-
+    submissions(bind(on_space_submitted, deps))
     return service

@@ -1,0 +1,56 @@
+"""The registry's handlers: module-level functions of the event and the registry's parts.
+
+Each takes the event and `RegistryDeps` (built by `bootstrap.py`); the app subscribes them
+bound to the parts (`discospace.runtime.bind`), so a test runs one with hand-built parts, no
+app and no broker.
+
+- `on_actuator_registered`, `on_space_registered`: fold catalogs and registrations; the
+  registry's followers hand them every event of their topics once, up to where the topics
+  ended at start, then live (`Service.follow`);
+- `on_space_submitted`: answers a submission on the spaces topic (`SpaceRegistered` or
+  `SpaceRejected`, see `domain.decide_submission`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from discospace.events import ActuatorRegistered, SpaceRegistered, SpaceSubmitted
+from discospace.events.factory import Clock
+from discospace.registry.domain import RegistryState, SpaceAnswer, decide_submission, evolve
+from discospace.registry.metrics import RegistryMetrics
+
+logger = logging.getLogger("discospace.registry")
+
+
+@dataclass(frozen=True)
+class RegistryDeps:
+    """What the registry's handlers work with."""
+
+    state: RegistryState
+    metrics: RegistryMetrics
+    to_spaces: Callable[[SpaceAnswer], Awaitable[None]]
+    clock: Clock
+
+
+async def on_actuator_registered(event: ActuatorRegistered, deps: RegistryDeps) -> None:
+    _fold(event, deps)
+
+
+async def on_space_registered(event: SpaceRegistered, deps: RegistryDeps) -> None:
+    _fold(event, deps)
+
+
+async def on_space_submitted(event: SpaceSubmitted, deps: RegistryDeps) -> None:
+    answer = decide_submission(deps.state, event, deps.clock())
+    await deps.to_spaces(answer)
+    deps.metrics.answered(answer, event)
+    deps.metrics.observe(deps.state)
+
+
+def _fold(event: ActuatorRegistered | SpaceRegistered, deps: RegistryDeps) -> None:
+    for problem in evolve(deps.state, event):
+        logger.warning("catalog entry left out: %s", problem)
+    deps.metrics.observe(deps.state)
