@@ -1,4 +1,4 @@
-"""The sampler on the real broker: it replays the memo, then answers, routes and reuses."""
+"""The sampler on the real broker: it folds the memo at start, then answers, routes and reuses."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ async def test_a_started_sampler_replays_the_memo_then_answers_with_reuses_and_r
     kafka, kafka_bootstrap, topics, run_service, make
 ):
     """The memo of interest comes last, after thousands: a sampler that answered before its
-    replay caught up would measure it again (this test fails with `catch_up_timeout_s=0`)."""
+    start-up fold reached the end of the topics would measure it again."""
     space, memo, pools, request = _history(make)
     others = [make.completed({"batch_size": 1000 + n, "gpu_model": "A100"}) for n in range(3000)]
     await kafka.publish(space, *pools, request, topics=topics)

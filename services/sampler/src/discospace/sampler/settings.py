@@ -24,17 +24,10 @@ class SamplerSettings(ServiceSettings):
         description="How long a request for a space not read yet waits for its registration "
         "before it is handed back (and delivered again after `retry_backoff_s`).",
     )
-    catch_up_timeout_s: float = Field(
-        default=120.0,
-        ge=0,
-        description="At start, how long requests wait for the spaces, actuators, measurements "
-        "and operations topics to be read to where they ended; after it, they are answered "
-        "with what was read (a warning says so).",
-    )
     first_request_wait_s: float = Field(
         default=10.0,
         ge=0,
-        description="How long a request waits for the replaying consumer of the operations "
+        description="How long a request waits for the follower of the operations "
         "topic to read it (to know the first request of its operation and index); after it, "
         "the request counts as the first unless another was recorded meanwhile.",
     )

@@ -1,0 +1,120 @@
+"""The sampler's handlers: module-level functions of the event and the sampler's parts.
+
+Each takes the event and `SamplerDeps` (built by `bootstrap.py`); the app subscribes them bound
+to the parts (`discospace.runtime.bind`), so a test runs one with hand-built parts, no app and
+no broker.
+
+- Folds, on the sampler's followers (at start every event up to where the topics ended, once,
+  before any request is answered; then live): `on_space_event` (registered spaces),
+  `on_actuator_registered` (pools), `on_measurement_event` (the memo), `on_request_read` (the
+  first request of each operation and request index, and the operations that ended; see
+  `first.py`).
+- `on_samples_requested`, in the sampler's group: answers a request when it is the first of its
+  slot in the log and its operation has not ended there, once its space is known (waiting up
+  to `space_wait_s` for one registered moments ago).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from discospace.events import (
+    ActuatorRegistered,
+    Event,
+    MeasurementCompleted,
+    MeasurementFailed,
+    MeasurementReused,
+    MeasurementStarted,
+    OperationCompleted,
+    OperationFailed,
+    SamplesRequested,
+    SpaceRegistered,
+    SpaceRejected,
+)
+from discospace.events.factory import Clock
+from discospace.sampler.domain import (
+    SamplerState,
+    decide,
+    evolve_memo,
+    evolve_pools,
+    evolve_space,
+)
+from discospace.sampler.first import Verdict
+from discospace.sampler.metrics import SamplerMetrics
+
+MeasurementEvent: TypeAlias = (
+    MeasurementStarted | MeasurementCompleted | MeasurementFailed | MeasurementReused
+)
+SPACE_POLL_S = 0.05
+logger = logging.getLogger("discospace.sampler")
+
+
+@dataclass(frozen=True)
+class SamplerDeps:
+    """What the sampler's handlers work with."""
+
+    state: SamplerState
+    metrics: SamplerMetrics
+    publish: Callable[[Event], Awaitable[None]]
+    """Sends an answer to its topic."""
+    clock: Clock
+    space_wait_s: float
+    first_request_wait_s: float
+
+
+async def on_space_event(event: SpaceRegistered | SpaceRejected, deps: SamplerDeps) -> None:
+    if isinstance(event, SpaceRegistered):
+        evolve_space(deps.state, event)
+
+
+async def on_actuator_registered(event: ActuatorRegistered, deps: SamplerDeps) -> None:
+    evolve_pools(deps.state, event)
+
+
+async def on_measurement_event(event: MeasurementEvent, deps: SamplerDeps) -> None:
+    if isinstance(event, MeasurementCompleted):
+        evolve_memo(deps.state, event)
+
+
+async def on_request_read(
+    event: SamplesRequested | OperationCompleted | OperationFailed, deps: SamplerDeps
+) -> None:
+    """Every request for samples in log order (the first of each index wins), and the ends
+    of operations."""
+    if not isinstance(event, SamplesRequested):
+        deps.state.requests.end(event.operation_id)
+    elif deps.state.requests.record(event) is Verdict.CONFLICT:
+        deps.metrics.conflicting_requests.inc()
+        logger.warning(
+            "request %d of operation %s conflicts with the first one in the log: ignored",
+            event.request_index,
+            event.operation_id,
+        )
+
+
+async def on_samples_requested(event: SamplesRequested, deps: SamplerDeps) -> None:
+    verdict = await deps.state.requests.wait_for(event, deps.first_request_wait_s)
+    if verdict is Verdict.ENDED:
+        logger.info(
+            "request %d of operation %s came after the operation ended: not answered",
+            event.request_index,
+            event.operation_id,
+        )
+    if verdict is not Verdict.FIRST:
+        return
+    await _space_registered(deps.state, event.space_id, deps.space_wait_s)
+    answers = decide(deps.state, event, deps.clock())
+    await asyncio.gather(*(deps.publish(answer) for answer in answers))
+    deps.metrics.observe(answers)
+
+
+async def _space_registered(state: SamplerState, space_id: str, wait_s: float) -> None:
+    """Give the spaces follower up to `wait_s` to read a space registered moments ago."""
+    deadline = time.monotonic() + wait_s
+    while space_id not in state.spaces and time.monotonic() < deadline:
+        await asyncio.sleep(SPACE_POLL_S)

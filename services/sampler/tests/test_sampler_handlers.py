@@ -1,0 +1,88 @@
+"""The sampler's handlers called on their own, with hand-built parts: no app, no broker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from discospace.core import ExperimentRef
+from discospace.events import Event, MeasurementRequested, MeasurementReused, SamplesDrawn
+from discospace.sampler.domain import SamplerState
+from discospace.sampler.handlers import (
+    SamplerDeps,
+    on_actuator_registered,
+    on_measurement_event,
+    on_request_read,
+    on_samples_requested,
+    on_space_event,
+)
+from discospace.sampler.metrics import SamplerMetrics
+
+BENCH = ExperimentRef(actuator="synthetic", experiment="bench")
+
+
+@dataclass
+class Parts:
+    """Hand-built parts: answers land in a list, metrics in a registry of their own."""
+
+    clock: Any
+    published: list[Event] = field(default_factory=list)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        state = SamplerState()
+        self.deps = SamplerDeps(
+            state=state,
+            metrics=SamplerMetrics.create(self.registry, lambda: len(state.memo)),
+            publish=self.publish,
+            clock=self.clock,
+            space_wait_s=0.0,
+            first_request_wait_s=0.0,
+        )
+
+    async def publish(self, event: Event) -> None:
+        self.published.append(event)
+
+    def sample(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+
+async def test_a_request_is_answered_from_what_the_fold_handlers_were_given(clock, make):
+    parts = Parts(clock)
+    space = make.registered()
+    measured, fresh = {"batch_size": 2, "gpu_model": "A100"}, {"batch_size": 4, "gpu_model": "A100"}
+    memo = make.completed(measured)
+    request = make.request(space, points=(measured, fresh), experiments=(BENCH,))
+
+    await on_space_event(space, parts.deps)
+    await on_actuator_registered(make.pool("a100", "A100"), parts.deps)
+    await on_measurement_event(memo, parts.deps)
+    await on_request_read(request, parts.deps)
+    await on_samples_requested(request, parts.deps)
+
+    drawn, *pairs = parts.published
+    assert isinstance(drawn, SamplesDrawn)
+    assert [(type(e), e.entity_values) for e in pairs] == [
+        (MeasurementReused, measured),
+        (MeasurementRequested, fresh),
+    ]
+    assert parts.sample("discospace_memo_hits_total") == 1
+
+
+async def test_a_rival_request_read_after_the_first_of_its_index_is_counted_and_not_answered(
+    clock, make
+):
+    parts = Parts(clock)
+    space = make.registered()
+    first = make.request(space, request_index=0, count=1)
+    rival = make.request(space, request_index=0, count=3)
+    await on_space_event(space, parts.deps)
+
+    await on_request_read(first, parts.deps)
+    await on_request_read(rival, parts.deps)
+    await on_samples_requested(rival, parts.deps)
+
+    assert parts.published == []
+    assert parts.sample("discospace_sampler_conflicting_requests_total") == 1
