@@ -40,10 +40,10 @@ from discospace.events import (
     measurement_request_id,
 )
 from discospace.projector.reading import StoreViews
-from discospace.projector.tables import COLUMNS, Table
 from discospace.projector.writing import insert_rows
 from discospace.store.client import StoreSettings, connect
 from discospace.store.migrations import migrate
+from discospace.store.tables import MEASUREMENTS, RESULTS
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 STORE = "bench-store"
@@ -158,8 +158,8 @@ def _insert_background(client: Client, layout: str, start: int, count: int) -> N
         results.append(
             (store, entity_id, "finetune", event_id, space, operation, at, True, "", payload, point)
         )
-    client.insert(Table.MEASUREMENTS.value, measurements, column_names=COLUMNS[Table.MEASUREMENTS])
-    client.insert(Table.RESULTS.value, results, column_names=COLUMNS[Table.RESULTS])
+    client.insert(MEASUREMENTS.name, measurements, column_names=MEASUREMENTS.column_names)
+    client.insert(RESULTS.name, results, column_names=RESULTS.column_names)
 
 
 def _measure_views(views: StoreViews) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -42,6 +42,9 @@ from discospace.events import (
     SpaceSubmitted,
     measurement_request_id,
 )
+
+if TYPE_CHECKING:
+    from discospace.store.schema import Row
 
 T0 = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
 STORE = "fms-test"
@@ -442,23 +445,22 @@ def story() -> Story:
 class Folded:
     """The projection rows of a history, as the store would return them (no ClickHouse)."""
 
-    rows: dict[str, list[tuple[object, ...]]]
+    rows: dict[str, list[Row]]
 
     def of(self, table: str) -> list[Any]:
         from discospace.projector.queries import ROW_TYPES
-        from discospace.projector.tables import Table
 
-        row_type = ROW_TYPES[Table(table)]
-        return [row_type(*values) for values in self.rows.get(table, [])]
+        row_type = next(t for declared, t in ROW_TYPES.items() if declared.name == table)
+        return [row_type(**row.values) for row in self.rows.get(table, [])]
 
 
 def fold_events(events: list[Event]) -> Folded:
     from discospace.projector.fold import rows_of
 
-    rows: dict[str, list[tuple[object, ...]]] = {}
+    rows: dict[str, list[Row]] = {}
     for event in events:
         for row in rows_of(event):
-            rows.setdefault(row.table.value, []).append(row.values)
+            rows.setdefault(row.table.name, []).append(row)
     return Folded(rows)
 
 

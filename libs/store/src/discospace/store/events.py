@@ -17,24 +17,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from discospace.store.tables import CONSUMER_OFFSETS, EVENTS
+
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
 
-EVENT_COLUMNS = (
-    "event_id",
-    "type",
-    "schema_version",
-    "occurred_at",
-    "correlation_id",
-    "causation_id",
-    "key",
-    "topic",
-    "partition",
-    "offset",
-    "payload",
-)
-_OFFSET_COLUMNS = ("consumer", "topic", "partition", "offset", "updated_at")
-_SELECT_EVENTS = f"SELECT {', '.join(EVENT_COLUMNS)} FROM events FINAL"  # noqa: S608 (fixed names)
+EVENT_COLUMNS = EVENTS.column_names
+_SELECT_EVENTS = f"SELECT {', '.join(EVENT_COLUMNS)} FROM {EVENTS.name} FINAL"  # noqa: S608 (declared names)
 _ORDER_EVENTS = " ORDER BY occurred_at, topic, partition, offset, event_id"
 
 TopicPartition = tuple[str, int]
@@ -97,28 +86,28 @@ class EventRecord:
             payload=event.model_dump_json(),
         )
 
-    def row(self) -> tuple[object, ...]:
+    def row(self) -> list[object]:
         """The values in `EVENT_COLUMNS` order, with `occurred_at` in UTC."""
-        return (
-            self.event_id,
-            self.type,
-            self.schema_version,
-            _utc(self.occurred_at),
-            self.correlation_id or "",
-            self.causation_id,
-            self.key,
-            self.topic,
-            self.partition,
-            self.offset,
-            self.payload,
-        )
+        return EVENTS.row(
+            event_id=self.event_id,
+            type=self.type,
+            schema_version=self.schema_version,
+            occurred_at=_utc(self.occurred_at),
+            correlation_id=self.correlation_id or "",
+            causation_id=self.causation_id,
+            key=self.key,
+            topic=self.topic,
+            partition=self.partition,
+            offset=self.offset,
+            payload=self.payload,
+        ).ordered()
 
 
 def insert_events(client: Client, records: Iterable[EventRecord]) -> int:
     """Store a batch, one row per event id; return how many rows were written."""
     rows = [record.row() for record in _unique_by_id(records).values()]
     if rows:
-        client.insert("events", rows, column_names=EVENT_COLUMNS)
+        client.insert(EVENTS.name, rows, column_names=EVENT_COLUMNS)
     return len(rows)
 
 
@@ -160,9 +149,12 @@ def record_offsets(client: Client, consumer: str, offsets: Mapping[TopicPartitio
         return
     now = datetime.now(UTC)
     rows = [
-        [consumer, topic, partition, offset, now] for (topic, partition), offset in offsets.items()
+        CONSUMER_OFFSETS.row(
+            consumer=consumer, topic=topic, partition=partition, offset=offset, updated_at=now
+        ).ordered()
+        for (topic, partition), offset in offsets.items()
     ]
-    client.insert("consumer_offsets", rows, column_names=_OFFSET_COLUMNS)
+    client.insert(CONSUMER_OFFSETS.name, rows, column_names=CONSUMER_OFFSETS.column_names)
 
 
 def read_offsets(client: Client, consumer: str) -> dict[TopicPartition, int]:
@@ -204,7 +196,7 @@ def _unique_by_id(records: Iterable[EventRecord]) -> dict[str, EventRecord]:
 
 
 def _from_row(row: Sequence[object]) -> EventRecord:
-    record = EventRecord(*row)  # type: ignore[arg-type]
+    record = EventRecord(**dict(zip(EVENT_COLUMNS, row, strict=True)))
     if record.correlation_id == "":
         return replace(record, correlation_id=None)
     return record

@@ -4,6 +4,10 @@
 the end. Never edit an entry that has shipped: `migrate` compares a checksum of each applied
 migration's statements and refuses a store whose history differs from the code's.
 
+The statements come from the table declarations in `discospace.store.tables`: a table's
+`create_statement()` in the migration that created it, `add_column_statements(version)` in a
+later one that adds columns (declared with `added_in=version`), so a shipped CREATE never changes.
+
 Every statement must be idempotent (`IF NOT EXISTS`, `ADD COLUMN IF NOT EXISTS`...): a start that
 crashed half way through a migration, or two services migrating the same server at once, then just
 apply it again. `schema_migrations` is a ReplacingMergeTree keyed by version, so a version recorded
@@ -24,6 +28,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from discospace.store.errors import MigrationError, reason_of
+from discospace.store.tables import (
+    CONSUMER_OFFSETS,
+    EVENTS,
+    PROJECTION_TABLES,
+    SCHEMA_MIGRATIONS,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,144 +60,20 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
         description="raw events deduplicated by event_id, and consumer offsets",
-        statements=(
-            """
-            CREATE TABLE IF NOT EXISTS events (
-                event_id String,
-                type LowCardinality(String),
-                schema_version UInt16,
-                occurred_at DateTime64(3, 'UTC'),
-                correlation_id String,
-                causation_id Nullable(String),
-                key Nullable(String),
-                topic LowCardinality(String),
-                partition Int32,
-                offset Int64,
-                payload String CODEC(ZSTD(3)),
-                INDEX events_event_id event_id TYPE bloom_filter(0.01) GRANULARITY 1
-            )
-            ENGINE = ReplacingMergeTree
-            ORDER BY (correlation_id, event_id)
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS consumer_offsets (
-                consumer String,
-                topic String,
-                partition Int32,
-                offset Int64,
-                updated_at DateTime64(6, 'UTC')
-            )
-            ENGINE = ReplacingMergeTree(updated_at)
-            ORDER BY (consumer, topic, partition)
-            """,
-        ),
+        statements=(EVENTS.create_statement(), CONSUMER_OFFSETS.create_statement()),
     ),
     Migration(
         version=2,
         description="projection tables: spaces, actuators, operations, measurements, results",
-        statements=(
-            """
-            CREATE TABLE IF NOT EXISTS spaces (
-                space_key String,
-                event_id String,
-                status LowCardinality(String),
-                space_id String,
-                submission_id String,
-                occurred_at DateTime64(3, 'UTC'),
-                sample_store String,
-                size Nullable(String),
-                spec String CODEC(ZSTD(3)),
-                experiments String CODEC(ZSTD(3)),
-                reason String
-            )
-            ENGINE = ReplacingMergeTree
-            ORDER BY (space_key, event_id)
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS actuators (
-                actuator String,
-                pool String,
-                worker_id String,
-                event_id String,
-                occurred_at DateTime64(3, 'UTC'),
-                gpu_model Nullable(String),
-                experiments String CODEC(ZSTD(3))
-            )
-            ENGINE = ReplacingMergeTree
-            ORDER BY (actuator, pool, worker_id, event_id)
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS operations (
-                operation_id String,
-                event_id String,
-                type LowCardinality(String),
-                occurred_at DateTime64(3, 'UTC'),
-                space_id String,
-                payload String CODEC(ZSTD(3))
-            )
-            ENGINE = ReplacingMergeTree
-            ORDER BY (operation_id, event_id)
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS measurements (
-                space_id String,
-                operation_id String,
-                entity_id String,
-                experiment_id String,
-                event_id String,
-                kind LowCardinality(String),
-                request_id String,
-                sample_store String,
-                occurred_at DateTime64(3, 'UTC'),
-                attempt UInt16,
-                is_valid Nullable(Bool),
-                reason String,
-                retryable Bool,
-                values String,
-                entity_values String
-            )
-            ENGINE = ReplacingMergeTree
-            ORDER BY (space_id, operation_id, entity_id, experiment_id, event_id)
-            SETTINGS index_granularity = 1024
-            """,
-            """
-            CREATE TABLE IF NOT EXISTS results (
-                sample_store String,
-                entity_id String,
-                experiment_id String,
-                event_id String,
-                space_id String,
-                operation_id String,
-                occurred_at DateTime64(3, 'UTC'),
-                is_valid Bool,
-                reason String,
-                values String,
-                entity_values String
-            )
-            ENGINE = ReplacingMergeTree
-            ORDER BY (sample_store, entity_id, experiment_id, event_id)
-            SETTINGS index_granularity = 1024
-            """,
-        ),
+        statements=tuple(table.create_statement() for table in PROJECTION_TABLES),
     ),
 )
-
-_HISTORY_TABLE = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version UInt32,
-    description String,
-    checksum String,
-    applied_at DateTime64(3, 'UTC')
-)
-ENGINE = ReplacingMergeTree(applied_at)
-ORDER BY version
-"""
 
 
 def migrate(client: Client, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
     """Apply the migrations the store lacks, in order; return the versions applied now."""
     _check_history_order(migrations)
-    client.command(_HISTORY_TABLE)
+    client.command(SCHEMA_MIGRATIONS.create_statement())
     applied = applied_migrations(client)
     _check_unchanged(migrations, applied)
     missing = [m for m in migrations if m.version not in applied]
@@ -241,8 +127,12 @@ def _apply(client: Client, migration: Migration) -> None:
                 f"Migration {migration.version} ({migration.description}) failed: "
                 f"{reason_of(error)}."
             ) from error
+    applied = SCHEMA_MIGRATIONS.row(
+        version=migration.version,
+        description=migration.description,
+        checksum=migration.checksum,
+        applied_at=datetime.now(UTC),
+    )
     client.insert(
-        "schema_migrations",
-        [[migration.version, migration.description, migration.checksum, datetime.now(UTC)]],
-        column_names=["version", "description", "checksum", "applied_at"],
+        SCHEMA_MIGRATIONS.name, [applied.ordered()], column_names=SCHEMA_MIGRATIONS.column_names
     )

@@ -3,10 +3,15 @@
 An event the views do not need (SamplesRequested, SamplesDrawn, DeadLettered) adds no row: it
 is still kept in the raw `events` table. Values and specs are stored as canonical JSON so their
 types (whole numbers, reals, strings, booleans) survive the round trip.
+
+Rows are given by column name (`Table.row`), so a value cannot land in another column: the
+tables are declared once, in `discospace.store.tables`, and a missing, unknown or mistyped
+column raises `SchemaError` while the row is built.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import singledispatch
 from typing import TypeAlias
 
@@ -31,7 +36,8 @@ from discospace.events import (
     SpaceRejected,
     SpaceSubmitted,
 )
-from discospace.projector.tables import Table, TableRow
+from discospace.store.schema import Row
+from discospace.store.tables import ACTUATORS, MEASUREMENTS, OPERATIONS, RESULTS, SPACES
 
 MeasurementEvent: TypeAlias = (
     MeasurementRequested
@@ -58,7 +64,7 @@ SUBMISSION_KEY_PREFIX = "submission:"
 
 
 @singledispatch
-def rows_of(event: Event) -> tuple[TableRow, ...]:
+def rows_of(event: Event) -> tuple[Row, ...]:
     """The rows `event` adds to the projection tables (none for events the views ignore)."""
     return ()
 
@@ -81,21 +87,21 @@ def space_key_of(spec: SpaceSpec, submission_id: str) -> str:
 
 
 @rows_of.register
-def _space_submitted(event: SpaceSubmitted) -> tuple[TableRow, ...]:
+def _space_submitted(event: SpaceSubmitted) -> tuple[Row, ...]:
     key = space_key_of(event.spec, event.submission_id)
     space_id = "" if key.startswith(SUBMISSION_KEY_PREFIX) else key
     return (_space_row(event, key, "submitted", space_id, event.spec, "[]", ""),)
 
 
 @rows_of.register
-def _space_registered(event: SpaceRegistered) -> tuple[TableRow, ...]:
+def _space_registered(event: SpaceRegistered) -> tuple[Row, ...]:
     experiments = canonical_json([e.model_dump(mode="json") for e in event.experiments])
     row = _space_row(event, event.space_id, "registered", event.space_id, event.spec, experiments)
     return (row,)
 
 
 @rows_of.register
-def _space_rejected(event: SpaceRejected) -> tuple[TableRow, ...]:
+def _space_rejected(event: SpaceRejected) -> tuple[Row, ...]:
     space_id = event.space_id or ""
     key = space_id or SUBMISSION_KEY_PREFIX + event.submission_id
     return (_space_row(event, key, "rejected", space_id, None, "[]", event.reason),)
@@ -109,38 +115,34 @@ def _space_row(
     spec: SpaceSpec | None,
     experiments: str,
     reason: str = "",
-) -> TableRow:
-    return TableRow(
-        Table.SPACES,
-        (
-            key,
-            event.event_id,
-            status,
-            space_id,
-            event.submission_id,
-            event.occurred_at,
-            spec.sample_store if spec else "",
-            space_size(spec) if spec else None,
-            spec.model_dump_json() if spec else "",
-            experiments,
-            reason,
-        ),
+) -> Row:
+    return SPACES.row(
+        space_key=key,
+        event_id=event.event_id,
+        status=status,
+        space_id=space_id,
+        submission_id=event.submission_id,
+        occurred_at=event.occurred_at,
+        sample_store=spec.sample_store if spec else "",
+        size=space_size(spec) if spec else None,
+        spec=spec.model_dump_json() if spec else "",
+        experiments=experiments,
+        reason=reason,
     )
 
 
 @rows_of.register
-def _actuator_registered(event: ActuatorRegistered) -> tuple[TableRow, ...]:
-    experiments = canonical_json([e.model_dump(mode="json") for e in event.experiments])
-    values = (
-        event.actuator,
-        event.pool,
-        event.worker_id,
-        event.event_id,
-        event.occurred_at,
-        event.gpu_model,
-        experiments,
+def _actuator_registered(event: ActuatorRegistered) -> tuple[Row, ...]:
+    row = ACTUATORS.row(
+        actuator=event.actuator,
+        pool=event.pool,
+        worker_id=event.worker_id,
+        event_id=event.event_id,
+        occurred_at=event.occurred_at,
+        gpu_model=event.gpu_model,
+        experiments=canonical_json([e.model_dump(mode="json") for e in event.experiments]),
     )
-    return (TableRow(Table.ACTUATORS, values),)
+    return (row,)
 
 
 @rows_of.register(OperationRequested)
@@ -148,68 +150,106 @@ def _actuator_registered(event: ActuatorRegistered) -> tuple[TableRow, ...]:
 @rows_of.register(OperationCancelRequested)
 @rows_of.register(OperationCompleted)
 @rows_of.register(OperationFailed)
-def _operation_lifecycle(event: OperationLifecycleEvent) -> tuple[TableRow, ...]:
-    values = (
-        event.operation_id,
-        event.event_id,
-        event.type,
-        event.occurred_at,
-        getattr(event, "space_id", ""),
-        event.model_dump_json(),
+def _operation_lifecycle(event: OperationLifecycleEvent) -> tuple[Row, ...]:
+    row = OPERATIONS.row(
+        operation_id=event.operation_id,
+        event_id=event.event_id,
+        type=event.type,
+        occurred_at=event.occurred_at,
+        space_id="" if isinstance(event, OperationCancelRequested) else event.space_id,
+        payload=event.model_dump_json(),
     )
-    return (TableRow(Table.OPERATIONS, values),)
+    return (row,)
 
 
 @rows_of.register(MeasurementRequested)
 @rows_of.register(MeasurementStarted)
 @rows_of.register(MeasurementFailed)
 @rows_of.register(MeasurementReused)
-def _measurement(event: MeasurementEvent) -> tuple[TableRow, ...]:
+def _measurement(event: MeasurementEvent) -> tuple[Row, ...]:
     return (_measurement_row(event),)
 
 
 @rows_of.register
-def _measurement_completed(event: MeasurementCompleted) -> tuple[TableRow, ...]:
-    result = (
-        event.sample_store,
-        event.entity_id,
-        event.experiment_id,
-        event.event_id,
-        event.space_id,
-        event.operation_id,
-        event.occurred_at,
-        event.is_valid,
-        event.invalid_reason or "",
-        canonical_json(event.values),
-        canonical_json(event.entity_values),
+def _measurement_completed(event: MeasurementCompleted) -> tuple[Row, ...]:
+    result = RESULTS.row(
+        sample_store=event.sample_store,
+        entity_id=event.entity_id,
+        experiment_id=event.experiment_id,
+        event_id=event.event_id,
+        space_id=event.space_id,
+        operation_id=event.operation_id,
+        occurred_at=event.occurred_at,
+        is_valid=event.is_valid,
+        reason=event.invalid_reason or "",
+        values=canonical_json(event.values),
+        entity_values=canonical_json(event.entity_values),
     )
-    return (_measurement_row(event), TableRow(Table.RESULTS, result))
+    return (_measurement_row(event), result)
 
 
-def _measurement_row(event: MeasurementEvent) -> TableRow:
-    values = (
-        event.space_id,
-        event.operation_id,
-        event.entity_id,
-        event.experiment_id,
-        event.event_id,
-        MEASUREMENT_KINDS[type(event)],
-        event.request_id,
-        event.sample_store,
-        event.occurred_at,
-        getattr(event, "attempt", 1),
-        getattr(event, "is_valid", None),
-        _reason_of(event),
-        getattr(event, "retryable", False),
-        canonical_json(getattr(event, "values", {})),
-        canonical_json(event.entity_values),
+def _measurement_row(event: MeasurementEvent) -> Row:
+    return MEASUREMENTS.row(
+        space_id=event.space_id,
+        operation_id=event.operation_id,
+        entity_id=event.entity_id,
+        experiment_id=event.experiment_id,
+        event_id=event.event_id,
+        kind=MEASUREMENT_KINDS[type(event)],
+        request_id=event.request_id,
+        sample_store=event.sample_store,
+        occurred_at=event.occurred_at,
+        entity_values=canonical_json(event.entity_values),
+        **_outcome_of(event),
     )
-    return TableRow(Table.MEASUREMENTS, values)
 
 
-def _reason_of(event: MeasurementEvent) -> str:
-    if isinstance(event, MeasurementFailed):
-        return event.reason
-    if isinstance(event, MeasurementCompleted | MeasurementReused):
-        return event.invalid_reason or ""
-    return ""
+@singledispatch
+def _outcome_of(event: Event) -> dict[str, object]:
+    """The columns of a measurement row that depend on what kind of measurement event it is."""
+    raise TypeError(f"{event.type} is not a measurement event.")
+
+
+@_outcome_of.register(MeasurementRequested)
+@_outcome_of.register(MeasurementStarted)
+def _outcome_of_request(event: MeasurementRequested | MeasurementStarted) -> dict[str, object]:
+    return _outcome(attempt=event.attempt)
+
+
+@_outcome_of.register
+def _outcome_of_failure(event: MeasurementFailed) -> dict[str, object]:
+    return _outcome(attempt=event.attempt, reason=event.reason, retryable=event.retryable)
+
+
+@_outcome_of.register
+def _outcome_of_result(event: MeasurementCompleted) -> dict[str, object]:
+    return _result_outcome(event.attempt, event.is_valid, event.invalid_reason, event.values)
+
+
+@_outcome_of.register
+def _outcome_of_reuse(event: MeasurementReused) -> dict[str, object]:
+    """A reuse is not an attempt of this space: it counts as its first."""
+    return _result_outcome(1, event.is_valid, event.invalid_reason, event.values)
+
+
+def _result_outcome(
+    attempt: int, is_valid: bool, invalid_reason: str | None, values: Mapping[str, object]
+) -> dict[str, object]:
+    return _outcome(attempt=attempt, is_valid=is_valid, reason=invalid_reason or "", values=values)
+
+
+def _outcome(
+    *,
+    attempt: int,
+    is_valid: bool | None = None,
+    reason: str = "",
+    retryable: bool = False,
+    values: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    return {
+        "attempt": attempt,
+        "is_valid": is_valid,
+        "reason": reason,
+        "retryable": retryable,
+        "values": canonical_json(values or {}),
+    }

@@ -2,8 +2,9 @@
 
 Every read filters on a prefix of its table's ORDER BY, so ClickHouse touches only the granules
 of the rows asked for: a space's measurements (`space_id`), one operation (`operation_id`), one
-sample store's results for given entities (`sample_store`, `entity_id`). Table and column names
-come from `tables.COLUMNS`; every value is a query parameter.
+sample store's results for given entities (`sample_store`, `entity_id`). Each table is read as
+a typed record whose fields name the columns selected, each checked against the table's one
+declaration in `discospace.store.tables`; every value is a query parameter.
 
 Copies of a replayed event may sit in the tables until ClickHouse merges them. Reads of spaces,
 actuators and operations use `FINAL` (small tables). Reads of measurements and results do not:
@@ -21,10 +22,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from discospace.projector.tables import COLUMNS, Table
+from discospace.store.tables import ACTUATORS, MEASUREMENTS, OPERATIONS, RESULTS, SPACES
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
+
+    from discospace.store.schema import Table
 
 
 class SpaceRow(NamedTuple):
@@ -92,34 +95,35 @@ class ResultRow(NamedTuple):
     entity_values: str
 
 
-R = TypeVar("R", bound=tuple[object, ...])
-ROW_TYPES: dict[Table, type[tuple[object, ...]]] = {
-    Table.SPACES: SpaceRow,
-    Table.ACTUATORS: ActuatorRow,
-    Table.OPERATIONS: OperationRow,
-    Table.MEASUREMENTS: MeasurementRow,
-    Table.RESULTS: ResultRow,
+R = TypeVar("R", bound=NamedTuple)
+ROW_TYPES: dict[Table, type[NamedTuple]] = {
+    SPACES: SpaceRow,
+    ACTUATORS: ActuatorRow,
+    OPERATIONS: OperationRow,
+    MEASUREMENTS: MeasurementRow,
+    RESULTS: ResultRow,
 }
+"""The record each projection table is read as."""
 
 
 def space_rows(client: Client, space_key: str | None = None) -> list[SpaceRow]:
     """Every space event, or those of one space (by id, or `submission:<id>`)."""
     if space_key is None:
-        return _select(client, Table.SPACES, SpaceRow)
-    return _select(client, Table.SPACES, SpaceRow, "space_key = {key:String}", {"key": space_key})
+        return _select(client, SPACES, SpaceRow)
+    return _select(client, SPACES, SpaceRow, "space_key = {key:String}", {"key": space_key})
 
 
 def actuator_rows(client: Client) -> list[ActuatorRow]:
     """Every actuator announcement."""
-    return _select(client, Table.ACTUATORS, ActuatorRow)
+    return _select(client, ACTUATORS, ActuatorRow)
 
 
 def operation_rows(client: Client, operation_id: str | None = None) -> list[OperationRow]:
     """The lifecycle events of every operation, or of one."""
     if operation_id is None:
-        return _select(client, Table.OPERATIONS, OperationRow)
+        return _select(client, OPERATIONS, OperationRow)
     where = "operation_id = {operation:String}"
-    return _select(client, Table.OPERATIONS, OperationRow, where, {"operation": operation_id})
+    return _select(client, OPERATIONS, OperationRow, where, {"operation": operation_id})
 
 
 def space_measurements(
@@ -131,7 +135,7 @@ def space_measurements(
     if operation_id is not None:
         conditions.append("operation_id = {operation:String}")
         parameters["operation"] = operation_id
-    return _select(client, Table.MEASUREMENTS, MeasurementRow, " AND ".join(conditions), parameters)
+    return _select(client, MEASUREMENTS, MeasurementRow, " AND ".join(conditions), parameters)
 
 
 def store_results(
@@ -162,7 +166,7 @@ def store_results(
         conditions.append("entity_id IN {entities:Array(String)}")
         parameters["entities"] = list(entity_ids)
     where = " AND ".join(conditions)
-    return _select(client, Table.RESULTS, ResultRow, where, parameters, final=False)
+    return _select(client, RESULTS, ResultRow, where, parameters, final=False)
 
 
 def _select(
@@ -174,12 +178,12 @@ def _select(
     *,
     final: bool = True,
 ) -> list[R]:
-    columns = ", ".join(COLUMNS[table])
-    sql = f"SELECT {columns} FROM {table.value}"  # noqa: S608 (names from a fixed list)
+    columns = ", ".join(table.column(name).name for name in row_type._fields)
+    sql = f"SELECT {columns} FROM {table.name}"  # noqa: S608 (declared names only)
     if final:
         sql += " FINAL"
     if where:
         sql += f" WHERE {where}"
     sql += " ORDER BY occurred_at, event_id"
     result = client.query(sql, parameters=parameters or {})
-    return [row_type(*row) for row in result.result_rows]
+    return [row_type._make(row) for row in result.result_rows]

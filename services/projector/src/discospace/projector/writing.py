@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from discospace.events import Event
 from discospace.projector.fold import rows_of
-from discospace.projector.tables import COLUMNS, Table
 from discospace.store.events import (
     EventRecord,
     TopicPartition,
@@ -29,6 +28,8 @@ from discospace.store.events import (
 
 if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
+
+    from discospace.store.schema import Table
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +85,16 @@ class Projection:
         return self._next.get((record.topic, record.partition), 0)
 
 
-def insert_rows(client: Client, events: Sequence[Event]) -> dict[Table, int]:
-    """Insert the projection rows of `events`, one insert per table; return rows per table."""
-    by_table: dict[Table, list[tuple[object, ...]]] = defaultdict(list)
+def insert_rows(client: Client, events: Sequence[Event]) -> dict[str, int]:
+    """Insert the projection rows of `events`, one insert per table; return rows per table name.
+
+    Each row comes from the fold by column name and goes to the store in its table's declared
+    column order.
+    """
+    by_table: dict[Table, list[list[object]]] = defaultdict(list)
     for event in events:
         for row in rows_of(event):
-            by_table[row.table].append(row.values)
+            by_table[row.table].append(row.ordered())
     for table, rows in by_table.items():
-        client.insert(table.value, rows, column_names=COLUMNS[table])
-    return {table: len(rows) for table, rows in by_table.items()}
+        client.insert(table.name, rows, column_names=table.column_names)
+    return {table.name: len(rows) for table, rows in by_table.items()}
