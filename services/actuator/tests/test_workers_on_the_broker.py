@@ -236,3 +236,26 @@ async def _gone(pid: int, timeout_s: float = 10.0) -> bool:
     while _alive(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     return not _alive(pid)
+
+
+async def test_a_worker_started_after_an_operation_was_cancelled_skips_its_requests_unstarted(
+    kafka, kafka_bootstrap, topics, run_service, make_request, make_cancel
+):
+    """The cancellation comes after thousands of other operation events: a worker that took
+    requests before it had folded the operations topic up to its end would start them."""
+    noise = [make_cancel(f"op-noise-{n}") for n in range(10_000)]
+    await kafka.publish_batched(*noise, make_cancel("op-gone"), topics=topics)
+    requests = [make_request({"batch_size": n}, pool=POOL, operation="op-gone") for n in (1, 2, 3)]
+    await kafka.publish(*requests, topics=topics)
+
+    async with run_service(_worker(kafka_bootstrap, topics, "w9")) as worker:
+        events = await kafka.wait_for(
+            topics.measurements, lambda e: len(_of(e, MeasurementFailed)) >= 3
+        )
+
+    assert _of(events, MeasurementStarted) == []
+    failures = _of(events, MeasurementFailed)
+    assert sorted(f.request_id for f in failures) == sorted(r.request_id for r in requests)
+    assert {(f.reason, f.retryable) for f in failures} == {("operation cancelled", False)}
+    assert worker.state.metrics.value("discospace_measurement_requests_skipped_total") == 3
+    assert len(worker.state.operations) == 10_001

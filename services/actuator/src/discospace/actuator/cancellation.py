@@ -5,8 +5,9 @@ completes or fails it. Its measurements still running are stopped (the child pro
 and its requests still queued are skipped: each is answered by a `MeasurementFailed` that is
 not retried ("operation cancelled"), so progress accounts for every request.
 
-The worker replays the topic at every start; a request that arrives before the fold has caught
-up starts measuring and is stopped as soon as the end of its operation is folded in.
+The worker folds the topic up to its end at every start, before it takes any request (its
+follower, `Service.follow`), so a request of an operation that ended before the start is
+skipped, never started; an end published later stops the work as soon as it is folded in.
 """
 
 from __future__ import annotations
