@@ -1,7 +1,9 @@
-"""The explorer's shell, in memory: events in through its consumer, decisions out."""
+"""The explorer's shell, in memory: events in through its consumer, decisions out; and its
+handlers alone, over hand-built parts, without the app."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from faststream.kafka import TestKafkaBroker
@@ -16,8 +18,18 @@ from discospace.events import (
     encode,
 )
 from discospace.explorer.app import create_app
+from discospace.explorer.decide import Engine, Timing
+from discospace.explorer.handlers import (
+    ExplorerDeps,
+    on_operation_event,
+    on_space_registered,
+)
 from discospace.explorer.live import LiveExplorer
+from discospace.explorer.operators import OperatorRegistry
+from discospace.explorer.ownership import Ownership
+from discospace.explorer.random_walk import RandomWalk
 from discospace.explorer.settings import ExplorerSettings
+from discospace.runtime.positions import ReadPositions
 
 
 async def _event(message: StreamMessage[Any]) -> Event:
@@ -69,3 +81,33 @@ async def test_in_memory_nothing_is_decided_before_the_explorer_goes_live(
 
     assert seen == [request]
     assert service.state.state.operations["op-1"].requested == request
+
+
+def _deps(published: list[Event]) -> ExplorerDeps:
+    """The explorer's parts built by hand: a fake publisher, no broker, no app."""
+
+    async def publish(event: Event) -> None:
+        published.append(event)
+
+    engine = Engine(OperatorRegistry([RandomWalk()]), Timing(1.0, 8.0, 30.0))
+    explorer = LiveExplorer(engine, publish, lambda: datetime.now(UTC))
+    settings, positions = ExplorerSettings(topic_prefix="handlers"), ReadPositions()
+    return ExplorerDeps(settings, explorer, Ownership(settings, explorer, positions), positions)
+
+
+async def test_the_handlers_fold_and_decide_over_their_parts_without_the_app(
+    small_space, make_request
+):
+    published: list[Event] = []
+    deps = _deps(published)
+
+    await on_space_registered(small_space, deps)
+    await on_operation_event(make_request(small_space, batch_size=2, seed=5), deps)
+    assert published == []
+    await deps.explorer.go_live()
+    await deps.explorer.stop()
+
+    started, first = published
+    assert isinstance(started, OperationStarted)
+    assert isinstance(first, SamplesRequested)
+    assert (first.count, first.seed) == (2, 5)

@@ -166,7 +166,14 @@ class Ownership(ConsumerRebalanceListener):
 
 
 class LogHistory:
-    """An operation's events read back from its partitions, up to where the explorer folded."""
+    """An operation's events read back from its partitions, up to where the explorer folded.
+
+    Not the start-up fold (`handlers.fold_history`, the runtime's `fold_then_follow`): that
+    reads every partition up to where it ends now and then goes live; this reads, while live,
+    only the two partitions that hold one operation, up to this explorer's read positions
+    (not the end: events past them are still coming through the consumer), and hands the
+    events back instead of folding them, so `conflicts.rebuild` replaces that one operation.
+    """
 
     def __init__(self, bootstrap_servers: str, topics: TopicNames, positions: ReadPositions):
         self.bootstrap_servers, self.topics, self.positions = bootstrap_servers, topics, positions
