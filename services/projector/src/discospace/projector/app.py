@@ -1,20 +1,20 @@
-"""The projector's wiring: every topic into the store, and the views over HTTP beside /health."""
+"""The projector's wiring: every topic into the store, and the views over HTTP beside /health.
+
+Its parts are built in `bootstrap.py`, its handler is `handlers.on_event`, its subscription
+(resuming from the store's offsets) is in `consuming.py` and its views in `routes.py`.
+"""
 
 from __future__ import annotations
 
 from discospace.events.factory import Clock, utc_now
-from discospace.projector.adapters import StoreWorker
-from discospace.projector.buffering import ProjectionBuffer
+from discospace.projector.bootstrap import bootstrap
 from discospace.projector.consuming import subscribe_to_everything
-from discospace.projector.metrics import ProjectorMetrics
+from discospace.projector.handlers import on_event
 from discospace.projector.routes import view_routes
 from discospace.projector.settings import ProjectorSettings
-from discospace.runtime import Service, create_service
+from discospace.runtime import Service, bind, create_service
 from discospace.store.client import StoreSettings
 
-PROJECTION = "projector"
-"""The name the store records the projection's offsets under: the store's own, whatever the
-Kafka consumer group (a new group on the same store resumes where the store stands)."""
 DESCRIPTION = (
     "Consumes every topic into the ClickHouse sample store (chDB embedded by default, or a "
     "server at CLICKHOUSE_URL) and serves the views: entities measured through a space or "
@@ -34,21 +34,13 @@ def create_app(
     """
     settings = settings or ProjectorSettings()
     service = create_service(settings, description=DESCRIPTION, clock=clock)
-    metrics = ProjectorMetrics.create(service.metrics.registry)
-    worker = service.state = StoreWorker(store or StoreSettings(), PROJECTION, metrics)
-    buffer = ProjectionBuffer(
-        worker.write,
-        metrics,
-        max_batch=settings.batch_max_events,
-        linger_s=settings.batch_linger_s,
-        capacity=settings.buffer_capacity,
-        retry_s=max(settings.retry_backoff_s, 0.1),
-    )
-    service.on_startup(worker.open)
-    service.on_startup(buffer.start)
-    service.on_shutdown(buffer.stop)
-    service.on_shutdown(worker.close)
-    subscribe_to_everything(service, worker, buffer)
-    for path, route in view_routes(worker.read):
+    deps = bootstrap(service, settings, store or StoreSettings())
+    service.state = deps.store
+    service.on_startup(deps.store.open)
+    service.on_startup(deps.buffer.start)
+    service.on_shutdown(deps.buffer.stop)
+    service.on_shutdown(deps.store.close)
+    subscribe_to_everything(service, deps.store, deps.buffer)(bind(on_event, deps))
+    for path, route in view_routes(deps.store.read):
         service.app.mount(path, route)
     return service

@@ -16,19 +16,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
-from faststream.kafka.annotations import KafkaMessage
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from faststream.kafka.subscriber.usecase import LogicSubscriber
 from faststream.middlewares import AckPolicy
 
-from discospace.events import Event, Topic, TopicNames, all_event_types
+from discospace.events import Topic, TopicNames, all_event_types
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.buffering import ProjectionBuffer
-from discospace.projector.writing import ReadEvent
 from discospace.runtime import Service
 from discospace.runtime.consuming import EventDecoder
-from discospace.store.events import EventRecord
 
 logger = logging.getLogger("discospace.projector.consumer")
 
@@ -78,8 +76,10 @@ class ResumeFromStore(ConsumerRebalanceListener):
         await self.store.reload_positions()
 
 
-def subscribe_to_everything(service: Service, store: StoreWorker, buffer: ProjectionBuffer) -> None:
-    """Hand every event of every topic of `service`'s deployment to `buffer`."""
+def subscribe_to_everything(
+    service: Service, store: StoreWorker, buffer: ProjectionBuffer
+) -> LogicSubscriber[Any]:
+    """The subscription to every topic of `service`'s deployment (give it `on_event`)."""
     topics = service.topics
     service.topics_used.update(topics.fixed())
     for topic in topics.fixed():
@@ -87,7 +87,7 @@ def subscribe_to_everything(service: Service, store: StoreWorker, buffer: Projec
     decoder = EventDecoder()
     decoder.accept(all_event_types())
     holder: dict[str, Any] = {}
-    subscriber = service.broker.subscriber(
+    subscriber: LogicSubscriber[Any] = service.broker.subscriber(
         pattern=every_topic_pattern(topics),
         group_id=service.settings.consumer_group,
         ack_policy=AckPolicy.ACK_FIRST,  # commits in the background: only the store's offsets count
@@ -98,15 +98,4 @@ def subscribe_to_everything(service: Service, store: StoreWorker, buffer: Projec
         "topic, into the store.",
     )
     holder["subscriber"] = subscriber
-
-    @subscriber
-    async def on_event(event: Event, message: KafkaMessage) -> None:
-        record = cast("ConsumerRecord[bytes, bytes]", message.raw_message)
-        read = EventRecord.of(
-            event,
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            key=record.key,
-        )
-        await buffer.add(ReadEvent(event, read))
+    return subscriber
