@@ -11,7 +11,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import discospace.client
-from discospace.cli.description import print_description
+from discospace.cli.description import Catalog, print_description
 from discospace.cli.main import app
 from discospace.cli.views import table
 from discospace.cli.watch import follow
@@ -116,7 +116,8 @@ def test_a_space_description_keeps_brackets_in_names_values_and_store() -> None:
         "      parameterization: {k: '[i]'}}\n"
     )
     out = io.StringIO()
-    print_description(DiscoverySpace.from_spec(spec), Console(file=out, width=300))
+    catalog = Catalog(None, "no catalog")
+    print_description(DiscoverySpace.from_spec(spec), Console(file=out, width=300), catalog)
     shown = out.getvalue()
     for text in (f"(sample store {MARKUP})", MARKUP, VALUES, "[b]", "[red]A[/red]", "k=[i]"):
         assert text in shown

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 import discospace.client
+import discospace.client.client
 from discospace.cli.main import app
 from discospace.client import (
     ActuatorPool,
@@ -22,7 +23,7 @@ from discospace.client import (
     SpaceDetail,
     SpaceSummary,
 )
-from discospace.core import load_space_spec
+from discospace.core import ExperimentSpec, load_space_spec
 from discospace.testing.kafka import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -67,6 +68,33 @@ PROGRESS = OperationProgress(
         property="train_tokens_per_second", direction="max", value=1234.5, entity_id="e1"
     ),
 )
+FINETUNE = ExperimentSpec(
+    actuator="SFTTrainer",
+    experiment="finetune-lora-fsdp-r-4-a-16-tm-default-v1.2.0",
+    target_properties=("train_tokens_per_second", "peak_gpu_memory_mib"),
+    required_properties=("model_name", "batch_size"),
+)
+OTHER_SPACE = "space-ffffffffffff"
+OPERATIONS = [
+    PROGRESS,
+    OperationProgress(
+        operation_id="op-2",
+        space_id=SPACE_ID,
+        operator="optuna_tpe",
+        status="completed",
+        done=20,
+        total=20,
+        stop_reason="requested_entities_measured",
+        requested_at=AT,
+    ),
+    OperationProgress(
+        operation_id="op-3",
+        space_id=OTHER_SPACE,
+        operator="random_walk",
+        status="failed",
+        failure_reason="space 'space-ffffffffffff' is not registered",
+    ),
+]
 POOL = ActuatorPool(
     actuator="SFTTrainer",
     pool="a100",
@@ -98,7 +126,11 @@ def projector(request: httpx.Request) -> httpx.Response:
     routes: dict[str, Callable[[], httpx.Response]] = {
         "/spaces": lambda: _json([REGISTERED.model_dump(mode="json"), REJECTED.model_dump()]),
         "/space": lambda: (
-            _json(SpaceDetail(**REGISTERED.model_dump(), spec=SEED).model_dump(mode="json"))
+            _json(
+                SpaceDetail(
+                    **REGISTERED.model_dump(), spec=SEED, experiments=[FINETUNE]
+                ).model_dump(mode="json")
+            )
             if known_space
             else _not_known("space", identifier)
         ),
@@ -111,6 +143,7 @@ def projector(request: httpx.Request) -> httpx.Response:
             else _not_known("operation", identifier)
         ),
         "/actuators": lambda: _json([POOL.model_dump(mode="json")]),
+        "/operations": lambda: _json([op.model_dump(mode="json") for op in OPERATIONS]),
     }
     return routes[request.url.path]()
 
@@ -152,6 +185,24 @@ def test_space_get_of_one_space_describes_its_properties_and_experiments() -> No
     assert f"Space {SPACE_ID}: registered" in result.stdout
     assert "80 entities; 4 categorical, 3 discrete" in result.stdout
     assert "finetune-lora-fsdp-r-4-a-16-tm-default-v1.2.0" in result.stdout
+
+
+def test_space_get_of_one_space_lists_each_experiments_target_properties() -> None:
+    result = cli("space", "get", SPACE_ID)
+    assert result.exit_code == 0, result.output
+    assert "    target properties    train_tokens_per_second, peak_gpu_memory_mib" in (
+        result.stdout
+    )
+    assert "    required properties  model_name, batch_size" in result.stdout
+    assert "target properties from the registry's catalog" in result.stdout
+
+
+def test_space_get_of_one_space_shows_each_discrete_range_and_interval() -> None:
+    result = cli("space", "get", SPACE_ID)
+    row = next(line for line in result.stdout.splitlines() if line.startswith("│ batch_size"))
+    assert [cell.strip() for cell in row.strip("│").split("│")] == [
+        "batch_size", "[1, 2, 4, 8, 16, 32, 64, 128]", "-", "-", "8",
+    ]  # fmt: skip
 
 
 def test_space_get_json_is_the_projector_document() -> None:
@@ -205,6 +256,59 @@ def test_operation_show_prints_status_counts_and_best() -> None:
     assert result.exit_code == 0, result.output
     for text in ("running", "counts.in_flight", "best.value", "1234.5", "random_walk"):
         assert text in result.stdout
+
+
+def _operation_ids(stdout: str) -> list[str]:
+    return [line.split("│")[1].strip() for line in _table_rows(stdout)]
+
+
+def test_operation_list_lists_every_operation_with_its_space_status_and_progress() -> None:
+    result = cli("operation", "list")
+    assert result.exit_code == 0, result.output
+    assert "Operations (3)" in result.stdout
+    assert _operation_ids(result.stdout) == ["op-1", "op-2", "op-3"]
+    header = next(line for line in result.stdout.splitlines() if "operation_id" in line)
+    assert header.split() == [
+        "┃", "operation_id", "┃", "space_id", "┃", "operator", "┃", "status", "┃", "done", "┃",
+        "best", "┃", "requested_at", "┃",
+    ]  # fmt: skip
+    assert "6/80" in _table_rows(result.stdout)[0]
+    assert "train_tokens_per_second=1234.5" in _table_rows(result.stdout)[0]
+    assert result.stdout.endswith("op-3 failed: space 'space-ffffffffffff' is not registered\n")
+
+
+@pytest.mark.parametrize(
+    ("options", "listed"),
+    [
+        (["--space", SPACE_ID], ["op-1", "op-2"]),
+        (["--status", "failed"], ["op-3"]),
+        (["--status", "running", "--status", "completed"], ["op-1", "op-2"]),
+        (["--space", SPACE_ID, "--status", "failed"], []),
+    ],
+)
+def test_operation_list_narrows_to_a_space_and_statuses(options: list[str], listed: list[str]):
+    result = cli("operation", "list", *options)
+    assert result.exit_code == 0, result.output
+    assert _operation_ids(result.stdout) == listed
+    as_json = json.loads(cli("operation", "list", *options, "--json").stdout)
+    assert [op["operation_id"] for op in as_json] == listed
+
+
+def test_operation_list_refuses_a_status_operations_never_have() -> None:
+    result = cli("operation", "list", "--status", "done")
+    assert result.exit_code == 2
+    assert "'done' is not one of" in result.stderr
+
+
+def test_the_client_filters_operations_by_space_and_status() -> None:
+    transport = httpx.MockTransport(projector)
+    with discospace.client.client.Client("http://projector", transport=transport) as client:
+        assert [op.operation_id for op in client.operations()] == ["op-1", "op-2", "op-3"]
+        by_space = client.operations(space_id=OTHER_SPACE)
+        assert [op.operation_id for op in by_space] == ["op-3"]
+        ended = client.operations(status=["completed", "failed"])
+        assert [op.operation_id for op in ended] == ["op-2", "op-3"]
+        assert [op.operation_id for op in client.operations(status="running")] == ["op-1"]
 
 
 def test_operation_show_of_an_unknown_operation_is_one_line() -> None:

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import get_args
 
 import pandas as pd
 import pytest
@@ -203,6 +204,9 @@ def test_operation_progress_has_counts_and_the_best_so_far(client) -> None:
         {"batch_size": 4, "number_gpus": 1},
     )
     assert [op.operation_id for op in client.operations()] == ["op-1"]
+    assert [op.operation_id for op in client.operations(SPACE_ID, status="running")] == ["op-1"]
+    assert client.operations(status=["completed", "failed"]) == []
+    assert client.operations(space_id="space-000000000000") == []
 
 
 def test_actuators_come_with_their_pools_and_catalogs(client) -> None:
@@ -239,6 +243,10 @@ def test_the_client_reads_every_field_the_projector_writes(name: str) -> None:
     ours = getattr(client_models, name).model_fields
     theirs = getattr(projector_models, name).model_fields
     assert set(ours) == set(theirs)
+
+
+def test_the_client_knows_every_status_the_projector_gives_an_operation() -> None:
+    assert get_args(projector_models.OperationStatus) == client_models.OPERATION_STATUSES
 
 
 def test_the_client_counts_read_every_count_the_projector_writes() -> None:

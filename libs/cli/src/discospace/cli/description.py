@@ -1,20 +1,48 @@
 """Describing a discovery space to a person: size, properties by kind, experiments.
 
 Shared by ``space describe`` (a file, offline) and ``space get SPACE_ID`` (a registered space).
+Discrete properties show their values, or their range and interval. Each experiment shows its
+target, required and optional properties when a :class:`Catalog` knows it: the registry's
+(a registered space), a catalog file or the projector's (a space file); otherwise ``?`` and one
+line saying why.
 """
 
 import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from discospace.cli.views import print_line
+from discospace.core.canonical import format_value
 from discospace.core.discovery import DiscoverySpace
+from discospace.core.errors import DiscospaceError
+from discospace.core.experiment import ExperimentCatalog
 from discospace.core.properties import ConstitutiveProperty
 from discospace.core.space import EntitySpace
+from discospace.core.spec import ExperimentRef
 
 KINDS = ("categorical", "discrete", "continuous", "identifier")
+UNKNOWN = "?"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The experiments that tell each experiment's properties, and where they come from
+    (``source``), or why there are none (``experiments`` is None)."""
+
+    experiments: ExperimentCatalog | None
+    source: str
+
+    @property
+    def note(self) -> str:
+        if self.experiments is None:
+            return f"target properties: unknown ({self.source})"
+        return f"target properties from {self.source}"
 
 
 def _of_kind(space: EntitySpace, kind: str) -> list[ConstitutiveProperty]:
@@ -25,7 +53,48 @@ def _size_text(size: int | float) -> str:
     return "infinitely many" if math.isinf(size) else f"{size:,}"
 
 
-def summary(space: DiscoverySpace) -> dict[str, object]:
+def property_facts(prop: ConstitutiveProperty) -> dict[str, object]:
+    """A property as data: its domain in words, and its values or its range and interval."""
+    domain = prop.domain
+    return {
+        "name": prop.name,
+        "type": domain.kind,
+        "domain": domain.describe(),
+        "values": list(domain.explicit_values) if domain.explicit_values is not None else None,
+        "range": [domain.low, domain.high] if domain.low is not None else None,
+        "interval": domain.interval,
+        "size": domain.size if domain.is_finite else None,
+    }
+
+
+def experiment_facts(ref: ExperimentRef, catalog: Catalog) -> dict[str, Any]:
+    """An experiment of the measurement space with what the catalog says of it (None: unknown;
+    ``problem`` says why a catalog could not resolve it)."""
+    facts: dict[str, Any] = {
+        "actuator": ref.actuator,
+        "experiment": ref.experiment,
+        "parameterization": dict(ref.parameterization),
+        "experiment_id": None,
+        "target_properties": None,
+        "required_properties": None,
+        "optional_properties": None,
+        "problem": None,
+    }
+    if catalog.experiments is None:
+        return facts
+    try:
+        resolved = catalog.experiments.resolve(ref)
+    except DiscospaceError as error:
+        return facts | {"problem": str(error)}
+    return facts | {
+        "experiment_id": resolved.id,
+        "target_properties": list(resolved.experiment.target_properties),
+        "required_properties": list(resolved.experiment.required_properties),
+        "optional_properties": resolved.option_values,
+    }
+
+
+def summary(space: DiscoverySpace, catalog: Catalog) -> dict[str, object]:
     """What ``describe`` shows, as data (the ``--json`` output)."""
     entity_space = space.entity_space
     size = entity_space.size
@@ -34,56 +103,95 @@ def summary(space: DiscoverySpace) -> dict[str, object]:
         "sample_store": space.sample_store,
         "entities": size if entity_space.is_finite else None,
         "property_counts": {kind: len(_of_kind(entity_space, kind)) for kind in KINDS},
-        "properties": [
-            {
-                "name": p.name,
-                "type": p.domain.kind,
-                "domain": p.domain.describe(),
-                "size": p.domain.size if p.domain.is_finite else None,
-            }
-            for p in entity_space.properties
-        ],
-        "experiments": [
-            {
-                "actuator": ref.actuator,
-                "experiment": ref.experiment,
-                "parameterization": ref.parameterization,
-            }
-            for ref in space.experiments
-        ],
+        "properties": [property_facts(p) for p in entity_space.properties],
+        "catalog": catalog.source if catalog.experiments is not None else None,
+        "experiments": [experiment_facts(ref, catalog) for ref in space.experiments],
     }
 
 
+def _table(title: str, *columns: str) -> Table:
+    """A table whose cells are ``Text``: ``[a, b]`` is never read as markup."""
+    table = Table(title=Text(title), title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold", style="bold" if column == columns[0] else "")
+    return table
+
+
+def _count(prop: ConstitutiveProperty) -> str:
+    return _size_text(prop.domain.size) if prop.domain.is_finite else prop.domain.kind
+
+
 def _properties_table(title: str, props: list[ConstitutiveProperty], column: str) -> Table:
-    """One row per property; cells are ``Text`` so that ``[a, b]`` is not read as markup."""
-    table = Table(title=f"{title} properties ({len(props)})", title_justify="left")
-    table.add_column("property", style="bold")
-    table.add_column(column, overflow="fold")
-    table.add_column("count", justify="right")
+    table = _table(f"{title} properties ({len(props)})", "property", column, "count")
+    table.columns[2].justify = "right"
     for prop in props:
-        count = _size_text(prop.domain.size) if prop.domain.is_finite else prop.domain.kind
-        table.add_row(Text(prop.name), Text(prop.domain.describe()), Text(count))
+        table.add_row(Text(prop.name), Text(prop.domain.describe()), Text(_count(prop)))
     return table
 
 
-def _experiments_table(space: DiscoverySpace) -> Table:
-    """The parameterization column appears only when some experiment has one."""
-    table = Table(title=f"Experiments ({len(space.experiments)})", title_justify="left")
-    table.add_column("actuator", style="bold")
-    table.add_column("experiment", overflow="fold")
-    parameterized = any(ref.parameterization for ref in space.experiments)
-    if parameterized:
-        table.add_column("parameterization", overflow="fold")
+def _discrete_table(props: list[ConstitutiveProperty]) -> Table:
+    """Values, or range (high excluded) and interval, each in its own column."""
+    columns = ("property", "values", "range", "interval", "count")
+    table = _table(f"Discrete properties ({len(props)})", *columns)
+    table.columns[4].justify = "right"
+    for prop in props:
+        domain = prop.domain
+        ranged = domain.is_range
+        table.add_row(
+            Text(prop.name),
+            Text("-" if ranged else domain.describe()),
+            Text(f"[{domain.low}, {domain.high})" if ranged else "-"),
+            Text(str(domain.interval) if ranged else "-"),
+            Text(_count(prop)),
+        )
+    return table
+
+
+def _listed(items: Iterable[object]) -> str:
+    return ", ".join(str(item) for item in items) or "-"
+
+
+def _pairs(values: Mapping[str, Any]) -> str:
+    return _listed(f"{name}={format_value(value)}" for name, value in sorted(values.items()))
+
+
+def _experiment_lines(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) lines of one experiment; ``?`` (and the problem) without its catalog entry."""
+    lines = []
+    if facts["parameterization"]:
+        lines.append(("parameterization", _pairs(facts["parameterization"])))
+    if facts["target_properties"] is None:
+        lines.append(("target properties", UNKNOWN))
+        return lines + ([("problem", facts["problem"])] if facts["problem"] else [])
+    return [
+        *lines,
+        ("target properties", _listed(facts["target_properties"])),
+        ("required properties", _listed(facts["required_properties"])),
+        ("optional properties", _pairs(facts["optional_properties"])),
+    ]
+
+
+def _experiment(facts: dict[str, Any]) -> Padding:
+    """One experiment: its facts as an indented grid whose values wrap between items."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for label, value in _experiment_lines(facts):
+        grid.add_row(Text(label), Text(value))
+    return Padding(grid, (0, 0, 0, 4), expand=False)
+
+
+def _print_experiments(space: DiscoverySpace, catalog: Catalog, console: Console) -> None:
+    """Each experiment by name, then what it measures and needs (from the catalog)."""
+    print_line(console, f"Experiments ({len(space.experiments)})")
     for ref in space.experiments:
-        cells = [Text(ref.actuator), Text(ref.experiment)]
-        if parameterized:
-            pairs = sorted(ref.parameterization.items())
-            cells.append(Text(", ".join(f"{k}={v}" for k, v in pairs) or "-"))
-        table.add_row(*cells)
-    return table
+        print_line(console, f"  {ref.actuator}: {ref.experiment}")
+        console.print(_experiment(experiment_facts(ref, catalog)))
+    if space.experiments:
+        print_line(console, catalog.note)
 
 
-def print_description(space: DiscoverySpace, console: Console) -> None:
+def print_description(space: DiscoverySpace, console: Console, catalog: Catalog) -> None:
     entity_space = space.entity_space
     counts = {kind: len(_of_kind(entity_space, kind)) for kind in KINDS}
     print_line(console, f"Space {space.id} (sample store {space.sample_store})")
@@ -94,10 +202,8 @@ def print_description(space: DiscoverySpace, console: Console) -> None:
         + " properties",
     )
     console.print(_properties_table("Categorical", _of_kind(entity_space, "categorical"), "values"))
-    console.print(
-        _properties_table("Discrete", _of_kind(entity_space, "discrete"), "values or range")
-    )
+    console.print(_discrete_table(_of_kind(entity_space, "discrete")))
     others = _of_kind(entity_space, "continuous") + _of_kind(entity_space, "identifier")
     if others:
         console.print(_properties_table("Continuous and identifier", others, "range"))
-    console.print(_experiments_table(space))
+    _print_experiments(space, catalog, console)

@@ -1,14 +1,16 @@
-"""``discospace operation ...``: request, watch, show and cancel operations.
+"""``discospace operation ...``: request, list, watch, show and cancel operations.
 
 ``create`` and ``cancel`` publish to the operations topic (what any Kafka client may do with
-the schemas in ``proto/``); ``show`` and ``create --watch`` read the projector's progress view.
+the schemas in ``proto/``); ``list``, ``show`` and ``create --watch`` read the projector's
+progress view.
 """
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 
 from discospace.cli.errors import CliError
 from discospace.cli.projector import projector_client
@@ -19,8 +21,11 @@ from discospace.cli.requests import (
     request_operation,
 )
 from discospace.cli.settings import CliSettings, settings_of
-from discospace.cli.views import print_json, print_table
-from discospace.cli.watch import ending, progress_rows, watch_operation
+from discospace.cli.views import print_json, print_line, print_table, print_wide, table
+from discospace.cli.watch import best_text, ending, progress_rows, watch_operation
+
+if TYPE_CHECKING:
+    from discospace.client import OperationProgress
 
 operation_app = typer.Typer(
     help="Operations: run an operator on a registered space, follow it, cancel it.",
@@ -28,6 +33,7 @@ operation_app = typer.Typer(
 )
 
 OperationId = Annotated[str, typer.Argument(help="The operation id (op-...).", show_default=False)]
+LIST_COLUMNS = ("operation_id", "space_id", "operator", "status", "done", "best", "requested_at")
 
 
 @operation_app.command("create")
@@ -59,6 +65,46 @@ def create(
     typer.echo(request.operation_id)
     if watch:
         _follow(settings, request.operation_id, interval)
+
+
+@operation_app.command("list")
+def list_operations(
+    ctx: typer.Context,
+    space: Annotated[
+        str | None, typer.Option("--space", help="Only the operations on this space.")
+    ] = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--status",
+            help="Only operations with this status (requested, running, cancelling, completed, "
+            "failed); repeat it for several.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the operations as JSON.")] = False,
+) -> None:
+    """List the operations, oldest first: space, operator, status, progress and best so far;
+    why each failed operation failed below the table."""
+    with projector_client(settings_of(ctx)) as client:
+        found = client.operations(space_id=space, status=status)
+    if as_json:
+        print_json(found)
+        return
+    console = Console()
+    print_wide(table("Operations", [_listed(operation) for operation in found], LIST_COLUMNS))
+    for operation in found:
+        if operation.status == "failed":
+            print_line(console, f"{operation.operation_id} failed: {ending(operation)}")
+
+
+def _listed(progress: "OperationProgress") -> dict[str, Any]:
+    """One operation as a row of ``list``: done as ``done/total``, best as ``property=value``."""
+    best = best_text(progress)
+    return progress.model_dump() | {
+        "done": f"{progress.done}/{progress.total}" if progress.total else progress.done,
+        "best": None if best == "-" else best,
+    }
 
 
 @operation_app.command("show")

@@ -1,7 +1,8 @@
 """The projector, as the CLI reads it: ``discospace.client`` with its errors made CLI errors.
 
-The client (and pandas behind it) is imported only by the commands that read views, so the
-commands that only publish start fast.
+The client is imported only by the commands that read views, so the commands that only publish
+start fast. ``projector_catalog`` is the one read that may fail quietly: ``space describe``
+works offline and only borrows the actuators' catalogs when the projector answers.
 """
 
 from collections.abc import Iterator
@@ -10,6 +11,10 @@ from typing import TYPE_CHECKING
 
 from discospace.cli.errors import CliError
 from discospace.cli.settings import CliSettings
+from discospace.core.errors import DiscospaceError
+from discospace.core.experiment import ExperimentCatalog
+
+CATALOG_TIMEOUT_S = 2.0
 
 if TYPE_CHECKING:
     from discospace.client import Client
@@ -25,3 +30,18 @@ def projector_client(settings: CliSettings) -> Iterator["Client"]:
             yield client
     except ClientError as error:
         raise CliError(str(error)) from None
+
+
+def projector_catalog(
+    settings: CliSettings, timeout_s: float = CATALOG_TIMEOUT_S
+) -> ExperimentCatalog | None:
+    """Every experiment the actuators announced, as the projector serves them; None when the
+    projector does not answer (or answers with a catalog the core refuses)."""
+    from discospace.client import Client, ClientError
+
+    try:
+        with Client(settings.projector_url, timeout_s=timeout_s) as client:
+            pools = client.actuators()
+        return ExperimentCatalog(spec for pool in pools for spec in pool.experiments)
+    except (ClientError, DiscospaceError):
+        return None

@@ -1,8 +1,10 @@
 """``discospace space ...``: commands about discovery spaces.
 
 ``describe`` works offline: it reads a space file and prints its size, properties and
-experiments without any service running. ``create`` submits a space file to the registry
-through Kafka; ``get`` and ``show`` read the projector's views (see ``space_views.py``).
+experiments without any service running; each experiment's target properties come from
+``--catalog FILE``, else from the projector's catalogs when it answers. ``create`` submits a
+space file to the registry through Kafka; ``get`` and ``show`` read the projector's views (see
+``space_views.py``).
 """
 
 import asyncio
@@ -13,13 +15,20 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from discospace.cli.description import print_description, summary
+from discospace.cli.description import Catalog, print_description, summary
 from discospace.cli.errors import CliError
+from discospace.cli.projector import projector_catalog
 from discospace.cli.requests import submit_space
-from discospace.cli.settings import settings_of
+from discospace.cli.settings import CliSettings, settings_of
 from discospace.cli.space_plot import plot
 from discospace.cli.space_views import get, show
-from discospace.core.loading import discovery_space_from_spec, load_discovery_space, load_space_spec
+from discospace.core.experiment import ExperimentCatalog
+from discospace.core.loading import (
+    discovery_space_from_spec,
+    load_discovery_space,
+    load_experiment_specs,
+    load_space_spec,
+)
 from discospace.events import SpaceRejected
 
 space_app = typer.Typer(
@@ -37,15 +46,40 @@ TimeoutOption = Annotated[
 
 @space_app.command("describe")
 def describe(
+    ctx: typer.Context,
     file: FileOption,
+    catalog_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--catalog",
+            help="Experiments file (YAML or JSON list) that gives each experiment's target "
+            "properties; by default the projector's catalogs, when it answers.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the description as JSON.")] = False,
 ) -> None:
-    """Describe a space file offline: entities, properties and experiments."""
+    """Describe a space file offline: entities, properties, experiments and their targets."""
     space = load_discovery_space(file)
+    catalog = _catalog(settings_of(ctx), catalog_file)
     if as_json:
-        typer.echo(json.dumps(summary(space), indent=2))
+        typer.echo(json.dumps(summary(space, catalog), indent=2))
         return
-    print_description(space, Console())
+    print_description(space, Console(), catalog)
+
+
+def _catalog(settings: CliSettings, file: Path | None) -> Catalog:
+    """The catalog file's experiments, else the projector's, else none and why."""
+    if file is not None:
+        return Catalog(ExperimentCatalog(load_experiment_specs(file)), str(file))
+    url = settings.projector_url
+    found = projector_catalog(settings)
+    if found is None:
+        return Catalog(
+            None,
+            f"the projector at {url} is not answering; give --catalog FILE, a list of experiments",
+        )
+    return Catalog(found, f"the projector at {url}")
 
 
 @space_app.command("create")

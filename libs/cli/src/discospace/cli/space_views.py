@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from discospace.cli.description import print_description
+from discospace.cli.description import Catalog, print_description
 from discospace.cli.errors import CliError
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import settings_of
 from discospace.cli.views import plain, print_json, print_line, print_wide, table
 from discospace.core.discovery import DiscoverySpace
+from discospace.core.experiment import ExperimentCatalog
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,7 +79,8 @@ def _describe(detail: "SpaceDetail", console: Console) -> None:
     if detail.reason:
         print_line(console, f"reason: {detail.reason}")
     if detail.spec is not None:
-        print_description(DiscoverySpace.from_spec(detail.spec), console)
+        catalog = Catalog(ExperimentCatalog(detail.experiments), "the registry's catalog")
+        print_description(DiscoverySpace.from_spec(detail.spec), console, catalog)
 
 
 def _write(data: bytes, output: Path | None, fmt: Format) -> None:

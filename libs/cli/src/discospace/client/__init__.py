@@ -14,17 +14,20 @@ from discospace.client.client import (
     ProjectorUnavailableError,
 )
 from discospace.client.models import (
+    OPERATION_STATUSES,
     ActuatorPool,
     BestSoFar,
     OperationCounts,
     OperationProgress,
     OperationResult,
+    OperationStatus,
     SpaceDetail,
     SpaceSummary,
 )
 
 __all__ = [
     "DEFAULT_URL",
+    "OPERATION_STATUSES",
     "ActuatorPool",
     "BestSoFar",
     "Client",
@@ -35,6 +38,7 @@ __all__ = [
     "OperationCounts",
     "OperationProgress",
     "OperationResult",
+    "OperationStatus",
     "ProjectorUnavailableError",
     "SpaceDetail",
     "SpaceSummary",

@@ -16,19 +16,22 @@ import io
 import os
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import httpx
-import pandas as pd
 from pydantic import TypeAdapter, ValidationError
 
 from discospace.client.models import (
+    OPERATION_STATUSES,
     ActuatorPool,
     OperationProgress,
     OperationResult,
     SpaceDetail,
     SpaceSummary,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_URL = "http://127.0.0.1:8105"
 URL_ENV = "DISCOSPACE_PROJECTOR_URL"
@@ -99,6 +102,8 @@ class Client:
         `include`: measured (through this space), elsewhere (through other spaces of its sample
         store), unmeasured (sampled, no valid result; see `reason`), unsampled, or all.
         """
+        import pandas as pd  # here, not at the top: the other views start without pandas
+
         data = self.export(space_id, include, "parquet", limit)
         return pd.read_parquet(io.BytesIO(data))
 
@@ -115,9 +120,22 @@ class Client:
             parameters["limit"] = str(limit)
         return self._get("/space/entities", parameters).content
 
-    def operations(self) -> list[OperationProgress]:
-        """Every operation with its status, counts, best so far and stop reason."""
-        return self._json("/operations", {}, TypeAdapter(list[OperationProgress]))
+    def operations(
+        self, space_id: str | None = None, status: str | Sequence[str] | None = None
+    ) -> list[OperationProgress]:
+        """Every operation, oldest first, with its status, counts, best so far and stop reason.
+
+        `space_id` keeps the operations on that space; `status` (one, or a list) those with
+        that status (`OPERATION_STATUSES`). The projector lists them all; the client filters.
+        """
+        wanted = _statuses(status)
+        listed = self._json("/operations", {}, TypeAdapter(list[OperationProgress]))
+        return [
+            operation
+            for operation in listed
+            if (space_id is None or operation.space_id == space_id)
+            and (not wanted or operation.status in wanted)
+        ]
 
     def operation(self, operation_id: str) -> OperationProgress:
         """One operation's progress."""
@@ -156,6 +174,16 @@ class Client:
         if answer.status_code >= 400:
             raise _error_of(answer, self.base_url)
         return answer
+
+
+def _statuses(status: str | Sequence[str] | None) -> frozenset[str]:
+    """The statuses asked for (empty: any); a status no operation can have is a `ClientError`."""
+    wanted = frozenset([status] if isinstance(status, str) else status or ())
+    unknown = sorted(wanted - set(OPERATION_STATUSES))
+    if unknown:
+        known = ", ".join(OPERATION_STATUSES)
+        raise ClientError(f"status '{unknown[0]}' is not one of {known}.")
+    return wanted
 
 
 def _include(include: Include | Sequence[Include] | str) -> str:

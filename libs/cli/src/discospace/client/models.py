@@ -7,7 +7,7 @@ ignored, so a newer projector that adds fields still reads.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,6 +51,11 @@ class ActuatorPool(_Answer):
     experiments: list[ExperimentSpec] = Field(default_factory=list)
     workers: list[str] = Field(default_factory=list)
     registered_at: datetime | None = None
+
+
+OperationStatus = Literal["requested", "running", "cancelling", "completed", "failed"]
+OPERATION_STATUSES: tuple[str, ...] = get_args(OperationStatus)
+"""Every status an operation can have, in the order an operation goes through them."""
 
 
 class OperationCounts(_Answer):
