@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from discospace.actuator.isolation import ChildProcessRunner
 from discospace.actuator.plugin import MeasurementTask, Outcome
 from discospace.actuator.synthetic import SyntheticActuator, SyntheticParameters
 from discospace.actuator.worker import Worker, WorkerMetrics
@@ -175,3 +176,35 @@ async def test_a_worker_stopped_mid_measurement_publishes_no_result(clock, make_
 
     assert [type(event) for event in seen] == [MeasurementStarted]
     assert _sample(worker, "discospace_measurements_in_flight") == 0
+
+
+class _Process:
+    def __init__(self, started: list[str]) -> None:
+        self.started = started
+
+    def start(self) -> None:
+        self.started.append("child")
+
+    def join(self) -> None: ...
+
+
+class _Context:
+    """A process context that records the children started instead of starting them."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def Process(self, target, daemon) -> _Process:
+        return _Process(self.started)
+
+
+async def test_a_worker_of_an_isolated_plugin_starts_a_child_before_the_first_request(clock):
+    context = _Context()
+    actuator = SyntheticActuator(SyntheticParameters())
+    isolated = Worker(actuator, "w0", clock, runner=ChildProcessRunner(actuator, context=context))
+    in_process = _worker(clock)
+
+    await isolated.warm_up()
+    await in_process.warm_up()
+
+    assert context.started == ["child"]

@@ -16,7 +16,6 @@ import functools
 
 from discospace.actuator.bootstrap import bootstrap
 from discospace.actuator.handlers import announce, on_measurement_requested, on_operation_ended
-from discospace.actuator.isolation import ChildProcessRunner
 from discospace.actuator.plugin import AnyActuator
 from discospace.actuator.settings import ActuatorSettings
 from discospace.events.factory import Clock, utc_now
@@ -40,8 +39,7 @@ def create_app(
     settings = settings or ActuatorSettings()
     service = create_service(settings, description=DESCRIPTION, clock=clock)
     deps = bootstrap(service, settings, actuator)
-    if isinstance(deps.worker.runner, ChildProcessRunner):
-        service.on_startup(deps.worker.runner.warm_up)
+    service.on_startup(deps.worker.warm_up)
     operations = service.follow(
         service.topics.operations,
         description="Operations, to stop the work of those that were cancelled or ended.",

@@ -106,6 +106,11 @@ class Worker:
             self.metrics.calls.labels(actuator=actuator.name, outcome=label)
         self.metrics.duration.labels(actuator=actuator.name)
 
+    async def warm_up(self) -> None:
+        """Get ready before the first request: an isolated plugin's fork server starts now."""
+        if isinstance(self.runner, ChildProcessRunner):
+            await self.runner.warm_up()
+
     async def handle(
         self, request: MeasurementRequested
     ) -> AsyncIterator[MeasurementStarted | Result]:
