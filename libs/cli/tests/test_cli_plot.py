@@ -17,46 +17,62 @@ import discospace.client
 from discospace.cli.errors import CliError
 from discospace.cli.main import app
 from discospace.cli.plot import (
-    Goal,
     _best_so_far_drawing,
     _pareto_drawing,
     best_so_far,
-    pareto_front,
+    front_of,
     plot_operation,
+    sources_of,
 )
-from discospace.client import OperationProgress
+from discospace.client import OperationProgress, SpaceDetail
+from discospace.core import Objective, ObjectiveSource, objective_source, pareto_front, result_value
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 MIN_JOULES = {"property": "joules", "direction": "min"}
 
 
+TPS, JOULES = Objective(**MAX_TPS), Objective(**MIN_JOULES)
+BENCH_TPS, BENCH_JOULES = ObjectiveSource("bench", "tps"), ObjectiveSource("bench", "joules")
+OBSERVED = {"tps": "bench.tps", "joules": "bench.joules"}
+"""The space's observed properties (view column -> observed property id), as the projector
+lists them: `bench` measures both targets."""
+
+
 @dataclass(frozen=True)
 class Result:
+    entity_id: str
     experiment_id: str
     is_valid: bool
     values: dict[str, Any] = field(default_factory=dict)
 
 
 RESULTS = [
-    Result("bench", True, {"tps": 3.0, "joules": 30.0}),
-    Result("bench", False),
-    Result("bench", True, {"tps": 2.0, "joules": 10.0}),
-    Result("bench", True, {"tps": 5.0, "joules": 50.0}),
-    Result("bench", True, {"tps": 4.0, "joules": 60.0}),
+    Result("e1", "bench", True, {"tps": 3.0, "joules": 30.0}),
+    Result("e2", "bench", False),
+    Result("e3", "bench", True, {"tps": 2.0, "joules": 10.0}),
+    Result("e4", "bench", True, {"tps": 5.0, "joules": 50.0}),
+    Result("e5", "bench", True, {"tps": 4.0, "joules": 60.0}),
 ]
 
 
 class Projector:
-    """A stand-in for `discospace.client.Client` with an operation and its results."""
+    """A stand-in for `discospace.client.Client` with an operation, its space and results."""
 
     def __init__(self, parameters: dict[str, Any], results: list[Result]) -> None:
         self.progress = OperationProgress(
-            operation_id="op-1", operator="optuna_tpe", status="completed", parameters=parameters
+            operation_id="op-1",
+            space_id="space-1",
+            operator="optuna_tpe",
+            status="completed",
+            parameters=parameters,
         )
         self.results = results
 
     def operation(self, operation_id: str) -> OperationProgress:
         return self.progress
+
+    def space(self, space_id: str) -> SpaceDetail:
+        return SpaceDetail(space_id=space_id, status="registered", observed_properties=OBSERVED)
 
     def operation_results(self, operation_id: str) -> list[Result]:
         return self.results
@@ -65,28 +81,33 @@ class Projector:
 def test_the_best_so_far_keeps_the_best_value_seen_and_skips_invalid_results():
     values = [3.0, None, 2.0, 5.0, 4.0]
 
-    assert best_so_far(values, Goal("tps", "max")) == [3.0, 3.0, 3.0, 5.0, 5.0]
-    assert best_so_far([None, 2.0, 1.0], Goal("tps", "min")) == [None, 2.0, 1.0]
+    assert best_so_far(values, TPS) == [3.0, 3.0, 3.0, 5.0, 5.0]
+    assert best_so_far([None, 2.0, 1.0], Objective(property="tps", direction="min")) == [
+        None,
+        2.0,
+        1.0,
+    ]
 
 
 def test_the_pareto_front_holds_the_points_no_other_point_beats_on_both_objectives():
     points = [(3.0, 30.0), (2.0, 10.0), (5.0, 50.0), (4.0, 60.0)]
 
-    front = pareto_front(points, (Goal("tps", "max"), Goal("joules", "min")))
+    front = pareto_front(points, (TPS, JOULES))
 
     assert front == [1, 0, 2]
 
 
 def test_an_observed_property_id_names_the_experiments_target():
-    goal = Goal("bench.tps", "max")
+    source = objective_source("bench.tps", None)
 
-    assert goal.value(RESULTS[0]) == 3.0
-    assert not goal.concerns(Result("energy", True, {"tps": 1.0}))
+    assert source is not None
+    assert result_value(RESULTS[0], source) == 3.0
+    assert result_value(Result("e9", "energy", True, {"tps": 1.0}), source) is None
 
 
 def test_one_objective_is_drawn_as_every_result_and_the_best_so_far():
     figure, axes = pyplot.subplots()
-    _best_so_far_drawing(RESULTS, Goal("tps", "max"))(axes)
+    _best_so_far_drawing(RESULTS, TPS, BENCH_TPS)(axes)
 
     [line] = axes.get_lines()
     assert list(line.get_ydata()) == [3.0, 3.0, 3.0, 5.0, 5.0]
@@ -96,7 +117,8 @@ def test_one_objective_is_drawn_as_every_result_and_the_best_so_far():
 
 def test_two_objectives_are_drawn_as_the_results_and_their_pareto_front():
     figure, axes = pyplot.subplots()
-    _pareto_drawing(RESULTS, Goal("tps", "max"), Goal("joules", "min"))(axes)
+    front = front_of(RESULTS, (TPS, JOULES), (BENCH_TPS, BENCH_JOULES))
+    _pareto_drawing(front, TPS, JOULES)(axes)
 
     [front] = axes.get_lines()
     assert list(front.get_xdata()) == [2.0, 3.0, 5.0]
@@ -133,7 +155,13 @@ def test_what_cannot_be_plotted_is_said_in_one_sentence(
 
 
 def test_the_command_prints_the_file_it_wrote(monkeypatch, tmp_path: Path):
-    progress = {"operation_id": "op-1", "status": "completed", "parameters": {"objective": MAX_TPS}}
+    progress = {
+        "operation_id": "op-1",
+        "space_id": "space-1",
+        "status": "completed",
+        "parameters": {"objective": MAX_TPS},
+    }
+    space = {"space_id": "space-1", "status": "registered", "observed_properties": OBSERVED}
     results = [
         {
             "occurred_at": datetime(2026, 1, 1, tzinfo=UTC).isoformat(),
@@ -146,7 +174,8 @@ def test_the_command_prints_the_file_it_wrote(monkeypatch, tmp_path: Path):
     ]
 
     def projector(request: httpx.Request) -> httpx.Response:
-        body = progress if request.url.path == "/operation" else results
+        bodies = {"/operation": progress, "/space": space}
+        body = bodies.get(request.url.path, results)
         return httpx.Response(200, content=json.dumps(body).encode())
 
     real = discospace.client.Client
@@ -157,7 +186,10 @@ def test_the_command_prints_the_file_it_wrote(monkeypatch, tmp_path: Path):
 
         def operation_results(self, operation_id: str) -> list[Any]:
             answer = self._get("/operation/results", {"id": operation_id})
-            return [Result(r["experiment_id"], r["is_valid"], r["values"]) for r in answer.json()]
+            return [
+                Result(r["entity_id"], r["experiment_id"], r["is_valid"], r["values"])
+                for r in answer.json()
+            ]
 
     monkeypatch.setattr(discospace.client, "Client", Scripted)
     target = tmp_path / "plot.png"
@@ -167,3 +199,20 @@ def test_the_command_prints_the_file_it_wrote(monkeypatch, tmp_path: Path):
     assert answer.exit_code == 0, answer.output
     assert answer.output.strip() == str(target)
     assert target.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_bare_target_is_read_from_the_first_experiment_the_space_declares():
+    observed = ("profile.tps", "bench.tps", "bench.joules")
+
+    assert sources_of([TPS, JOULES], observed, "space-1") == [
+        ObjectiveSource("profile", "tps"),
+        ObjectiveSource("bench", "joules"),
+    ]
+
+
+def test_a_bare_target_cannot_be_placed_in_a_space_the_projector_does_not_know(tmp_path: Path):
+    projector = Projector({"objective": MAX_TPS}, RESULTS)
+    projector.progress = projector.progress.model_copy(update={"space_id": None})
+
+    with pytest.raises(CliError, match="space None is not known to the projector"):
+        plot_operation(projector, "op-1", tmp_path / "a.png")

@@ -1,12 +1,20 @@
-"""One stored payload per event type and schema version: every one still loads."""
+"""One stored payload per event type and schema version: every one still loads.
+
+`payloads/older_shapes/` holds payloads of a current version in a shape that older writers
+used before an additive change moved a value (objectives once sat in `options`).
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from discospace.events import all_event_types, decode, encode
-from discospace.events.upcasting import has_upcaster
+import pytest
+from pydantic import ValidationError
+
+from discospace.events import OperationParameters, all_event_types, decode, encode
+from discospace.events.upcasting import has_upcaster, objectives_out_of_options
 
 Stored = tuple[tuple[str, int], dict[str, Any]]
 
@@ -68,3 +76,39 @@ def test_a_version_1_measurement_completed_is_upcast_with_an_empty_uncertainty(
     assert event.schema_version == 2
     assert event.uncertainty == {}  # type: ignore[attr-defined]
     assert event.values == old["values"]  # type: ignore[attr-defined]
+
+
+OLDER_SHAPES = sorted((Path(__file__).parent / "payloads" / "older_shapes").glob("*.json"))
+"""Payloads of a current version in a shape older writers used: they must still load."""
+
+
+@pytest.mark.parametrize("path", OLDER_SHAPES, ids=[path.stem for path in OLDER_SHAPES])
+def test_objectives_stored_in_the_options_load_as_the_operations_objectives(path: Path) -> None:
+    old = json.loads(path.read_text())
+    listed = old["parameters"]["options"]["objectives"]
+
+    event = decode(json.dumps(old))
+
+    parameters = event.parameters  # type: ignore[attr-defined]
+    assert [o.model_dump() for o in parameters.objectives] == listed
+    assert parameters.options == {"population_size": 6}
+    written = json.loads(encode(event))["parameters"]
+    assert (written["objectives"], "objectives" in written["options"]) == (listed, False)
+
+
+def test_objectives_given_both_as_a_parameter_and_in_the_options_are_refused() -> None:
+    objectives = [{"property": "tps", "direction": "max"}]
+    with pytest.raises(ValidationError, match="objectives are given twice"):
+        OperationParameters.model_validate(
+            {"objectives": objectives, "options": {"objectives": objectives}}
+        )
+
+
+def test_moving_the_objectives_out_of_the_options_leaves_its_input_as_it_was() -> None:
+    old = {"options": {"objectives": [{"property": "tps", "direction": "max"}], "k": 1}}
+
+    moved = objectives_out_of_options(old)
+
+    assert moved == {"objectives": [{"property": "tps", "direction": "max"}], "options": {"k": 1}}
+    assert "objectives" in old["options"]
+    assert objectives_out_of_options({"options": {"k": 1}}) == {"options": {"k": 1}}

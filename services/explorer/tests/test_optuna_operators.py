@@ -221,7 +221,8 @@ def test_nsga2_searches_two_objectives_without_repeating_a_point(
         make_request,
         operator="optuna_nsga2",
         seed=3,
-        options={"objectives": objectives, "population_size": 6},
+        objectives=objectives,
+        options={"population_size": 6},
         batch_size=2,
         stopping={"max_measurements": 30},
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from discospace.core import DiscospaceError, Experiment, ExperimentSpec
+from discospace.core import DiscospaceError, Experiment, ExperimentSpec, PropertySpec
 from discospace.explorer.spaces import KnownSpace, dependency_order, known_space
 
 
@@ -33,3 +33,22 @@ def test_a_registered_space_knows_which_experiment_measures_an_objective(depende
     assert space.measures("tps") == ("bench", "tps")
     assert space.measures("energy.joules") == ("energy", "joules")
     assert space.measures("latency") is None
+
+
+def test_a_bare_target_is_read_from_the_experiment_declared_first_whatever_it_depends_on(
+    make_space,
+):
+    bench = ExperimentSpec(
+        actuator="A", experiment="bench", target_properties=("tps",), required_properties=("x",)
+    )
+    rerun = ExperimentSpec(
+        actuator="A",
+        experiment="rerun",
+        target_properties=("tps",),
+        required_properties=("x", "bench.tps"),
+    )
+    space = known_space(make_space((PropertySpec(name="x", values=(1, 2)),), (rerun, bench)))
+    assert isinstance(space, KnownSpace)
+    assert [e.id for e in space.experiments] == ["bench", "rerun"]
+    assert space.measures("tps") == ("rerun", "tps")
+    assert space.measures("bench.tps") == ("bench", "tps")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from discospace.events import Objective, OperationParameters
 from discospace.projector.progress import (
+    best_so_far,
     operation_progress,
     pair_counts,
     planned_pairs,
@@ -135,3 +136,17 @@ def test_an_ended_operation_can_be_shown_as_its_explorer_reported_it(story) -> N
 def test_a_running_operation_has_nothing_reported_yet(story) -> None:
     rows = [r for r in story.history.folded().of("operations") if r.operation_id == "op-a"]
     assert reported_progress("op-a", rows) is None
+
+
+def test_without_its_space_a_bare_objective_has_no_best_but_an_observed_id_has(story) -> None:
+    folded = story.history.folded()
+    lifecycle = [r for r in folded.of("operations") if r.operation_id == "op-a"]
+    measurements = [r for r in folded.of("measurements") if r.operation_id == "op-a"]
+
+    assert operation_progress("op-a", lifecycle, measurements, None).best is None
+    observed = OperationParameters(
+        objective=Objective(property="finetune.train_tokens_per_second", direction="max")
+    )
+    best = best_so_far(measurements, observed, None)
+    assert best is not None
+    assert (best.value, best.experiment_id) == (3000.5, "finetune")

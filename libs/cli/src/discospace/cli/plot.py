@@ -1,10 +1,13 @@
 """``discospace operation plot OP_ID -o FILE.png``: an operation's results as a picture.
 
-One objective: every result in the order it arrived (valid values as dots, invalid ones as
-crosses along the bottom) and the best so far as a step line. Two objectives
-(`options.objectives`): every valid result, with the Pareto front drawn through the
-non-dominated ones. The data come from the projector through `discospace.client`; matplotlib
-draws with the Agg backend (no display needed), imported only by this command.
+One objective: every result of the objective's experiment in the order it arrived (valid values
+as dots, invalid ones as crosses along the bottom) and the best so far as a step line. Two
+objectives (`objectives`): a point per entity with a valid value for both, and the Pareto front
+drawn through the non-dominated ones. Which experiment's results hold an objective, a result's
+value, which is better and the front are the rules of `discospace.core.results`, the ones the
+explorer and the projector follow; the space's experiments, in their declared order, come from
+the projector with the results (`discospace.client`). matplotlib draws with the Agg backend (no
+display needed), imported only by this command.
 """
 
 from __future__ import annotations
@@ -15,7 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
+
 from discospace.cli.errors import CliError
+from discospace.core import (
+    Objective,
+    ObjectivePoint,
+    ObjectiveSource,
+    objective_points,
+    objective_source,
+    pareto_front,
+    result_value,
+)
+from discospace.core.loading import describe_validation_error
+from discospace.events import OperationParameters
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -28,70 +44,89 @@ FORMATS = (".png", ".svg", ".pdf")
 class Result(Protocol):
     """One result of an operation, as the projector lists them (in arrival order)."""
 
-    experiment_id: str
-    is_valid: bool
-    values: Mapping[str, Any]
+    @property
+    def entity_id(self) -> str: ...
+
+    @property
+    def experiment_id(self) -> str: ...
+
+    @property
+    def is_valid(self) -> bool: ...
+
+    @property
+    def values(self) -> Mapping[str, Any]: ...
 
 
-@dataclass(frozen=True)
-class Goal:
-    """An objective: a target (or `<experiment id>.<target>`) and a direction."""
-
-    property: str
-    direction: str
-
-    def value(self, result: Result) -> float | None:
-        """The result's value for this objective; None when it has none (or is invalid)."""
-        prefix = result.experiment_id + "."
-        key = self.property[len(prefix) :] if self.property.startswith(prefix) else self.property
-        raw = result.values.get(key) if result.is_valid else None
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-            return None
-        return float(raw)
-
-    def concerns(self, result: Result) -> bool:
-        """Whether the result is of an experiment that measures this objective."""
-        prefix = result.experiment_id + "."
-        if "." in self.property:
-            return self.property.startswith(prefix)
-        return self.property in result.values or not result.is_valid
-
-    def better(self, value: float, than: float) -> bool:
-        return value > than if self.direction == "max" else value < than
-
-
-def goals_of(progress: OperationProgress) -> list[Goal]:
-    """The operation's objectives: `options.objectives` when given, else `objective`."""
-    parameters = progress.parameters
-    listed = (parameters.get("options") or {}).get("objectives") or [parameters.get("objective")]
-    goals = [Goal(o["property"], o["direction"]) for o in listed if isinstance(o, dict)]
-    if not goals:
+def objectives_of(progress: OperationProgress) -> list[Objective]:
+    """The operation's objectives: `objectives` when given, else `objective`."""
+    try:
+        parameters = OperationParameters.model_validate(progress.parameters)
+    except ValidationError as error:
+        raise CliError(
+            f"the parameters of operation {progress.operation_id} cannot be read: "
+            f"{describe_validation_error(error)}"
+        ) from None
+    objectives = parameters.objectives_to_optimise()
+    if not objectives:
         raise CliError(f"operation {progress.operation_id} has no objective to plot")
-    return goals
+    return objectives
 
 
-def best_so_far(values: Sequence[float | None], goal: Goal) -> list[float | None]:
+def sources_of(
+    objectives: Sequence[Objective], observed_ids: Sequence[str] | None, space_id: str | None
+) -> list[ObjectiveSource]:
+    """Where each objective's values come from in the space (its observed property ids in
+    declared order; None when the projector does not know the space)."""
+    sources = []
+    for objective in objectives:
+        source = objective_source(objective.property, observed_ids)
+        if source is None and observed_ids is None:
+            raise CliError(
+                f"space {space_id} is not known to the projector, so the experiment that "
+                f"measures '{objective.property}' cannot be told"
+            )
+        if source is None:
+            raise CliError(f"no experiment of space {space_id} measures '{objective.property}'")
+        sources.append(source)
+    return sources
+
+
+def best_so_far(values: Sequence[float | None], objective: Objective) -> list[float | None]:
     """The best value after each result (None until a first valid one)."""
     best: float | None = None
     curve = []
     for value in values:
-        if value is not None and (best is None or goal.better(value, best)):
+        if value is not None and objective.improves(value, best):
             best = value
         curve.append(best)
     return curve
 
 
-def pareto_front(points: Sequence[tuple[float, float]], goals: Sequence[Goal]) -> list[int]:
-    """Indices of the non-dominated points, ordered along the first objective."""
-    signs = [1.0 if g.direction == "max" else -1.0 for g in goals]
-    scored = [(p[0] * signs[0], p[1] * signs[1]) for p in points]
+@dataclass(frozen=True)
+class Front:
+    """The points of two objectives, and which of them are on the Pareto front."""
 
-    def dominated(i: int) -> bool:
-        a = scored[i]
-        return any(b[0] >= a[0] and b[1] >= a[1] and b != a for b in scored)
+    points: list[ObjectivePoint[Result]]
+    """Entities with a valid value for every objective, in the order they completed."""
+    front: list[int]
+    """Indices into `points` of the non-dominated ones, along the first objective."""
+    infeasible: int
+    """Entities with a result for every objective but no valid value for some."""
 
-    front = [i for i in range(len(points)) if not dominated(i)]
-    return sorted(front, key=lambda i: points[i][0])
+    def values(self, index: int) -> tuple[float, ...]:
+        values = self.points[index].values
+        assert values is not None
+        return values
+
+
+def front_of(
+    results: Sequence[Result], objectives: Sequence[Objective], sources: Sequence[ObjectiveSource]
+) -> Front:
+    """The Pareto front of the results for these objectives (read at `sources`)."""
+    points = objective_points(results, sources)
+    feasible = [point for point in points if point.values is not None]
+    front = pareto_front([point.values for point in feasible if point.values], objectives)
+    return Front(feasible, front, len(points) - len(feasible))
 
 
 def plot_operation(client: Client, operation_id: str, output: Path) -> Path:
@@ -99,17 +134,37 @@ def plot_operation(client: Client, operation_id: str, output: Path) -> Path:
     if output.suffix.lower() not in FORMATS:
         raise CliError(f"the plot file must end in {', '.join(FORMATS)}, not '{output.name}'")
     progress = client.operation(operation_id)
-    goals = goals_of(progress)
-    results = [r for r in _results(client, operation_id) if goals[0].concerns(r)]
-    if not results:
-        raise CliError(f"operation {operation_id} has no result to plot yet")
+    objectives = objectives_of(progress)
+    sources = sources_of(objectives, _observed_ids(client, progress.space_id), progress.space_id)
+    results = _results(client, operation_id)
     title = f"{operation_id} ({progress.operator or 'operator'}, {progress.status})"
     draw: Callable[[Axes], None]
-    if len(goals) == 1:
-        draw = _best_so_far_drawing(results, goals[0])
+    if len(objectives) == 1:
+        measured = [r for r in results if r.experiment_id == sources[0].experiment_id]
+        _some(measured, operation_id)
+        draw = _best_so_far_drawing(measured, objectives[0], sources[0])
     else:
-        draw = _pareto_drawing(results, goals[0], goals[1])
+        front = front_of(results, objectives, sources)
+        _some(front.points, operation_id, front.infeasible)
+        draw = _pareto_drawing(front, objectives[0], objectives[1])
     return save_figure(draw, title, output)
+
+
+def _some(results: Sequence[object], operation_id: str, others: int = 0) -> None:
+    if not results and not others:
+        raise CliError(f"operation {operation_id} has no result to plot yet")
+
+
+def _observed_ids(client: Client, space_id: str | None) -> tuple[str, ...] | None:
+    """The space's observed property ids in declared order; None when the space is unknown."""
+    from discospace.client import NotKnownError
+
+    if space_id is None:
+        return None
+    try:
+        return tuple(client.space(space_id).observed_properties.values())
+    except NotKnownError:
+        return None
 
 
 def _results(client: Client, operation_id: str) -> list[Result]:
@@ -117,9 +172,11 @@ def _results(client: Client, operation_id: str) -> list[Result]:
     return list(client.operation_results(operation_id))
 
 
-def _best_so_far_drawing(results: Sequence[Result], goal: Goal) -> Callable[[Axes], None]:
-    values = [goal.value(r) for r in results]
-    curve = best_so_far(values, goal)
+def _best_so_far_drawing(
+    results: Sequence[Result], objective: Objective, source: ObjectiveSource
+) -> Callable[[Axes], None]:
+    values = [result_value(r, source) for r in results]
+    curve = best_so_far(values, objective)
 
     def draw(axes: Axes) -> None:
         numbers = range(1, len(values) + 1)
@@ -143,17 +200,14 @@ def _best_so_far_drawing(results: Sequence[Result], goal: Goal) -> Callable[[Axe
             label="best so far",
         )
         axes.set_xlabel("measurements")
-        axes.set_ylabel(f"{goal.property} ({goal.direction})")
+        axes.set_ylabel(f"{objective.property} ({objective.direction})")
         axes.legend(loc="best")
 
     return draw
 
 
-def _pareto_drawing(results: Sequence[Result], first: Goal, second: Goal) -> Callable[[Axes], None]:
-    pairs = [(first.value(r), second.value(r)) for r in results]
-    points = [(a, b) for a, b in pairs if a is not None and b is not None]
-    invalid = len(pairs) - len(points)
-    front = pareto_front(points, (first, second))
+def _pareto_drawing(front: Front, first: Objective, second: Objective) -> Callable[[Axes], None]:
+    points = [front.values(i) for i in range(len(front.points))]
 
     def draw(axes: Axes) -> None:
         axes.scatter(
@@ -161,11 +215,11 @@ def _pareto_drawing(results: Sequence[Result], first: Goal, second: Goal) -> Cal
             [p[1] for p in points],
             s=14,
             c="0.6",
-            label=f"results ({invalid} invalid not shown)",
+            label=f"results ({front.infeasible} invalid not shown)",
         )
         axes.plot(
-            [points[i][0] for i in front],
-            [points[i][1] for i in front],
+            [points[i][0] for i in front.front],
+            [points[i][1] for i in front.front],
             "o-",
             c="tab:blue",
             label="Pareto front",

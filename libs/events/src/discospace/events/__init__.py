@@ -4,6 +4,7 @@ Modules: `envelope` (the `Event` base, deterministic ids), `topics` (topic names
 `spaces`, `actuators`, `operations`, `parameters`, `measurements`, `dead_letter` (the events),
 `event_types` (every type by name, JSON Schemas), `codec` (bytes <-> events, upcasting on read),
 `upcasting` (the upcaster registry), `factory` (building new and caused events).
+`Objective` is the domain core's (`discospace.core.results`), re-exported here.
 """
 
 from discospace.events.actuators import ActuatorRegistered

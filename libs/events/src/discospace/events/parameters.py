@@ -2,30 +2,28 @@
 
 Typed, with unknown fields refused, so a misspelt parameter fails when the request is built
 (or read) rather than being silently ignored. Operator-specific settings go in `options`.
+`Objective` lives in `discospace.core.results`, with the rules that read results for it.
+
+Parameters written before `objectives` was a field of its own carried it in
+`options.objectives`; such parameters are upcast when read (`objectives_out_of_options`), so
+every reader (the codec, the projector's stored rows, the CLI) sees the current shape. The
+change is additive, so the events keep their schema version.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt, model_validator
 
+from discospace.core.results import Objective
 from discospace.core.sampling import Strategy
 from discospace.core.time import Time
 from discospace.events.common import NonEmptyStr
 from discospace.events.envelope import Record
+from discospace.events.upcasting import objectives_out_of_options
 
-
-class Objective(Record):
-    """The property to optimise, and in which direction."""
-
-    property: NonEmptyStr = Field(
-        description="A target property, or an observed property id `<experiment>.<target>`.",
-        examples=["train_tokens_per_second"],
-    )
-    direction: Literal["min", "max"] = Field(
-        description="Whether smaller or larger is better.", examples=["max"]
-    )
+__all__ = ["Objective", "OperationParameters", "StoppingRules"]
 
 
 class StoppingRules(Record):
@@ -105,6 +103,17 @@ class OperationParameters(Record):
         description="What to optimise; needed by optimizers and for the best entity.",
         examples=[{"property": "train_tokens_per_second", "direction": "max"}],
     )
+    objectives: Annotated[tuple[Objective, ...], Field(min_length=1, max_length=2)] | None = Field(
+        default=None,
+        description="Objectives to optimise together, for operators that take several (two "
+        "for a Pareto front, e.g. optuna_nsga2); default: `objective` alone.",
+        examples=[
+            [
+                {"property": "train_tokens_per_second", "direction": "max"},
+                {"property": "peak_gpu_memory_mib", "direction": "min"},
+            ]
+        ],
+    )
     stopping: StoppingRules = Field(
         default_factory=StoppingRules,
         description="Rules that end the operation early.",
@@ -117,6 +126,11 @@ class OperationParameters(Record):
         examples=[{"eta_knob": 0.5}],
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upcast(cls, data: Any) -> Any:
+        return objectives_out_of_options(data) if isinstance(data, dict) else data
+
     @model_validator(mode="after")
     def _coherent(self) -> OperationParameters:
         if self.group_by and self.sampler != "grouped":
@@ -126,4 +140,12 @@ class OperationParameters(Record):
         needs_objective = (self.stopping.no_improvement, self.stopping.target_value)
         if self.objective is None and any(rule is not None for rule in needs_objective):
             raise ValueError("no_improvement and target_value stopping rules need an objective")
+        if "objectives" in self.options:
+            raise ValueError("objectives are given twice: as objectives and options.objectives")
         return self
+
+    def objectives_to_optimise(self) -> list[Objective]:
+        """`objectives` when given, else `objective` alone (none when neither is given)."""
+        if self.objectives is not None:
+            return list(self.objectives)
+        return [self.objective] if self.objective is not None else []

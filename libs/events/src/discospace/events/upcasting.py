@@ -3,6 +3,10 @@
 An upcaster is a pure function from the JSON object of `from_version` to the JSON object of
 `from_version + 1`; `upcast` chains them. Upcasters are registered next to the event they
 concern, with `@upcaster("MeasurementCompleted", from_version=1)`.
+
+An additive change keeps the schema version, but may still move a value that older writers put
+elsewhere: such rewrites of a part of a payload live here too, and the model they concern
+applies them when it is read (`objectives_out_of_options`, for operation parameters).
 """
 
 from __future__ import annotations
@@ -51,3 +55,19 @@ def upcast(payload: Payload, type_name: str, version: int, current: int) -> Payl
         result = function(dict(result))
         result["schema_version"] = step + 1
     return result
+
+
+def objectives_out_of_options(parameters: Payload) -> Payload:
+    """Operation parameters with `options.objectives` moved to `objectives`.
+
+    Before `objectives` was a parameter of its own, operators read it from `options`. The
+    input is not modified; parameters that already give `objectives` are left as they are (and
+    refused when they give both).
+    """
+    options = parameters.get("options")
+    if not isinstance(options, dict) or "objectives" not in options:
+        return parameters
+    if parameters.get("objectives") is not None:
+        return parameters
+    rest = {name: value for name, value in options.items() if name != "objectives"}
+    return {**parameters, "objectives": options["objectives"], "options": rest}

@@ -2,16 +2,16 @@
 
 Results are read in the order of the measurements topic, which is the same on every replay, so
 the best entity (the first to reach the best value) and the run of results without improvement
-are the same after a restart.
+are the same after a restart. What a result's value is, and which value is better, are the
+rules of `discospace.core.results`, which the projector's progress view follows too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from discospace.events import Objective
+from discospace.core import Objective, ObjectiveSource, result_value
 from discospace.events.common import PropertyValues
 from discospace.explorer.pairs import Outcome
 
@@ -34,7 +34,7 @@ class ObjectiveTracker:
     """
 
     objective: Objective
-    source: tuple[str, str]
+    source: ObjectiveSource
     read: int = 0
     best: Best | None = None
     without_improvement: int = 0
@@ -46,27 +46,19 @@ class ObjectiveTracker:
         self.read = len(outcomes)
 
     def _read(self, outcome: Outcome) -> None:
-        if outcome.experiment_id != self.source[0]:
+        if outcome.experiment_id != self.source.experiment_id:
             return
-        value = self._value(outcome)
-        if value is not None and self._improves(value):
+        value = result_value(outcome, self.source)
+        if value is not None and self.objective.improves(value, self._best_value):
             self.best = Best(outcome.entity_id, outcome.entity_values, outcome.values, value)
             self.without_improvement = 0
         else:
             self.without_improvement += 1
 
-    def _value(self, outcome: Outcome) -> float | None:
-        raw = outcome.values.get(self.source[1]) if outcome.is_valid else None
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-            return None
-        return float(raw)
-
-    def _improves(self, value: float) -> bool:
-        return self.best is None or self.better(value, self.best.value)
-
-    def better(self, value: float, than: float) -> bool:
-        return value > than if self.objective.direction == "max" else value < than
+    @property
+    def _best_value(self) -> float | None:
+        return None if self.best is None else self.best.value
 
     def reached(self, target: float) -> bool:
         """Whether the best value is at least as good as `target`."""
-        return self.best is not None and not self.better(target, self.best.value)
+        return self.objective.reached(self._best_value, target)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeAlias
 
+from discospace.core import gives_up
 from discospace.events import MeasurementCompleted, MeasurementFailed, MeasurementReused
 from discospace.events.common import PropertyValues
 
@@ -113,7 +114,11 @@ class RetryPolicy:
 
 
 def status(facts: PairFacts, policy: RetryPolicy) -> PairStatus:
-    """What the facts about a pair mean under `policy`."""
+    """What the facts about a pair mean under `policy`.
+
+    A failure is final by `discospace.core.results.gives_up`, the rule the projector's counts
+    follow too.
+    """
     if facts.outcome is not None:
         return Done(facts.outcome)
     if facts.rejected is not None:
@@ -121,8 +126,12 @@ def status(facts: PairFacts, policy: RetryPolicy) -> PairStatus:
     failure = facts.latest_failure()
     if failure is None or failure.attempt < facts.requested_attempt:
         return InFlight()
-    if not failure.retryable:
-        return GaveUp(f"failed and cannot be retried: {failure.reason}")
-    if failure.attempt > policy.max_retries:
-        return GaveUp(f"failed {failure.attempt} times, last: {failure.reason}")
+    if gives_up(failure.retryable, failure.attempt, policy.max_retries):
+        return GaveUp(_why_given_up(failure))
     return RetryDue(failure.occurred_at + policy.delay(failure.attempt), failure.attempt + 1)
+
+
+def _why_given_up(failure: MeasurementFailed) -> str:
+    if not failure.retryable:
+        return f"failed and cannot be retried: {failure.reason}"
+    return f"failed {failure.attempt} times, last: {failure.reason}"

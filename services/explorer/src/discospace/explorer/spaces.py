@@ -18,9 +18,10 @@ from discospace.core import (
     DiscoverySpace,
     EntitySpace,
     ExperimentCatalog,
+    ObjectiveSource,
     ParameterizedExperiment,
+    objective_source,
 )
-from discospace.core.experiment import split_observed_property_id
 from discospace.events import SpaceRegistered
 
 
@@ -28,13 +29,16 @@ from discospace.events import SpaceRegistered
 class KnownSpace:
     """A registered space as the explorer uses it.
 
-    `experiments` is in dependency order: every experiment comes after those it depends on.
+    `experiments` is in dependency order: every experiment comes after those it depends on;
+    `observed_ids` (the observed property ids) follow the measurement space's declared order,
+    which decides where an objective's values come from.
     """
 
     space_id: str
     sample_store: str
     entity_space: EntitySpace
     experiments: tuple[ParameterizedExperiment, ...]
+    observed_ids: tuple[str, ...] = ()
 
     @cached_property
     def independent(self) -> tuple[ParameterizedExperiment, ...]:
@@ -52,18 +56,13 @@ class KnownSpace:
     def size(self) -> int | float:
         return self.entity_space.size
 
-    def measures(self, objective: str) -> tuple[str, str] | None:
+    def measures(self, objective: str) -> ObjectiveSource | None:
         """(experiment id, target) whose values hold `objective`, or None when none does.
 
-        `objective` is a target name (the first experiment measuring it wins) or an observed
-        property id `<experiment id>.<target>`.
+        The rule is `discospace.core.results.objective_source`: an observed property id names
+        its experiment, a bare target name the first experiment declared that measures it.
         """
-        for experiment in self.experiments:
-            if objective in experiment.experiment.target_properties:
-                return experiment.id, objective
-            if objective in experiment.observed_property_ids:
-                return split_observed_property_id(objective)
-        return None
+        return objective_source(objective, self.observed_ids)
 
 
 SpaceEntry: TypeAlias = KnownSpace | str
@@ -78,7 +77,8 @@ def known_space(event: SpaceRegistered) -> SpaceEntry:
         ordered = dependency_order(measurement_space.experiments)
     except DiscospaceError as error:
         return f"space '{event.space_id}' cannot be explored: {error}"
-    return KnownSpace(event.space_id, space.sample_store, space.entity_space, ordered)
+    observed = measurement_space.observed_property_ids
+    return KnownSpace(event.space_id, space.sample_store, space.entity_space, ordered, observed)
 
 
 def dependency_order(

@@ -2,9 +2,18 @@
 
 Counts are per entity-experiment pair (one measurement request id): measured once a completion
 landed (valid or invalid), reused when the store answered it, failed when its latest attempt
-failed for good (not retryable, or `max_retries` spent, the explorer's rule), in flight
+failed for good (`discospace.core.results.gives_up`, the explorer's rule too), in flight
 otherwise (retries included). The best so far is the best valid result for the objective
-among the operation's results (measured or reused), the first to reach it winning ties.
+among the operation's results (measured or reused), the first to reach it winning ties; which
+experiment's results hold the objective, a result's value and which value is better are the
+rules of `discospace.core.results`, so the explorer and the projector name the same best.
+
+A bare target name as objective means the first experiment of the space's declared measurement
+space that measures it. When the space is not known to the projector (not registered, or its
+registration not projected yet), an observed property id `<experiment id>.<target>` is still
+read from its experiment, but a bare target name cannot be placed: the progress shows no best
+until the space is known. An ended operation's reported best needs no space (its values are
+keyed by target); only its `experiment_id` stays empty without one.
 
 The list of every operation shows an ended operation as the explorer reported it in its
 `OperationCompleted` (or `OperationFailed`) counts and best entity, so listing reads no
@@ -14,12 +23,20 @@ results; one operation's progress is always computed from its results.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from discospace.core.experiment import split_observed_property_id
+from discospace.core import (
+    DiscospaceError,
+    Objective,
+    ObjectiveSource,
+    as_number,
+    gives_up,
+    objective_source,
+    result_value,
+    target_of,
+)
 from discospace.events import OperationParameters
 from discospace.projector.models import (
     BestSoFar,
@@ -28,7 +45,7 @@ from discospace.projector.models import (
     OperationStatus,
 )
 from discospace.projector.queries import MeasurementRow, OperationRow
-from discospace.projector.spaces import SpaceState
+from discospace.projector.spaces import SpaceLayout, SpaceState
 
 _ENDED = ("OperationCompleted", "OperationFailed")
 _WITH_SPACE = ("OperationStarted", "OperationRequested", "OperationCompleted")
@@ -79,7 +96,7 @@ def operation_progress(
     """The progress of one operation from its lifecycle events and measurement events."""
     life = _Lifecycle.of(lifecycle)
     counts = pair_counts(measurements, life.parameters.max_retries)
-    best = best_so_far(measurements, life.parameters)
+    best = best_so_far(measurements, life.parameters, space)
     return _progress(operation_id, life, counts, best, space, _space_of(measurements))
 
 
@@ -98,7 +115,8 @@ def reported_progress(
     settled = sum(reported.get(name, 0) for name in ("measured", "reused", "failed"))
     in_flight = max(reported.get("requested", 0) - settled, 0)
     counts = OperationCountsView(**reported, in_flight=in_flight)
-    return _progress(operation_id, life, counts, _reported_best(ended, life.parameters), space)
+    best = _reported_best(ended, life.parameters, space)
+    return _progress(operation_id, life, counts, best, space)
 
 
 def _progress(
@@ -157,7 +175,7 @@ def _outcome(rows: Sequence[MeasurementRow], max_retries: int) -> str:
     if any(row.kind == "reused" for row in rows):
         return "reused"
     latest = max(rows, key=lambda row: (row.attempt, row.occurred_at, row.kind == "failed"))
-    final = latest.kind == "failed" and (not latest.retryable or latest.attempt > max_retries)
+    final = latest.kind == "failed" and gives_up(latest.retryable, latest.attempt, max_retries)
     return "failed" if final else "in_flight"
 
 
@@ -173,69 +191,97 @@ def planned_pairs(parameters: OperationParameters, space: SpaceState | None) -> 
 
 
 def best_so_far(
-    rows: Sequence[MeasurementRow], parameters: OperationParameters
+    rows: Sequence[MeasurementRow],
+    parameters: OperationParameters,
+    space: SpaceState | None = None,
 ) -> BestSoFar | None:
     """The best valid result for the objective (the first to reach it wins ties)."""
     objective = parameters.objective
-    if objective is None:
+    source = None if objective is None else objective_source_in(objective, space)
+    if objective is None or source is None:
         return None
-    experiment, target = _objective_source(objective.property)
     best: BestSoFar | None = None
-    for row in rows:
-        value = _objective_value(row, experiment, target)
-        if value is None or not _improves(value, best, objective.direction):
-            continue
-        best = BestSoFar(
-            property=objective.property,
-            direction=objective.direction,
-            value=value,
-            entity_id=row.entity_id,
-            entity_values=json.loads(row.entity_values),
-            experiment_id=row.experiment_id,
-            values=json.loads(row.values),
-        )
+    for result in results_of(rows):
+        value = result_value(result, source)
+        if value is not None and objective.improves(value, best.value if best else None):
+            entity, experiment = result.entity_id, result.experiment_id
+            best = _best(objective, value, entity, result.entity_values, experiment, result.values)
     return best
 
 
-def _objective_source(name: str) -> tuple[str | None, str]:
-    """(experiment id or None for any experiment, target) of an objective's property."""
-    if "." in name:
-        return split_observed_property_id(name)
-    return None, name
+def objective_source_in(objective: Objective, space: SpaceState | None) -> ObjectiveSource | None:
+    """Where the objective's values come from in `space` (see the module doc without one)."""
+    return objective_source(objective.property, observed_ids(space))
 
 
-def _objective_value(row: MeasurementRow, experiment: str | None, target: str) -> float | None:
-    if row.kind not in ("completed", "reused") or not row.is_valid:
+def observed_ids(space: SpaceState | None) -> tuple[str, ...] | None:
+    """The space's observed property ids in declared order; None when it cannot be known."""
+    if space is None or space.spec is None or space.space_id is None:
         return None
-    if experiment is not None and row.experiment_id != experiment:
+    try:
+        layout = SpaceLayout.of(space)
+    except DiscospaceError:
         return None
-    raw = json.loads(row.values).get(target)
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-        return None
-    return float(raw)
+    return tuple(column.observed_id for column in layout.observed)
 
 
-def _improves(value: float, best: BestSoFar | None, direction: str) -> bool:
-    if best is None:
-        return True
-    return value > best.value if direction == "max" else value < best.value
+@dataclass(frozen=True)
+class RowResult:
+    """A completed or reused measurement row, read as a result (values parsed)."""
+
+    entity_id: str
+    experiment_id: str
+    is_valid: bool
+    values: Mapping[str, Any]
+    entity_values: Mapping[str, Any]
 
 
-def _reported_best(ended: dict[str, Any], parameters: OperationParameters) -> BestSoFar | None:
+def results_of(rows: Sequence[MeasurementRow]) -> list[RowResult]:
+    """The results among the rows (completed or reused), in their order."""
+    return [
+        RowResult(
+            row.entity_id,
+            row.experiment_id,
+            bool(row.is_valid),
+            json.loads(row.values),
+            json.loads(row.entity_values),
+        )
+        for row in rows
+        if row.kind in ("completed", "reused")
+    ]
+
+
+def _best(
+    objective: Objective,
+    value: float,
+    entity_id: str,
+    entity_values: Mapping[str, Any],
+    experiment_id: str,
+    values: Mapping[str, Any],
+) -> BestSoFar:
+    return BestSoFar(
+        property=objective.property,
+        direction=objective.direction,
+        value=value,
+        entity_id=entity_id,
+        entity_values=dict(entity_values),
+        experiment_id=experiment_id,
+        values=dict(values),
+    )
+
+
+def _reported_best(
+    ended: dict[str, Any], parameters: OperationParameters, space: SpaceState | None
+) -> BestSoFar | None:
+    """The best the explorer reported: its values are the best result's, keyed by target."""
     objective, entity_id = parameters.objective, ended.get("best_entity_id")
     if objective is None or entity_id is None:
         return None
     values = ended.get("best_values") or {}
-    experiment, target = _objective_source(objective.property)
-    value = values.get(target, values.get(objective.property))
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    source = objective_source_in(objective, space)
+    value = as_number(values.get(source.target if source else target_of(objective.property)))
+    if value is None:
         return None
-    return BestSoFar(
-        property=objective.property,
-        direction=objective.direction,
-        value=float(value),
-        entity_id=entity_id,
-        entity_values=ended.get("best_entity_values") or {},
-        experiment_id=experiment or "",
-        values=values,
-    )
+    entity_values = ended.get("best_entity_values") or {}
+    experiment = source.experiment_id if source else ""
+    return _best(objective, value, entity_id, entity_values, experiment, values)

@@ -12,12 +12,16 @@ proposed again).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from discospace.core import Entity, EntityError
-from discospace.events import Objective
+from discospace.core import (
+    Entity,
+    EntityError,
+    Objective,
+    ObjectiveSource,
+    objective_points,
+)
 from discospace.explorer.operators import OperationView
 from discospace.explorer.pairs import Outcome
 from discospace.explorer.spaces import KnownSpace
@@ -25,16 +29,19 @@ from discospace.explorer.spaces import KnownSpace
 
 @dataclass(frozen=True)
 class Source:
-    """Where an objective's values come from: an experiment's target, and its direction."""
+    """An objective, and where its values come from in the space."""
 
-    experiment_id: str
-    target: str
-    direction: str
+    objective: Objective
+    at: ObjectiveSource
+
+    @property
+    def direction(self) -> str:
+        return self.objective.direction
 
     @classmethod
     def of(cls, objective: Objective, space: KnownSpace) -> Source | None:
         found = space.measures(objective.property)
-        return None if found is None else cls(found[0], found[1], objective.direction)
+        return None if found is None else cls(objective, found)
 
 
 @dataclass(frozen=True)
@@ -68,9 +75,9 @@ class History:
 def history_of(view: OperationView, sources: Sequence[Source], warm_start: bool) -> History:
     """The history of the operation `view` shows, for these objectives."""
     requested = _requested(view)
-    own = _told(view.outcomes, sources, view.space)
+    own = told_points(view.outcomes, sources, view.space)
     own_ids = {e.id for e in requested} | {t.entity.id for t in own}
-    warm = _told(view.store_results, sources, view.space) if warm_start else ()
+    warm = told_points(view.store_results, sources, view.space) if warm_start else ()
     told_ids = {t.entity.id for t in own}
     in_flight = tuple(e for e in requested if e.id not in told_ids)
     warm_kept = tuple(t for t in warm if t.entity.id not in own_ids)
@@ -95,32 +102,11 @@ def _entity(values: Mapping[str, object] | None, space: KnownSpace) -> Entity | 
         return None
 
 
-def _told(
+def told_points(
     outcomes: Iterable[Outcome], sources: Sequence[Source], space: KnownSpace
 ) -> tuple[Told, ...]:
-    """Points whose every source experiment has a result, in the order they completed."""
-    needed = {s.experiment_id for s in sources}
-    seen: dict[str, dict[str, Outcome]] = {}
-    told: list[Told] = []
-    for outcome in outcomes:
-        if outcome.experiment_id not in needed:
-            continue
-        results = seen.setdefault(outcome.entity_id, {})
-        if outcome.experiment_id in results or len(results) == len(needed):
-            continue
-        results[outcome.experiment_id] = outcome
-        entity = _entity(outcome.entity_values, space)
-        if len(results) == len(needed) and entity is not None:
-            told.append(Told(entity, _values(results, sources)))
-    return tuple(told)
-
-
-def _values(results: Mapping[str, Outcome], sources: Sequence[Source]) -> tuple[float, ...] | None:
-    values = []
-    for source in sources:
-        outcome = results[source.experiment_id]
-        raw = outcome.values.get(source.target) if outcome.is_valid else None
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-            return None
-        values.append(float(raw))
-    return tuple(values)
+    """Points whose every source experiment has a result, in the order they completed
+    (`discospace.core.results.objective_points`)."""
+    points = objective_points(outcomes, [source.at for source in sources])
+    entities = ((_entity(p.results[0].entity_values, space), p.values) for p in points)
+    return tuple(Told(entity, values) for entity, values in entities if entity is not None)

@@ -1,8 +1,8 @@
 """The Optuna operators: `optuna_tpe`, `optuna_gp`, `optuna_cmaes` and `optuna_nsga2`.
 
 Each proposes the next points to measure with `Measure`, at most `free_slots` at a time, so
-`batch_size` is the number of trials in flight. Objectives come from `options.objectives` (one
-or two) or the operation's `objective`. The operation ends when the space has no free point
+`batch_size` is the number of trials in flight. Objectives are the operation's `objectives`
+(one or two) or its `objective`. The operation ends when the space has no free point
 left (`space_exhausted`), when `number_entities` points were requested
 (`requested_entities_measured`), or by a stopping rule.
 """
@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import ClassVar
 
 from discospace.core import DiscospaceError, Entity
-from discospace.events import Objective, OperationParameters
+from discospace.events import OperationParameters
 from discospace.explorer.operators import Finish, Measure, OperationView, Proposal, Wait
 from discospace.explorer.optuna_search.candidates import Pool, pool_of
 from discospace.explorer.optuna_search.history import History, Source, history_of
@@ -51,7 +51,7 @@ class OptunaOperator:
                 f"{self.name} needs the packages {', '.join(missing)}, which are not installed: "
                 "install the explorer with its 'gp' extra"
             )
-        return _objectives_problem(self, parameters, options, space) or self._space_problem(
+        return _objectives_problem(self, parameters, space) or self._space_problem(
             parameters, options, space
         )
 
@@ -96,7 +96,7 @@ class OptunaOperator:
         assert isinstance(options, SearchOptions), "checked when the operation started"
         space = SearchSpace.of(view.space.entity_space, numeric_only=self.kind == "cmaes")
         seed = view.parameters.seed or 0
-        sources = tuple(_sources(view.parameters, options, view.space))
+        sources = tuple(_sources(view.parameters, view.space))
         pool = self._pool(view.space.space_id, space, options, seed)
         return Search(self.kind, options, space, sources, pool, seed)
 
@@ -120,30 +120,19 @@ def _listed(search: SearchSpace, options: SearchOptions) -> list[Entity] | None:
     return list(points.values())
 
 
-def _objectives(parameters: OperationParameters, options: SearchOptions) -> list[Objective]:
-    if options.objectives is not None:
-        return list(options.objectives)
-    return [parameters.objective] if parameters.objective is not None else []
-
-
-def _sources(
-    parameters: OperationParameters, options: SearchOptions, space: KnownSpace
-) -> list[Source]:
-    sources = [Source.of(o, space) for o in _objectives(parameters, options)]
+def _sources(parameters: OperationParameters, space: KnownSpace) -> list[Source]:
+    sources = [Source.of(o, space) for o in parameters.objectives_to_optimise()]
     return [s for s in sources if s is not None]
 
 
 def _objectives_problem(
-    operator: OptunaOperator,
-    parameters: OperationParameters,
-    options: SearchOptions,
-    space: KnownSpace,
+    operator: OptunaOperator, parameters: OperationParameters, space: KnownSpace
 ) -> str | None:
-    objectives = _objectives(parameters, options)
+    objectives = parameters.objectives_to_optimise()
     if not objectives:
         return (
             f"{operator.name} needs an objective: set parameters.objective "
-            "(or options.objectives for two)"
+            "(or parameters.objectives for two)"
         )
     if len(objectives) > 1 and not MULTI_OBJECTIVE[operator.kind]:
         return f"{operator.name} optimises one objective, but {len(objectives)} were given"

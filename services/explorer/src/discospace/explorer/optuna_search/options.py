@@ -1,14 +1,15 @@
-"""The options an Optuna operator reads from `parameters.options`, checked once at start."""
+"""The options an Optuna operator reads from `parameters.options`, checked once at start.
+
+The objectives are not options: they are the operation's `objective` or `objectives`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, PositiveInt, ValidationError
 
 from discospace.core.spec import Scalar
-from discospace.events import Objective
 
 
 class SearchOptions(BaseModel):
@@ -16,11 +17,6 @@ class SearchOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    objectives: Annotated[list[Objective], Field(min_length=1, max_length=2)] | None = Field(
-        default=None,
-        description="Objectives to optimise together (two for a Pareto front); default: the "
-        "operation's `objective` alone.",
-    )
     warm_start: bool = Field(
         default=True,
         description="Tell the study every result of the space's sample store measured before "
