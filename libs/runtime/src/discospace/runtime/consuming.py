@@ -25,11 +25,9 @@ position past them at once, so it hands its handlers exactly the messages the fo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
-import time
 import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
@@ -195,23 +193,6 @@ class Consumer:
             description=description,
             **options,
         )
-
-    async def seek_ahead(self, offsets: Mapping[tuple[str, int], int], timeout_s: float) -> None:
-        """Move a running consumer without a group on to `offsets` ((topic, partition) ->
-        offset) where it has not read that far yet: a service that folded the beginning of
-        its topics another way (a faster replay) skips reading it again. Partitions not
-        assigned within `timeout_s` are read from where they are (nothing is skipped wrongly).
-        """
-        consumer = self.subscriber.consumer
-        if consumer is None or not offsets:
-            return
-        wanted = {TopicPartition(topic, part): end for (topic, part), end in offsets.items()}
-        deadline = time.monotonic() + timeout_s
-        while not set(wanted) <= consumer.assignment() and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        for partition in set(wanted) & consumer.assignment():
-            if await consumer.position(partition) < wanted[partition]:
-                consumer.seek(partition, wanted[partition])
 
     def __call__(self, handler: Handler) -> Handler:
         """Register `handler` for the event types its first parameter names."""
