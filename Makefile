@@ -30,7 +30,8 @@ $(VENV)/.installed-test: $(VENV)/.installed services/explorer/pyproject.toml
 	$(PY) -m pip install -q -e 'services/explorer[gp]'
 	@touch $@
 
-test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp)
+test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp, a Prometheus server)
+	@deploy/local/prometheus.sh fetch
 
 setup: $(VENV)/.installed ## virtual environment, every package editable, dev tools, Kafka jars (idempotent)
 	@deploy/local/kafka.sh fetch

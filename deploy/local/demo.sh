@@ -6,10 +6,16 @@
 # machine's CPU, 24 configurations), runs a random walk over it with a live progress bar,
 # prints the results best first, and plots tokens per second against batch size, one line per
 # model size. Running it again reuses every measurement from the sample store.
+#
+# The CLI talks to what `make up` started with the same settings (KAFKA_PORT or
+# KAFKA_BOOTSTRAP_SERVERS, DISCOSPACE_PROJECTOR_HTTP_PORT: see settings.sh).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=settings.sh
+source "$HERE/settings.sh"
+export_client_settings
 CLI="${DISCOSPACE_CLI:-$REPO_ROOT/.venv/bin/discospace}"
 OUT="${DISCOSPACE_DEMO_DIR:-$REPO_ROOT/demo-output}"
 SPACE_FILE="$REPO_ROOT/examples/cpu-train-space.yaml"
@@ -52,11 +58,13 @@ Done. Written:
   $OUT/tokens-per-second.png   tokens per second against batch size, one line per model size
   $OUT/cpu-train.csv           every configuration with its measurements
 
-Look further:
+Look further (the CLI here used KAFKA_BOOTSTRAP_SERVERS=$KAFKA_BOOTSTRAP_SERVERS and
+DISCOSPACE_PROJECTOR_URL=$DISCOSPACE_PROJECTOR_URL; set them likewise in another shell):
   .venv/bin/discospace space show $space_id --include all     every entity of the space
   .venv/bin/discospace operation show $operation_id           how the operation went
   .venv/bin/discospace --help                                 every command
   make status / make logs                                      the services and their logs
-  Grafana: import deploy/grafana (Prometheus scrapes 127.0.0.1:8101-8106, deploy/prometheus)
+  deploy/local/prometheus.sh start                             Prometheus on 127.0.0.1:${PROMETHEUS_PORT:-9090}, scraping every process above
+  Grafana: import deploy/grafana/dashboards/discospace-services.json, with that Prometheus as its datasource
   make down                                                    stop everything
 EOF

@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # The local broker and the five discospace services as background processes.
 #
-#   deploy/local/services.sh start   start the broker (deploy/local/kafka.sh) and every service,
-#                                    wait until each answers /health
-#   deploy/local/services.sh stop    stop every service by pid (SIGTERM, then SIGKILL), then the
-#                                    broker this script started; nothing is left running
-#   deploy/local/services.sh status  a table: name, pid, port, health (exit 3 if any is down)
-#   deploy/local/services.sh logs    follow every log (-n N: lines of history, default 20)
+#   deploy/local/services.sh start          start the broker (deploy/local/kafka.sh) and every
+#                                           service, wait until each answers /health, and write
+#                                           the Prometheus scrape config for them (.run/prometheus.yml)
+#   deploy/local/services.sh worker NAME    start one more actuator worker (its settings from the
+#                                           DISCOSPACE_ACTUATOR_* variables), scraped like the others
+#   deploy/local/services.sh stop           stop every service and worker by pid (SIGTERM, then
+#                                           SIGKILL), then Prometheus and the broker this script
+#                                           started; nothing is left running
+#   deploy/local/services.sh status         a table: name, pid, port, health (exit 3 if any is down)
+#   deploy/local/services.sh logs           follow every log (-n N: lines of history, default 20)
+#   deploy/local/services.sh scrape-config  only write the scrape config and its target files
 #
 # Pid and log files live in .run/ (DISCOSPACE_RUN_DIR). With KAFKA_BOOTSTRAP_SERVERS set, the
 # services use that cluster and no broker is started. Ports: DISCOSPACE_<NAME>_HTTP_PORT
-# (defaults 8101-8105), KAFKA_PORT for the local broker (9092).
+# (defaults 8101-8106), KAFKA_PORT for the local broker (9092); see settings.sh.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$HERE/../.." && pwd)"
-RUN_DIR="${DISCOSPACE_RUN_DIR:-$REPO_ROOT/.run}"
-[[ "$RUN_DIR" == /* ]] || RUN_DIR="$PWD/$RUN_DIR"
+# shellcheck source=settings.sh
+source "$HERE/settings.sh"
 PY="${DISCOSPACE_PYTHON:-$REPO_ROOT/.venv/bin/python}"
 KAFKA_SH="$HERE/kafka.sh"
 # Two actuator workers: the synthetic one (pool `default`, a test and demo device) and a
@@ -24,6 +29,8 @@ KAFKA_SH="$HERE/kafka.sh"
 SERVICES=(registry explorer sampler actuator actuator-cpu projector)
 HEALTH_TIMEOUT="${DISCOSPACE_HEALTH_TIMEOUT:-60}"
 STOP_TIMEOUT="${DISCOSPACE_STOP_TIMEOUT:-20}"
+FIRST_WORKER_PORT=8107
+TARGETS_DIR="$RUN_DIR/targets"
 export KAFKA_STATE_DIR="${KAFKA_STATE_DIR:-$RUN_DIR/kafka}"
 
 say() { echo "services.sh: $*"; }
@@ -31,23 +38,16 @@ die() { echo "services.sh: $*" >&2; exit 1; }
 now() { echo "${EPOCHREALTIME:-$(date +%s)}"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-default_port() {
+# The Python module of a process, which is also its Prometheus job: `actuator-cpu` and the extra
+# workers (`worker-NAME`) are more workers of `discospace.actuator`.
+module_of() {
   case "$1" in
-    registry) echo 8101 ;; explorer) echo 8102 ;; sampler) echo 8103 ;;
-    actuator) echo 8104 ;; projector) echo 8105 ;; actuator-cpu) echo 8106 ;;
+    worker-*) echo actuator ;;
+    *) echo "${1%%-*}" ;;
   esac
 }
 
-# The Python module of a service: `actuator-cpu` is another worker of `discospace.actuator`.
-module_of() { echo "${1%%-*}"; }
-
-port_of() {
-  local variable="DISCOSPACE_${1^^}_HTTP_PORT"
-  variable="${variable//-/_}"
-  echo "${!variable:-$(default_port "$1")}"
-}
-
-# Settings of one worker beyond the shared ones (its port, plugin and pool).
+# Settings of one process beyond the shared ones (its port, plugin and pool).
 worker_env() {
   local module
   module="$(module_of "$1")"
@@ -55,7 +55,24 @@ worker_env() {
   if [[ "$1" == actuator-cpu ]]; then
     export DISCOSPACE_ACTUATOR_ACTUATOR=cpu_train DISCOSPACE_ACTUATOR_POOL=cpu
     export DISCOSPACE_ACTUATOR_WORKER_ID="${DISCOSPACE_ACTUATOR_CPU_WORKER_ID:-local-cpu}"
+  elif [[ "$1" == worker-* ]]; then
+    export DISCOSPACE_ACTUATOR_WORKER_ID="${DISCOSPACE_ACTUATOR_WORKER_ID:-${1#worker-}}"
   fi
+}
+
+# The pool label of an actuator's scrape target.
+pool_of() {
+  if [[ "$1" == actuator-cpu ]]; then echo cpu; else echo "${DISCOSPACE_ACTUATOR_POOL:-default}"; fi
+}
+
+# Every process started here: the services, then the extra workers that have a pid file.
+processes() {
+  local file
+  printf '%s\n' "${SERVICES[@]}"
+  for file in "$RUN_DIR"/worker-*.pid; do
+    [[ -e "$file" ]] && basename "$file" .pid
+  done
+  return 0
 }
 
 # Running, and not a zombie waiting for whoever adopted it to reap it.
@@ -68,7 +85,7 @@ alive() {
 pid_file() { echo "$RUN_DIR/$1.pid"; }
 log_file() { echo "$RUN_DIR/$1.log"; }
 
-# The pid of a running service started here; a stale pid file (or a recycled pid) gives nothing.
+# The pid of a running process started here; a stale pid file (or a recycled pid) gives nothing.
 service_pid() {
   local file pid
   file="$(pid_file "$1")"
@@ -85,12 +102,38 @@ health_of() {
   case "$code" in 200) echo ok ;; 000 | "") echo "no answer" ;; *) echo "HTTP $code" ;; esac
 }
 
-bootstrap() {
-  if [[ -n "${KAFKA_BOOTSTRAP_SERVERS:-}" ]]; then
-    echo "$KAFKA_BOOTSTRAP_SERVERS"
-  else
-    echo "127.0.0.1:${KAFKA_PORT:-9092}"
-  fi
+# One Prometheus file_sd target file per process: targets/<job>/<name>.json, written whole
+# and then renamed, so Prometheus never reads half a file.
+write_target() {
+  local name="$1" job dir labels
+  job="$(module_of "$name")"
+  dir="$TARGETS_DIR/$job"
+  labels="\"process\": \"$name\""
+  [[ "$job" == actuator ]] && labels+=", \"pool\": \"$(pool_of "$name")\""
+  mkdir -p "$dir"
+  printf '[{"targets": ["127.0.0.1:%s"], "labels": {%s}}]\n' "$(port_of "$name")" "$labels" \
+    >"$dir/$name.json.partial"
+  mv "$dir/$name.json.partial" "$dir/$name.json"
+}
+
+# The scrape config of everything `make up` runs: one job per service (the dashboards group by
+# `job`), its targets read from targets/<job>/*.json, so that a worker started later with
+# `services.sh worker` is scraped as soon as its file appears.
+write_scrape_config() {
+  local name job
+  mkdir -p "$TARGETS_DIR"
+  for name in "${SERVICES[@]}"; do write_target "$name"; done
+  {
+    echo "# Written by deploy/local/services.sh from the ports it uses; run it with"
+    echo "# deploy/local/prometheus.sh start. Targets: one file per process under $TARGETS_DIR."
+    echo "global: {scrape_interval: 5s, scrape_timeout: 4s, evaluation_interval: 5s, external_labels: {deployment: local}}"
+    echo "scrape_configs:"
+    for job in $(for name in "${SERVICES[@]}"; do module_of "$name"; done | awk '!seen[$0]++'); do
+      echo "  - job_name: $job"
+      echo "    file_sd_configs: [{files: [\"$TARGETS_DIR/$job/*.json\"], refresh_interval: 30s}]"
+    done
+  } >"$RUN_DIR/prometheus.yml.partial"
+  mv "$RUN_DIR/prometheus.yml.partial" "$RUN_DIR/prometheus.yml"
 }
 
 start_broker() {
@@ -137,9 +180,12 @@ wait_healthy() {
   say "$name healthy on port $(port_of "$name") after $(since "$t0")s"
 }
 
+need_python() { [[ -x "$PY" ]] || die "$PY not found: run \`make setup\` first."; }
+
 start() {
-  [[ -x "$PY" ]] || die "$PY not found: run \`make setup\` first."
+  need_python
   mkdir -p "$RUN_DIR"
+  write_scrape_config
   start_broker
   local servers name t0
   servers="$(bootstrap)"
@@ -151,26 +197,57 @@ start() {
   say "all services healthy after $(since "$t0")s"
 }
 
+port_in_use() { curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1/" 2>/dev/null || [[ $? -ne 7 ]]; }
+
+free_worker_port() {
+  local port="$FIRST_WORKER_PORT"
+  while port_in_use "$port" || grep -qx "$port" "$RUN_DIR"/worker-*.port 2>/dev/null; do
+    port=$((port + 1))
+  done
+  echo "$port"
+}
+
+# One more actuator worker, named NAME (its worker id unless DISCOSPACE_ACTUATOR_WORKER_ID is
+# set), on DISCOSPACE_ACTUATOR_HTTP_PORT or the first free port from 8107; `stop` stops it too.
+worker() {
+  local name="${1:-}" t0
+  [[ "$name" =~ ^[a-z0-9][a-z0-9-]*$ ]] ||
+    die "usage: $0 worker NAME (lowercase letters, digits and dashes), settings in DISCOSPACE_ACTUATOR_*."
+  need_python
+  mkdir -p "$RUN_DIR"
+  name="worker-$name"
+  if ! service_pid "$name" >/dev/null; then
+    echo "${DISCOSPACE_ACTUATOR_HTTP_PORT:-$(free_worker_port)}" >"$RUN_DIR/$name.port"
+  fi
+  t0="$(now)"
+  launch "$name" "$(bootstrap)"
+  wait_healthy "$name" "$t0" || { stop_service "$name"; die "$name did not start."; }
+  write_target "$name"
+}
+
 stop_service() {
   local name="$1" pid deadline
-  if ! pid="$(service_pid "$name")"; then
-    rm -f "$(pid_file "$name")"
-    return 0
-  fi
-  kill -TERM "$pid" 2>/dev/null || true
-  deadline=$((SECONDS + STOP_TIMEOUT))
-  while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
-  if alive "$pid"; then
-    say "$name (pid $pid) still running after ${STOP_TIMEOUT}s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
+  if pid="$(service_pid "$name")"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + STOP_TIMEOUT))
+    while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+    if alive "$pid"; then
+      say "$name (pid $pid) still running after ${STOP_TIMEOUT}s: SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    say "$name stopped"
   fi
   rm -f "$(pid_file "$name")"
-  say "$name stopped"
+  if [[ "$name" == worker-* ]]; then
+    rm -f "$RUN_DIR/$name.port" "$TARGETS_DIR/actuator/$name.json"
+  fi
 }
 
 stop() {
-  local index
-  for ((index = ${#SERVICES[@]} - 1; index >= 0; index--)); do stop_service "${SERVICES[index]}"; done
+  local names index
+  mapfile -t names < <(processes)
+  for ((index = ${#names[@]} - 1; index >= 0; index--)); do stop_service "${names[index]}"; done
+  bash "$HERE/prometheus.sh" stop | grep -v "not running" || true
   if [[ -f "$RUN_DIR/kafka.ours" ]]; then
     bash "$KAFKA_SH" stop
     rm -f "$RUN_DIR/kafka.ours"
@@ -180,11 +257,11 @@ stop() {
 status() {
   local name pid health down=0
   printf '%-13s %-8s %-6s %s\n' NAME PID PORT HEALTH
-  for name in "${SERVICES[@]}"; do
+  while read -r name; do
     if pid="$(service_pid "$name")"; then health="$(health_of "$name")"; else pid="-" health="stopped"; fi
     [[ "$health" == ok ]] || down=1
     printf '%-13s %-8s %-6s %s\n' "$name" "$pid" "$(port_of "$name")" "$health"
-  done
+  done < <(processes)
   if [[ -n "${KAFKA_BOOTSTRAP_SERVERS:-}" ]]; then
     printf '%-13s %-8s %-6s %s\n' kafka - - "external: $KAFKA_BOOTSTRAP_SERVERS"
   elif [[ -f "$KAFKA_STATE_DIR/kafka.pid" ]] && bash "$KAFKA_SH" status >/dev/null 2>&1; then
@@ -198,10 +275,10 @@ status() {
 }
 
 logs() {
-  local lines=20
+  local lines=20 name
   [[ "${1:-}" == "-n" && -n "${2:-}" ]] && lines="$2"
   local files=()
-  for name in "${SERVICES[@]}"; do [[ -f "$(log_file "$name")" ]] && files+=("$(log_file "$name")"); done
+  while read -r name; do [[ -f "$(log_file "$name")" ]] && files+=("$(log_file "$name")"); done < <(processes)
   [[ -f "$KAFKA_STATE_DIR/logs/server.log" ]] && files+=("$KAFKA_STATE_DIR/logs/server.log")
   ((${#files[@]})) || die "no logs in $RUN_DIR yet: run \`make up\` first."
   exec tail -n "$lines" -F "${files[@]}"
@@ -209,8 +286,10 @@ logs() {
 
 case "${1:-}" in
   start) start ;;
+  worker) worker "${2:-}" ;;
   stop) stop ;;
   status) status ;;
   logs) shift; logs "$@" ;;
-  *) echo "usage: $0 start|stop|status|logs [-n N]" >&2; exit 2 ;;
+  scrape-config) mkdir -p "$RUN_DIR" && write_scrape_config && say "wrote $RUN_DIR/prometheus.yml" ;;
+  *) echo "usage: $0 start|worker NAME|stop|status|logs [-n N]|scrape-config" >&2; exit 2 ;;
 esac

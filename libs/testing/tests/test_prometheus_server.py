@@ -14,6 +14,7 @@ from discospace.testing.prometheus import (
     PrometheusQueryError,
     PrometheusUnavailableError,
     find_binary,
+    find_tool,
     scrape_config,
 )
 
@@ -90,9 +91,37 @@ def test_a_plain_list_of_targets_becomes_one_job() -> None:
     assert job == {"job_name": "targets", "static_configs": [{"targets": ["127.0.0.1:9000"]}]}
 
 
-def test_a_missing_binary_says_how_to_install_it(tmp_path: Path) -> None:
+def _executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_missing_binary_says_how_to_fetch_it(tmp_path: Path) -> None:
     not_executable = tmp_path / "prometheus"
     not_executable.write_text("")
+    environ = {"PROMETHEUS_BIN": str(not_executable), "HOME": str(tmp_path), "PATH": ""}
 
-    with pytest.raises(PrometheusUnavailableError, match=r"apt-get install prometheus"):
-        find_binary({"PROMETHEUS_BIN": str(not_executable)})
+    with pytest.raises(PrometheusUnavailableError, match=r"deploy/local/prometheus.sh fetch"):
+        find_binary(environ)
+
+
+def test_the_binary_fetched_into_the_cache_comes_before_the_one_on_the_path(
+    tmp_path: Path,
+) -> None:
+    fetched = _executable(tmp_path / "cache" / "discospace" / "prometheus" / "bin" / "prometheus")
+    on_path = _executable(tmp_path / "usr" / "bin" / "prometheus")
+    environ = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": str(on_path.parent)}
+
+    assert find_binary(environ) == str(fetched)
+    assert find_binary({"PATH": str(on_path.parent)}) == str(on_path)
+
+
+def test_promtool_is_found_beside_the_chosen_prometheus_or_in_the_cache(tmp_path: Path) -> None:
+    chosen = _executable(tmp_path / "opt" / "prometheus")
+    beside = _executable(tmp_path / "opt" / "promtool")
+    cached = _executable(tmp_path / "prom-cache" / "bin" / "promtool")
+
+    assert find_tool("promtool", {"PROMETHEUS_BIN": str(chosen)}) == str(beside)
+    assert find_tool("promtool", {"PROMETHEUS_CACHE_DIR": str(cached.parents[1])}) == str(cached)

@@ -1,10 +1,11 @@
 """pytest plugin: a real Prometheus server that scrapes the targets a test names.
 
-`prometheus_server(targets)` starts the `prometheus` binary (Debian's `prometheus` package, or
-`PROMETHEUS_BIN`) on a free port, with a generated config scraping `targets` every second and
-its storage in a temporary dir, and returns a `PrometheusClient` over its HTTP API. Every server
-a test started is stopped when the test ends. Without the binary the test fails (integration
-tests are never skipped) and says how to install it.
+`prometheus_server(targets)` starts the `prometheus` binary (`PROMETHEUS_BIN`, else the one
+`deploy/local/prometheus.sh fetch` put in the cache, else `prometheus` on the PATH) on a free
+port, with a generated config scraping `targets` every second and its storage in a temporary
+dir, and returns a `PrometheusClient` over its HTTP API. Every server a test started is stopped
+when the test ends. Without the binary the test fails (integration tests are never skipped) and
+says how to fetch it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 
 BINARY_ENV = "PROMETHEUS_BIN"
+CACHE_ENV = "PROMETHEUS_CACHE_DIR"
 DEFAULT_JOB = "targets"
 READY_TIMEOUT_S = 30.0
 Targets = Sequence[str] | Mapping[str, Sequence[str]]
@@ -123,15 +125,41 @@ def scrape_config(targets: Targets, interval_s: float = 1.0) -> dict[str, Any]:
     }
 
 
+def cache_dir(environ: Mapping[str, str]) -> Path | None:
+    """Where `deploy/local/prometheus.sh fetch` puts prometheus and promtool (in its `bin/`):
+    PROMETHEUS_CACHE_DIR, else `${XDG_CACHE_HOME:-$HOME/.cache}/discospace/prometheus`."""
+    if environ.get(CACHE_ENV):
+        return Path(environ[CACHE_ENV])
+    if environ.get("XDG_CACHE_HOME"):
+        return Path(environ["XDG_CACHE_HOME"]) / "discospace" / "prometheus"
+    if environ.get("HOME"):
+        return Path(environ["HOME"]) / ".cache" / "discospace" / "prometheus"
+    return None
+
+
+def find_tool(name: str, environ: Mapping[str, str]) -> str:
+    """`prometheus` or `promtool`: PROMETHEUS_BIN (and promtool beside it), else the fetched
+    one in the cache, else the one on the PATH."""
+    cache = cache_dir(environ)
+    candidates = [cache / "bin" / name] if cache else []
+    if environ.get(BINARY_ENV):
+        chosen = Path(environ[BINARY_ENV])
+        candidates.insert(0, chosen if name == "prometheus" else chosen.with_name(name))
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK) and candidate.is_file():
+            return str(candidate)
+    on_path = shutil.which(name, path=environ.get("PATH", ""))
+    if on_path:
+        return on_path
+    raise PrometheusUnavailableError(
+        f"The {name} binary was not found; run `deploy/local/prometheus.sh fetch` "
+        f"(`make test` does) or set {BINARY_ENV} to the prometheus binary."
+    )
+
+
 def find_binary(environ: Mapping[str, str]) -> str:
-    """The prometheus executable: PROMETHEUS_BIN, or `prometheus` on the PATH."""
-    binary = environ.get(BINARY_ENV) or shutil.which("prometheus")
-    if not binary or not os.access(binary, os.X_OK):
-        raise PrometheusUnavailableError(
-            "The prometheus binary was not found; install it (apt-get install prometheus) "
-            f"or set {BINARY_ENV} to its path."
-        )
-    return binary
+    """The prometheus executable (see `find_tool`)."""
+    return find_tool("prometheus", environ)
 
 
 def _free_port() -> int:
