@@ -6,7 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PACKAGES := libs/core libs/events libs/runtime libs/store libs/traces libs/testing libs/cli \
-            services/registry services/explorer services/sampler services/actuator services/projector
+            services/registry services/explorer services/sampler services/actuator services/projector \
+            benchmarks/optimizers
 PYPROJECTS := $(addsuffix /pyproject.toml,$(PACKAGES))
 DEV_TOOLS := pytest pytest-asyncio pytest-timeout hypothesis ruff mypy types-PyYAML
 

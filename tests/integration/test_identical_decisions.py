@@ -1,7 +1,7 @@
 """One seed, one sequence of decisions: an optimizer in process and through the services.
 
 `optuna_tpe` runs twice on the same space with the same seed: in process (the explorer's engine
-with the synthetic actuator's measurements played by `discospace.explorer.bench.harness`) and
+with the synthetic actuator's measurements played by `discospace.bench.harness`) and
 through every service as its own process on the real broker (the synthetic actuator as a
 worker). With `batch_size` 1 the results arrive in one order, so both must ask for the same
 entities in the same order.
@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaConsumer
 
 from discospace.actuator.plugin import MeasurementTask
 from discospace.actuator.synthetic import SyntheticActuator, SyntheticParameters
+from discospace.bench.harness import Measured, run_operation, space_event
 from discospace.core import Entity, ParameterizedExperiment, load_space_spec
 from discospace.events import (
     OperationCompleted,
@@ -29,7 +30,6 @@ from discospace.events import (
     SamplesRequested,
     decode,
 )
-from discospace.explorer.bench.harness import Measured, run_operation, space_event
 from discospace.testing.loop import Loop
 
 pytestmark = pytest.mark.integration

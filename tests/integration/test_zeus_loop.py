@@ -6,8 +6,9 @@ looked, when `../shared/data` is absent). The operation is `examples/replay/zeus
 `examples/replay/zeus-bso-space.yaml` (CIFAR-100 / ShuffleNet-v2), with few recurrences.
 
 One run at a time makes the operation deterministic, so the services must give exactly the runs
-of the explorer's in-process simulator (`bench/zeus_sim.py`) when it draws each run as the replay
-does (from the request id): the same decisions, early stops and power profiling, in order.
+of the benchmark's in-process simulator (`discospace.bench.zeus_sim`) when it draws each run as
+the replay does (from the request id): the same decisions, early stops and power profiling, in
+order.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import pytest
 import yaml
 
 from discospace.actuator.replay.seeding import generator
+from discospace.bench.zeus_sim import RunDraw, Simulator, simulate_operator
 from discospace.client import Client
 from discospace.client.models import OperationResult
 from discospace.core import Entity
 from discospace.events import MeasurementRequested
 from discospace.events.common import PropertyValues
 from discospace.events.measurements import measurement_request_id
-from discospace.explorer.bench.zeus_sim import RunDraw, Simulator, simulate_operator
 from discospace.explorer.pairs import Outcome
 from discospace.explorer.zeus.operator import attempt_of
 from discospace.explorer.zeus.policy import Attempt, ZeusSettings, read_history, recommendation

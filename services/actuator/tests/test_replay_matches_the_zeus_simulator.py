@@ -1,9 +1,10 @@
-"""The replay's `train_to_target` costs a run as the explorer's Zeus simulator does.
+"""The replay's `train_to_target` costs a run as the Zeus simulator does.
 
-`zeus_bso` is benchmarked in process (`discospace.explorer.bench.zeus_sim.Simulator.run`) and
-run through the services on the replay actuator; for the same training run drawn (the replay's
-generator for the request and attempt), both must give the same time, energy, convergence and
-trained power limit under every run control.
+`zeus_bso` is benchmarked in process (`discospace.bench.zeus_sim.Simulator.run`, whose runs are
+`discospace.traces.zeus_rules.simulated_run`: a run planned as the Zeus optimizer plans one,
+replayed as Zeus's own simulator does) and run through the services on the replay actuator; for
+the same training run drawn (the replay's generator for the request and attempt), both must give
+the same time, energy, convergence and trained power limit under every run control.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from discospace.actuator.replay import ReplayActuator, ReplayParameters
 from discospace.actuator.replay.seeding import generator
 from discospace.core import Entity, Experiment
 from discospace.core.measurement import ValidMeasurement
-from discospace.explorer.bench.zeus_sim import Simulator
-from discospace.explorer.zeus.policy import Attempt, Plan, ZeusSettings
 from discospace.traces.data import TraceDataMissingError, data_dir
 from discospace.traces.zeus import Workload, ZeusTrace
+from discospace.traces.zeus_rules import ControlledRun, simulated_run
 
 REPO = Path(__file__).resolve().parents[3]
 TRAIN = """dataset,network,batch_size,optimizer,learning_rate,run,target_metric,target_epoch
@@ -58,17 +58,28 @@ CONTROLS = [
     {"max_epochs": 5, "profile_power": 1, "cost_limit": 16000.0},
 ]
 SEED = 0
+ETA = 0.5
 
 
 def simulated(
-    sim: Simulator, entity: dict[str, Any], controls: dict[str, Any], request: str, attempt: int
-) -> Attempt:
-    """The simulator's run for the training run the replay draws for (request, attempt)."""
-    if "max_epochs" in controls:
-        sim.max_epochs = int(controls["max_epochs"])
+    trace: ZeusTrace,
+    workload: Workload,
+    entity: dict[str, Any],
+    controls: dict[str, Any],
+    request: str,
+    attempt: int,
+) -> ControlledRun:
+    """The simulator's run for the training run the replay draws for (request, attempt), as
+    `zeus_bso` plans it: the entity's limit, or none (profile them all) under `profile_power`."""
+    rng = generator(SEED, "train_to_target", request, attempt)
+    batch_size = int(entity["batch_size"])
+    target_epoch = trace.sample_run(workload, batch_size, rng)
     limit = None if controls.get("profile_power") else int(entity["power_limit"])
-    plan = Plan(int(entity["batch_size"]), limit, controls.get("cost_limit"))
-    return sim.run(plan, generator(SEED, "train_to_target", request, attempt))
+    cost_limit = controls.get("cost_limit")
+    max_epochs = int(controls["max_epochs"]) if "max_epochs" in controls else None
+    return simulated_run(
+        trace, workload, batch_size, limit, cost_limit, target_epoch, ETA, max_epochs
+    )
 
 
 async def replayed(
@@ -81,11 +92,11 @@ async def replayed(
     return dict(outcome.values)
 
 
-def assert_same_run(values: dict[str, Any], attempt: Attempt) -> None:
-    assert values["time_to_accuracy"] == attempt.time_s
-    assert values["energy_to_accuracy"] == attempt.energy_j
-    assert values["converged"] == int(attempt.converged)
-    assert values["trained_power_limit"] == attempt.power_limit
+def assert_same_run(values: dict[str, Any], run: ControlledRun) -> None:
+    assert values["time_to_accuracy"] == run.time_s
+    assert values["energy_to_accuracy"] == run.energy_j
+    assert values["converged"] == int(run.converged)
+    assert values["trained_power_limit"] == run.power_limit
 
 
 @pytest.fixture
@@ -117,10 +128,9 @@ async def test_the_replay_gives_the_simulators_run_under_each_control(
             }
             for number in range(12):
                 request = f"req-{batch_size}-{power_limit}-{number}"
-                sim = Simulator(trace, WORKLOAD, ZeusSettings(eta=0.5))
-                attempt = simulated(sim, entity, controls, request, 1)
-                assert_same_run(await replayed(actuator, entity, controls, request), attempt)
-                outcomes.add((attempt.converged, attempt.ran))
+                run = simulated(trace, WORKLOAD, entity, controls, request, 1)
+                assert_same_run(await replayed(actuator, entity, controls, request), run)
+                outcomes.add((run.converged, run.started))
 
     expected = {(False, False)} if controls.get("cost_limit") == 1500.0 else {(True, True)}
     assert expected <= outcomes  # the runs compared include converged ones, or never-started ones
@@ -157,9 +167,8 @@ async def test_on_the_real_v100_traces_the_replay_gives_the_simulators_runs(
                     "gpu_model": "v100",
                 }
                 request = f"req-{workload}-{batch_size}-{len(controls)}"
-                sim = Simulator(trace, workload, ZeusSettings(eta=0.5))
-                attempt = simulated(sim, entity, controls, request, 1)
-                assert_same_run(await replayed(actuator, entity, controls, request), attempt)
-                stopped += "cost_limit" in controls and not attempt.converged
+                run = simulated(trace, workload, entity, controls, request, 1)
+                assert_same_run(await replayed(actuator, entity, controls, request), run)
+                stopped += "cost_limit" in controls and not run.converged
 
     assert stopped > 0

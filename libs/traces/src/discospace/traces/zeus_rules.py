@@ -1,7 +1,7 @@
 """Zeus's run controls as pure rules: what one run costs when an optimizer stops it early or has
 it profile the GPU's power limits.
 
-The explorer's in-process simulator (`discospace.explorer.bench.zeus_sim`) and the replay
+The optimizer benchmark's in-process simulator (`discospace.bench.zeus_sim`) and the replay
 actuator's `train_to_target` both cost a run with these rules, so a job optimised in process and
 one optimised through the services see the same runs.
 
@@ -16,6 +16,9 @@ one optimised through the services see the same runs.
   limit, at most `max_epochs` epochs (`epochs = min(cost_limit // epoch_cost, max_epochs)`, the
   epoch cost at the limit it trains at); a run that cannot afford one epoch never starts and
   costs nothing. A stopped run did not converge.
+- A simulated run (`simulated_run`, Zeus's `Simulator` in `zeus/simulate.py`): a run planned as
+  the Zeus optimizer plans one (batch size, power limit or none to profile them from the
+  highest, cost limit) replayed on one training run of the train trace.
 """
 
 from __future__ import annotations
@@ -184,6 +187,26 @@ def trace_run(
     return controlled_run(
         profiles, power_limit, target_epoch, eta, job.max_power, job.max_epochs, controls
     )
+
+
+def simulated_run(
+    trace: ZeusTrace,
+    workload: Iterable[str],
+    batch_size: int,
+    power_limit: int | None,
+    cost_limit: float | None,
+    target_epoch: float,
+    eta: float,
+    max_epochs: int | None = None,
+) -> ControlledRun:
+    """One run as Zeus's simulator replays it: at `power_limit`, or, when None, profiling the
+    job's power limits from the highest; stopped before the epoch that would pass `cost_limit`
+    (None: no limit); at most `max_epochs` epochs (None: the job's); the training run reaches
+    the target at `target_epoch` (NaN: never, e.g. a draw of `ZeusTrace.sample_run`)."""
+    profile = power_limit is None
+    limit = max(trace.job(workload).power_limits) if power_limit is None else power_limit
+    controls = RunControls(cost_limit=cost_limit, profile_power=profile, max_epochs=max_epochs)
+    return trace_run(trace, workload, batch_size, limit, target_epoch, eta, controls)
 
 
 def _profile_at(profiles: Sequence[LimitProfile], power_limit: int) -> LimitProfile:

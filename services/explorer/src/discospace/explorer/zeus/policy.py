@@ -14,8 +14,9 @@ recurrence's batch size comes from what earlier ones cost,
   attempts included); it then counts as not converged. A run that could not afford one epoch
   never started: the optimizer observes it with cost `100 * beta * min_cost`, and it adds
   nothing to the recurrence's cost (as in Zeus's simulator).
-- Power limits (`power.py`): a batch size's first run profiles every limit and keeps the
-  cheapest; later runs of that batch size use it.
+- Power limits: a batch size's first run profiles every limit and keeps the cheapest (the
+  actuator does it, asked with the `profile_power` run control); later runs of that batch size
+  use it.
 - Concurrency: while the batch size being explored is in flight, another run gets the cheapest
   batch size known so far (nothing, when none has converged yet). Once the bandit runs, each
   free slot gets its own Thompson draw; runs in flight count as pulls for its exploration phase.

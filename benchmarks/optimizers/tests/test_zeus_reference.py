@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from discospace.explorer.bench.zeus_sim import Simulator
+from discospace.bench.zeus_sim import Simulator
 from discospace.explorer.zeus.policy import (
     Attempt,
     ZeusSettings,

@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from discospace.explorer.bench.common import BenchResult, ResultTable, median
-from discospace.explorer.bench.zeus_sim import Simulator, simulate_operator, simulate_random
+from discospace.bench.common import BenchResult, ResultTable, median
+from discospace.bench.zeus_sim import Simulator, simulate_operator, simulate_random
 from discospace.explorer.zeus.policy import Attempt, ZeusSettings, read_history, recommendation
 from discospace.traces.zeus import GPUS, Workload, ZeusTrace
 

@@ -1,11 +1,11 @@
-"""Just-in-time power-limit profiling and the early-stopping epoch budget, by hand."""
+"""Power-limit profiling and the early-stopping epoch budget (`zeus_rules`), by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from discospace.core import DiscospaceError
-from discospace.explorer.zeus.power import (
+from discospace.traces.zeus import ZeusTraceError
+from discospace.traces.zeus_rules import (
     LimitProfile,
     cheapest_limit,
     epochs_within,
@@ -41,7 +41,7 @@ def test_a_tie_keeps_the_higher_limit():
 
 
 def test_profiling_nothing_is_an_error():
-    with pytest.raises(DiscospaceError, match="at least one power limit"):
+    with pytest.raises(ZeusTraceError, match="at least one power limit"):
         cheapest_limit((), 0.5, 200.0)
 
 

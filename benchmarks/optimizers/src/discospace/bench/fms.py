@@ -30,6 +30,8 @@ from typing import Any
 
 import pandas as pd
 
+from discospace.bench.common import BenchResult, ResultTable
+from discospace.bench.harness import Measured, Prior, run_operation, space_event
 from discospace.core import (
     Entity,
     ExperimentRef,
@@ -48,8 +50,6 @@ from discospace.events import (
     SpaceRegistered,
     StoppingRules,
 )
-from discospace.explorer.bench.common import BenchResult, ResultTable
-from discospace.explorer.bench.harness import Measured, Prior, run_operation, space_event
 from discospace.explorer.optuna_search.samplers import missing_packages
 from discospace.traces import fms
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from discospace.explorer.bench import fms
-from discospace.explorer.bench.common import BenchResult
+from discospace.bench import fms
+from discospace.bench.common import BenchResult
 from discospace.traces.data import TraceDataMissingError, fms_data_dir
 
 RAW_COLUMNS = {

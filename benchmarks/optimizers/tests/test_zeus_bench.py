@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from discospace.cli.main import app
-from discospace.explorer.bench import zeus
-from discospace.explorer.bench.common import write_result
-from discospace.explorer.bench.zeus_sim import (
+from discospace.bench import zeus
+from discospace.bench.common import write_result
+from discospace.bench.zeus_sim import (
     Simulator,
     run_rng,
     simulate_operator,
     simulate_random,
     simulate_zeus,
 )
+from discospace.cli.main import app
 from discospace.explorer.zeus.policy import Plan, ZeusSettings, read_history
 from discospace.traces.data import TraceDataMissingError, zeus_data_dir
 from discospace.traces.zeus import Workload, ZeusTrace

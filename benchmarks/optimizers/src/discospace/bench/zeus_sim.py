@@ -39,9 +39,8 @@ from discospace.explorer.zeus.policy import (
     next_plan,
     read_history,
 )
-from discospace.explorer.zeus.power import LimitProfile
 from discospace.traces.zeus import Workload, ZeusTrace
-from discospace.traces.zeus_rules import RunControls, controlled_run
+from discospace.traces.zeus_rules import simulated_run
 
 BENCH_TIME = datetime(2026, 1, 1, tzinfo=UTC)
 """The (unused) clock of the operator's views: its decisions never read the time."""
@@ -63,38 +62,26 @@ class Simulator:
             zeus_job.max_power,
         )
 
-    def profiles(self, batch_size: int) -> list[LimitProfile]:
-        return [
-            LimitProfile(
-                p,
-                self.trace.time_per_epoch(self.workload, batch_size, p),
-                self.trace.average_power(self.workload, batch_size, p),
-            )
-            for p in self.job.power_limits
-        ]
-
     def run(self, plan: Plan, rng: np.random.Generator) -> Attempt:
-        """One run of `plan` on a training run drawn with `rng`, under the same rules the
-        replay actuator applies (`discospace.traces.zeus_rules.controlled_run`)."""
+        """One run of `plan` on a training run drawn with `rng`, under the rules the replay
+        actuator applies (`discospace.traces.zeus_rules.simulated_run`)."""
         return self.run_to(plan, self.trace.sample_run(self.workload, plan.batch_size, rng))
 
     def run_to(self, plan: Plan, target_epoch: float) -> Attempt:
         """One run of `plan` on the training run that reaches the target at `target_epoch`
         (NaN: never), e.g. one a reference simulator drew."""
-        profiles = self.profiles(plan.batch_size)
-        profiled = plan.power_limit is None
-        highest = max(p.power_limit for p in profiles)
-        run = controlled_run(
-            profiles,
-            highest if plan.power_limit is None else plan.power_limit,
+        run = simulated_run(
+            self.trace,
+            self.workload,
+            plan.batch_size,
+            plan.power_limit,
+            plan.cost_limit,
             target_epoch,
             self.settings.eta,
-            self.job.max_power,
             self.max_epochs,
-            RunControls(cost_limit=plan.cost_limit, profile_power=profiled),
         )
         return Attempt(
-            plan.batch_size, run.power_limit, run.time_s, run.energy_j, run.converged, profiled
+            plan.batch_size, run.power_limit, run.time_s, run.energy_j, run.converged, run.profiled
         )
 
     def recurrences(self) -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from discospace.bench.harness import T0, Measured, Prior, run_operation
 from discospace.core import Entity, InvalidMeasurement, ValidMeasurement
 from discospace.events import MeasurementCompleted, OperationCompleted, OperationParameters
-from discospace.explorer.bench.harness import T0, Measured, Prior, run_operation
 from discospace.explorer.sample_store import SampleStores
 from discospace.explorer.spaces import known_space
 
