@@ -12,14 +12,21 @@ projector and the sampler's memo need nothing but the event itself.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, NonNegativeFloat, field_validator, model_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from discospace.core.measurement import InvalidMeasurement, MeasurementResult, ValidMeasurement
 from discospace.core.spec import ExperimentRef
 from discospace.events.common import NonEmptyStr, OperationEvent, PropertyValues, SpaceId
-from discospace.events.envelope import content_id, type_field, version_field
+from discospace.events.envelope import Record, content_id, type_field, version_field
 from discospace.events.topics import DEFAULT_TOPICS, Topic, TopicNames, measure_key, validate_pool
 from discospace.events.upcasting import Payload, upcaster
 
@@ -120,10 +127,36 @@ class MeasurementStarted(_MeasurementEvent):
     attempt: Attempt = 1
 
 
+class Provenance(Record):
+    """Where a result came from when no actuator measured it: one row of an imported file."""
+
+    source: NonEmptyStr = Field(
+        description="Name of the file the result was read from.", examples=["a100-runs.csv"]
+    )
+    sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 of the file's bytes, in hexadecimal.",
+        examples=["9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"],
+    )
+    row: int = Field(
+        ge=1,
+        description="The row of the file the result is (1 is the first row after the header).",
+        examples=[12],
+    )
+    note: str = Field(
+        default="",
+        description="What the person who imported the file said about it.",
+        examples=["March runs on the a100 cluster, before the driver update"],
+    )
+    imported_by: NonEmptyStr = Field(description="Who imported the file.", examples=["alice"])
+
+
 class MeasurementCompleted(_MeasurementEvent):
     """The experiment ran to the end: valid values, or invalid with a reason.
 
-    Version 2 added `uncertainty`; version 1 payloads are upcast with an empty one.
+    Version 2 added `uncertainty`; version 1 payloads are upcast with an empty one. The optional
+    `provenance` (added without a new version) is written only when set: a result an actuator
+    measured is written exactly as before it existed.
     """
 
     type: Literal["MeasurementCompleted"] = type_field("MeasurementCompleted")
@@ -150,6 +183,27 @@ class MeasurementCompleted(_MeasurementEvent):
     duration_seconds: NonNegativeFloat = Field(
         description="How long the experiment ran, in seconds.", examples=[184.2]
     )
+    provenance: Provenance | None = Field(
+        default=None,
+        description="Where the result came from when it was imported from a file rather than "
+        "measured by an actuator (`discospace store import`); absent otherwise.",
+        examples=[
+            {
+                "source": "a100-runs.csv",
+                "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                "row": 12,
+                "note": "March runs on the a100 cluster",
+                "imported_by": "alice",
+            }
+        ],
+    )
+
+    @model_serializer(mode="wrap")
+    def _provenance_only_when_set(self, write: SerializerFunctionWrapHandler) -> Any:
+        data = write(self)
+        if self.provenance is None and isinstance(data, dict):
+            data.pop("provenance", None)
+        return data
 
     @model_validator(mode="after")
     def _coherent(self) -> MeasurementCompleted:
