@@ -1,0 +1,305 @@
+"""A file of measurements as ``store import`` reads it: its bytes, its columns, its cells (pure).
+
+- :func:`read_table`: a CSV (every cell read as text; only an empty cell is missing) or a Parquet
+  file (cells as typed) as a DataFrame, with the SHA-256 of the file's bytes.
+- :func:`parse_renames`: the ``--map FILE_COLUMN=PROPERTY`` options.
+- :func:`plan_columns`: which column gives which constitutive property, which target property,
+  and the optional ``is_valid``, ``invalid_reason`` and ``duration_seconds``; a column named by
+  ``--map`` wins over one that only has the property's name, and the other columns are ignored
+  (the summary names them).
+- Cells: :func:`is_missing`, :func:`target_value`, :func:`validity`, :func:`duration` and
+  :func:`reason` turn one cell into what an event carries, or raise a :class:`CellError` that
+  says in a few words why they cannot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from discospace.cli.errors import CliError
+from discospace.core.canonical import Value, normalise_number
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+IS_VALID = "is_valid"
+INVALID_REASON = "invalid_reason"
+DURATION = "duration_seconds"
+OPTIONAL_COLUMNS = (IS_VALID, INVALID_REASON, DURATION)
+"""Columns with a fixed meaning besides the properties (all optional)."""
+
+_CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_NOT_A_VALUE = frozenset({"nan", "na", "n/a", "null", "none", "<na>"})
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_TRUE = frozenset({"true", "yes", "1", "valid"})
+_FALSE = frozenset({"false", "no", "0", "invalid"})
+
+
+class CellError(ValueError):
+    """One cell cannot be read as what its column gives; ``str(error)`` says why, briefly."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A file's rows and the SHA-256 of its bytes."""
+
+    name: str
+    sha256: str
+    frame: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """What each column of the file gives (properties by name -> file column)."""
+
+    constitutive: Mapping[str, str]
+    targets: Mapping[str, str]
+    is_valid: str | None
+    invalid_reason: str | None
+    duration: str | None
+    ignored: tuple[str, ...]
+
+
+def read_table(path: Path) -> Table:
+    """The rows of a CSV (``.csv``, ``.tsv``, optionally ``.gz``) or Parquet file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except OSError as error:
+        raise CliError(f"{path}: cannot be read ({error.strerror or error})") from None
+    frame = _parse(path, data)
+    frame.columns = [str(column).strip() for column in frame.columns]
+    if frame.empty:
+        raise CliError(f"{path}: holds no rows of measurements")
+    return Table(path.name, hashlib.sha256(data).hexdigest(), frame)
+
+
+def _parse(path: Path, data: bytes) -> pd.DataFrame:
+    import pandas as pd  # here: the other commands start without pandas
+
+    name = path.name.lower()
+    compressed = name.endswith(".gz")
+    stem = name.removesuffix(".gz")
+    suffix = next((s for s in (*_CSV_SUFFIXES, *_PARQUET_SUFFIXES) if stem.endswith(s)), None)
+    if suffix is None or (compressed and suffix in _PARQUET_SUFFIXES):
+        raise CliError(
+            f"{path}: not a file this command reads; give a .csv, .tsv (optionally .gz), "
+            ".parquet or .pq file"
+        )
+    try:
+        if suffix in _PARQUET_SUFFIXES:
+            return pd.read_parquet(io.BytesIO(data))
+        return pd.read_csv(
+            io.BytesIO(data),
+            sep=_CSV_SUFFIXES[suffix],
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+            compression="gzip" if compressed else None,
+        )
+    except Exception as error:  # pandas and pyarrow raise many kinds
+        kind = "Parquet" if suffix in _PARQUET_SUFFIXES else "CSV"
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+        raise CliError(f"{path}: cannot be read as {kind} ({first_line})") from None
+
+
+def parse_renames(options: Iterable[str]) -> dict[str, str]:
+    """``--map FILE_COLUMN=PROPERTY`` options as file column -> property name."""
+    renames: dict[str, str] = {}
+    for option in options:
+        column, equals, name = (part.strip() for part in option.partition("="))
+        if not equals or not column or not name:
+            raise CliError(f"--map {option!r} is not FILE_COLUMN=PROPERTY")
+        if column in renames and renames[column] != name:
+            raise CliError(f"--map gives column '{column}' twice ({renames[column]}, {name})")
+        renames[column] = name
+    return renames
+
+
+def plan_columns(
+    columns: Sequence[str],
+    constitutive: Sequence[str],
+    targets: Sequence[str],
+    experiment_id: str,
+    renames: Mapping[str, str],
+) -> ColumnPlan:
+    """What each column gives; a :class:`CliError` names a missing, unknown or doubled one."""
+    unknown = [column for column in renames if column not in columns]
+    if unknown:
+        raise CliError(
+            f"--map {unknown[0]}={renames[unknown[0]]}: the file has no column '{unknown[0]}' "
+            f"(its columns: {', '.join(columns)})"
+        )
+    meaning = _Meanings(constitutive, targets, experiment_id)
+    given: dict[tuple[str, str], str] = {}
+    for column in sorted(columns, key=lambda c: c not in renames):  # renamed columns first
+        what = meaning.of(renames.get(column, column))
+        if what is None and column in renames:
+            raise CliError(meaning.unknown(column, renames[column]))
+        if what is not None and what in given:
+            _check_pair(given[what], column, what[1], renames)
+        elif what is not None:
+            given[what] = column
+    return _plan(columns, given, meaning)
+
+
+def _check_pair(first: str, second: str, name: str, renames: Mapping[str, str]) -> None:
+    """Two columns give ``name``: the second is ignored when ``--map`` named the first and only
+    the second's own name says it; any other pair is an error."""
+    if second in renames:
+        raise CliError(f"columns '{first}' and '{second}' are both mapped to '{name}'")
+    if first not in renames:
+        raise CliError(f"columns '{first}' and '{second}' both give '{name}'")
+
+
+def _plan(
+    columns: Sequence[str], given: dict[tuple[str, str], str], meaning: _Meanings
+) -> ColumnPlan:
+    by_kind: dict[str, dict[str, str]] = {"constitutive": {}, "target": {}, "optional": {}}
+    for (kind, name), column in given.items():
+        by_kind[kind][name] = column
+    missing = [name for name in meaning.constitutive if name not in by_kind["constitutive"]]
+    if missing:
+        raise CliError(
+            f"the file has no column for the propert{'ies' if len(missing) > 1 else 'y'} "
+            f"{', '.join(missing)} of the space (its columns: {', '.join(columns)}); "
+            "name one with --map COLUMN=PROPERTY"
+        )
+    optional = by_kind["optional"]
+    if not by_kind["target"] and IS_VALID not in optional and INVALID_REASON not in optional:
+        raise CliError(
+            f"the file has no column for any target property of {meaning.experiment_id} "
+            f"({', '.join(meaning.targets)}); name one with --map COLUMN=TARGET"
+        )
+    used = set(given.values())
+    return ColumnPlan(
+        constitutive={name: by_kind["constitutive"][name] for name in meaning.constitutive},
+        targets={
+            name: by_kind["target"][name] for name in meaning.targets if name in by_kind["target"]
+        },
+        is_valid=optional.get(IS_VALID),
+        invalid_reason=optional.get(INVALID_REASON),
+        duration=optional.get(DURATION),
+        ignored=tuple(column for column in columns if column not in used),
+    )
+
+
+@dataclass(frozen=True)
+class _Meanings:
+    """What a column name (or the name ``--map`` gives it) stands for."""
+
+    constitutive: Sequence[str]
+    targets: Sequence[str]
+    experiment_id: str
+
+    def of(self, name: str) -> tuple[str, str] | None:
+        """(kind, property) for a property name, observed property id or optional column."""
+        if name in self.constitutive:
+            return ("constitutive", name)
+        if name in self.targets:
+            return ("target", name)
+        experiment, dot, target = name.rpartition(".")
+        if dot and experiment == self.experiment_id and target in self.targets:
+            return ("target", target)
+        return ("optional", name) if name in OPTIONAL_COLUMNS else None
+
+    def unknown(self, column: str, name: str) -> str:
+        known = [*self.constitutive, *self.targets, *OPTIONAL_COLUMNS]
+        return (
+            f"--map {column}={name}: '{name}' is not a property of the space, a target of "
+            f"{self.experiment_id} or one of {', '.join(OPTIONAL_COLUMNS)} "
+            f"(known: {', '.join(known)})"
+        )
+
+
+# -- cells ---------------------------------------------------------------------------------------
+
+
+def is_missing(cell: Any) -> bool:
+    """An empty cell: None, NaN, pandas' NA, or text that is only spaces."""
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+        return True
+    if isinstance(cell, str):
+        return not cell.strip()
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(cell))
+    except (TypeError, ValueError):
+        return False
+
+
+def constitutive_value(cell: Any) -> Any:
+    """A cell of a constitutive property, for its domain to read ("4" -> 4 where numeric)."""
+    return cell.strip() if isinstance(cell, str) else cell
+
+
+def target_value(cell: Any) -> Value | None:
+    """A measured value: a number, true/false or text; None when the cell is empty."""
+    if is_missing(cell):
+        return None
+    if isinstance(cell, str):
+        return _value_of_text(cell.strip())
+    if isinstance(cell, bool):
+        return cell
+    if isinstance(cell, int | float):
+        return _finite(cell)
+    raise CellError(f"{cell!r} is not a number, true/false or text")
+
+
+def _value_of_text(text: str) -> Value | None:
+    if text.lower() in _NOT_A_VALUE:
+        return None
+    if _WHOLE.fullmatch(text):
+        return int(text)
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None:
+        return _finite(number)
+    lowered = text.lower()
+    return lowered == "true" if lowered in ("true", "false") else text
+
+
+def _finite(number: int | float) -> int | float:
+    if isinstance(number, float) and not math.isfinite(number):
+        raise CellError(f"{number} is not a finite number")
+    return number
+
+
+def validity(cell: Any) -> bool | None:
+    """An ``is_valid`` cell: true/false (also yes/no, 1/0, valid/invalid); None when empty."""
+    if is_missing(cell):
+        return None
+    if isinstance(cell, bool):
+        return cell
+    text = str(normalise_number(cell)) if isinstance(cell, int | float) else str(cell)
+    lowered = text.strip().lower()
+    if lowered in _TRUE or lowered in _FALSE:
+        return lowered in _TRUE
+    raise CellError(f"is_valid {text!r} is not true or false")
+
+
+def duration(cell: Any) -> float:
+    """A ``duration_seconds`` cell: seconds, not negative; 0 when empty."""
+    if is_missing(cell):
+        return 0.0
+    value = target_value(cell)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise CellError(f"duration_seconds {cell!r} is not a number of seconds")
+    return float(value)
+
+
+def reason(cell: Any) -> str | None:
+    """An ``invalid_reason`` cell as text; None when empty."""
+    return None if is_missing(cell) else " ".join(str(cell).split())

@@ -1,0 +1,349 @@
+"""``store import``, the pure part: a file's rows become ``MeasurementCompleted`` events of one
+experiment of a registered space, or are refused with their number (no broker)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from discospace.cli.errors import CliError
+from discospace.cli.import_rows import (
+    IMPORT_WORKER_ID,
+    ImportSource,
+    ImportTarget,
+    completed_event,
+    import_target,
+    map_rows,
+    split_stored,
+)
+from discospace.cli.import_table import (
+    ColumnPlan,
+    parse_renames,
+    plan_columns,
+    read_table,
+)
+from discospace.core import ExperimentRef, entity_id
+from discospace.events import MeasurementCompleted, SpaceRegistered, decode, encode
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+Target = Callable[..., ImportTarget]
+
+
+@pytest.fixture
+def target(registered: Callable[..., SpaceRegistered]) -> Target:
+    """Factory: the import target of a registered space (see conftest) and experiment."""
+
+    def make(experiment: str | None = None, **space: Any) -> ImportTarget:
+        return import_target(registered(**space), experiment)
+
+    return make
+
+
+def plan_for(frame: pd.DataFrame, to: ImportTarget, *renames: str) -> ColumnPlan:
+    return plan_columns(
+        list(frame.columns),
+        to.entity_space.names,
+        to.targets,
+        to.experiment_id,
+        parse_renames(renames),
+    )
+
+
+def csv(tmp_path: Path, text: str, name: str = "runs.csv") -> pd.DataFrame:
+    path = tmp_path / name
+    path.write_text(text)
+    return read_table(path).frame
+
+
+SOURCE = ImportSource("runs.csv", "ab" * 32, "March runs", "alice")
+
+
+def events_of(frame: pd.DataFrame, to: ImportTarget, source: ImportSource = SOURCE):
+    mapped = map_rows(frame, plan_for(frame, to), to)
+    assert mapped.refused == []
+    return [completed_event(result, to, source, NOW) for result in mapped.results]
+
+
+def test_a_row_becomes_a_completed_measurement_of_the_spaces_entity_and_experiment(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput,peak_memory\n4,llama-7b,4210.5,6021\n")
+    to = target()
+
+    [event] = events_of(frame, to)
+
+    assert isinstance(event, MeasurementCompleted)
+    assert event.entity_values == {"batch_size": 4, "model_name": "llama-7b"}
+    assert event.entity_id == entity_id({"batch_size": 4, "model_name": "llama-7b"})
+    assert (event.space_id, event.sample_store) == (to.space_id, "store-a")
+    assert event.experiment_id == "benchmark"
+    assert event.values == {"throughput": 4210.5, "peak_memory": 6021}
+    assert (event.is_valid, event.invalid_reason) == (True, None)
+    assert event.worker_id == IMPORT_WORKER_ID
+    assert event.topic().endswith(".measurements")
+
+
+def test_every_result_carries_its_provenance_and_survives_the_wire(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n1,llama-7b,10\n2,llama-7b,20\n")
+
+    events = events_of(frame, target())
+
+    assert [e.provenance.row for e in events if e.provenance] == [1, 2]
+    provenance = events[1].provenance
+    assert provenance is not None
+    assert (provenance.source, provenance.sha256) == ("runs.csv", "ab" * 32)
+    assert (provenance.note, provenance.imported_by) == ("March runs", "alice")
+    assert decode(encode(events[1])) == events[1]
+
+
+def test_a_result_an_actuator_measured_is_written_without_a_provenance_key(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n1,llama-7b,10\n")
+    [event] = events_of(frame, target())
+    measured = event.model_copy(update={"provenance": None})
+
+    assert "provenance" not in json.loads(encode(measured))
+    assert decode(encode(measured)) == measured
+
+
+def test_ids_depend_on_the_store_entity_experiment_and_file_only(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n1,llama-7b,10\n")
+    other_space = target(batch_sizes=(1, 2))  # another space on the same store
+    other_file = ImportSource("runs.csv", "cd" * 32, "", "bob")
+
+    [first] = events_of(frame, target())
+    [again] = events_of(frame, target(), ImportSource("renamed.csv", "ab" * 32, "", "bob"))
+    [elsewhere] = events_of(frame, other_space)
+    [changed] = events_of(frame, target(), other_file)
+
+    assert first.event_id == again.event_id == elsewhere.event_id
+    assert first.request_id == again.request_id
+    assert changed.event_id != first.event_id
+    assert first.space_id != elsewhere.space_id
+
+
+def test_a_numeric_cell_is_read_in_its_domain_so_four_and_four_point_zero_are_one_entity(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n4.0,llama-7b,1\n")
+    [event] = events_of(frame, target())
+    assert event.entity_values["batch_size"] == 4
+    assert event.entity_id == entity_id({"batch_size": 4, "model_name": "llama-7b"})
+
+
+def test_a_row_outside_the_space_is_refused_with_its_number_and_why(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n1,llama-7b,10\n3,llama-7b,11\n")
+    to = target()
+
+    mapped = map_rows(frame, plan_for(frame, to), to)
+
+    assert [result.row for result in mapped.results] == [1]
+    [refused] = mapped.refused
+    assert refused.row == 2
+    assert refused.reason.startswith(f"row 2 is not an entity of space {to.space_id}: ")
+    assert "'batch_size' has the value 3" in refused.reason
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (",llama-7b,10,,", "row 1 has no value for the property batch_size"),
+        ("1,llama-7b,,,", "row 1 has no value for any target of benchmark"),
+        ("1,llama-7b,10,true,OOM", "row 1 is marked valid but gives the invalid_reason 'OOM'"),
+        ("1,llama-7b,10,maybe,", "row 1 cannot be read: is_valid 'maybe' is not true or false"),
+        ("1,llama-7b,inf,,", "row 1 cannot be read: throughput inf is not a finite number"),
+    ],
+)
+def test_a_row_that_cannot_be_a_result_is_refused_in_one_sentence(
+    tmp_path: Path, row: str, reason: str, target: Target
+) -> None:
+    frame = csv(tmp_path, f"batch_size,model_name,throughput,is_valid,invalid_reason\n{row}\n")
+    to = target()
+
+    [refused] = map_rows(frame, plan_for(frame, to), to).refused
+
+    assert refused.reason.startswith(reason)
+
+
+def test_an_invalid_result_keeps_its_reason_and_an_invalid_reason_alone_makes_it_invalid(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(
+        tmp_path,
+        "batch_size,model_name,throughput,is_valid,invalid_reason\n"
+        "8,llama-7b,,false,CUDA out of memory\n"
+        "4,llama-7b,,,node lost\n"
+        "2,llama-7b,,no,\n"
+        "1,llama-7b,12,,\n",
+    )
+
+    events = events_of(frame, target())
+
+    assert [(e.is_valid, e.invalid_reason) for e in events] == [
+        (False, "CUDA out of memory"),
+        (False, "node lost"),
+        (False, "recorded as invalid in the imported file"),
+        (True, None),
+    ]
+
+
+def test_a_second_row_of_one_entity_is_refused_naming_the_first(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n2,llama-7b,1\n2.0,llama-7b,2\n")
+    to = target()
+
+    mapped = map_rows(frame, plan_for(frame, to), to)
+
+    assert [r.reason for r in mapped.refused] == ["row 2 holds the same entity as row 1"]
+
+
+def test_map_renames_columns_and_the_other_columns_are_named_as_ignored(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(
+        tmp_path,
+        "bs,model_name,tokens_per_s,throughput,notes\n2,llama-7b,99.5,1,warm\n",
+    )
+    to = target()
+
+    plan = plan_for(frame, to, "bs=batch_size", "tokens_per_s=throughput")
+    [result] = map_rows(frame, plan, to).results
+
+    assert plan.constitutive == {"batch_size": "bs", "model_name": "model_name"}
+    assert plan.targets == {"throughput": "tokens_per_s"}
+    assert plan.ignored == ("throughput", "notes")
+    assert result.values == {"throughput": 99.5}
+
+
+def test_an_observed_property_id_names_a_target_column(tmp_path: Path, target: Target) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,benchmark.throughput\n2,llama-7b,7\n")
+    [event] = events_of(frame, target())
+    assert event.values == {"throughput": 7}
+
+
+@pytest.mark.parametrize(
+    ("header", "renames", "message"),
+    [
+        ("model_name,throughput", (), "the file has no column for the property batch_size"),
+        ("batch_size,model_name,notes", (), "no column for any target property of benchmark"),
+        ("batch_size,model_name,throughput", ("bs=batch_size",), "has no column 'bs'"),
+        ("b,model_name,throughput", ("b=size",), "'size' is not a property of the space"),
+        (
+            "a,b,model_name,throughput",
+            ("a=batch_size", "b=batch_size"),
+            "columns 'a' and 'b' are both mapped to 'batch_size'",
+        ),
+        (
+            "batch_size,model_name,throughput,benchmark.throughput",
+            (),
+            "columns 'throughput' and 'benchmark.throughput' both give 'throughput'",
+        ),
+    ],
+)
+def test_columns_that_do_not_fit_the_space_are_one_sentence(
+    header: str, renames: tuple[str, ...], message: str, target: Target
+) -> None:
+    frame = pd.DataFrame(columns=header.split(","))
+    with pytest.raises(CliError, match=message):
+        plan_for(frame, target(), *renames)
+
+
+def test_a_map_option_must_be_column_equals_property() -> None:
+    with pytest.raises(CliError, match="--map 'bs' is not FILE_COLUMN=PROPERTY"):
+        parse_renames(["bs"])
+
+
+def test_the_experiment_is_named_by_its_parameterized_id_or_name_and_optional_when_alone(
+    target: Target, registered: Callable[..., SpaceRegistered]
+) -> None:
+    two = (
+        ExperimentRef(actuator="synthetic", experiment="benchmark"),
+        ExperimentRef(actuator="synthetic", experiment="warmup", parameterization={"steps": 5}),
+    )
+    space = registered("store-a", *two)
+
+    assert target().experiment_id == "benchmark"
+    assert import_target(space, "warmup").experiment_id == "warmup-steps.5"
+    assert import_target(space, "warmup-steps.5").targets == ("seconds",)
+    with pytest.raises(CliError, match=r"measures benchmark, warmup-steps\.5: name one"):
+        import_target(space, None)
+    with pytest.raises(CliError, match="has no experiment nope; its experiments: benchmark"):
+        import_target(space, "nope")
+
+
+def test_rows_whose_entity_the_store_holds_are_left_out(tmp_path: Path, target: Target) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n1,llama-7b,1\n2,llama-7b,2\n")
+    to = target()
+    results = map_rows(frame, plan_for(frame, to), to).results
+
+    new, held = split_stored(results, {results[0].entity.id})
+
+    assert [r.row for r in new] == [2]
+    assert [r.row for r in held] == [1]
+
+
+def test_csv_gzip_and_parquet_files_give_the_same_events(tmp_path: Path, target: Target) -> None:
+    text = "batch_size,model_name,throughput,is_valid\n1,llama-7b,10.5,true\n8,granite-8b,,false\n"
+    typed = pd.DataFrame(
+        {
+            "batch_size": [1, 8],
+            "model_name": ["llama-7b", "granite-8b"],
+            "throughput": [10.5, None],
+            "is_valid": [True, False],
+        }
+    )
+    (tmp_path / "runs.csv").write_text(text)
+    (tmp_path / "runs.csv.gz").write_bytes(gzip.compress(text.encode()))
+    typed.to_parquet(tmp_path / "runs.parquet")
+
+    frames = [read_table(tmp_path / n).frame for n in ("runs.csv", "runs.csv.gz", "runs.parquet")]
+    found = [[e.model_dump(exclude={"event_id"}) for e in events_of(f, target())] for f in frames]
+
+    assert found[0] == found[1] == found[2]
+    assert [e["values"] for e in found[0]] == [{"throughput": 10.5}, {}]
+
+
+def test_the_file_hash_is_of_its_bytes(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_text("batch_size,model_name,throughput\n1,llama-7b,1\n")
+    (tmp_path / "b.csv").write_text("batch_size,model_name,throughput\n1,llama-7b,2\n")
+
+    first, same, other = (read_table(tmp_path / n) for n in ("a.csv", "a.csv", "b.csv"))
+
+    assert first.sha256 == same.sha256 != other.sha256
+    assert len(first.sha256) == 64
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("runs.xlsx", "x", "not a file this command reads"),
+        ("runs.csv", "batch_size,model_name,throughput\n", "holds no rows"),
+        ("runs.parquet", "not parquet", "cannot be read as Parquet"),
+        ("missing.csv", None, "no such file"),
+    ],
+)
+def test_a_file_that_cannot_be_read_is_one_sentence_naming_it(
+    tmp_path: Path, name: str, content: str | None, message: str
+) -> None:
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(CliError, match=message) as raised:
+        read_table(path)
+    assert str(raised.value).startswith(str(path))
+    assert "\n" not in str(raised.value)
