@@ -48,7 +48,7 @@ from rich.table import Table
 from discospace.events import OperationParameters, OperationRequested, encode, new_event
 from discospace.events.envelope import content_id
 from discospace.events.topics import TopicNames
-from discospace.explorer.placement import partition_of, spread_ids
+from discospace.explorer.service.placement import partition_of, spread_ids
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import end_offsets
 from discospace.runtime.provisioning import provision_topics

@@ -45,13 +45,13 @@ from discospace.events import (
     measurement_request_id,
 )
 from discospace.events.common import OperationEvent
-from discospace.explorer.decide import Engine, Timing
-from discospace.explorer.operation import OperationState, evolve
-from discospace.explorer.operators import OperatorRegistry
-from discospace.explorer.optuna_search.history import Source, told_points
-from discospace.explorer.random_walk import RandomWalk
-from discospace.explorer.spaces import KnownSpace, known_space
-from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.domain.decide import Engine, Timing
+from discospace.explorer.domain.operation import OperationState, evolve
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.domain.spaces import KnownSpace, known_space
+from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.operators.optuna_search.history import Source, told_points
+from discospace.explorer.operators.random_walk import RandomWalk
 from discospace.projector.progress import observed_ids, operation_progress
 from discospace.projector.queries import MeasurementRow, OperationRow
 from discospace.projector.reading import operation_results

@@ -33,7 +33,7 @@ from discospace.events import (
     encode,
     new_event,
 )
-from discospace.explorer.placement import partition_of, spread_ids
+from discospace.explorer.service.placement import partition_of, spread_ids
 from discospace.testing.loop import Loop, ServiceProcess
 
 pytestmark = pytest.mark.integration

@@ -28,10 +28,15 @@ from discospace.core import Entity
 from discospace.events import MeasurementRequested
 from discospace.events.common import PropertyValues
 from discospace.events.measurements import measurement_request_id
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.zeus.operator import attempt_of
-from discospace.explorer.zeus.policy import Attempt, ZeusSettings, read_history, recommendation
-from discospace.explorer.zeus.pruning import Pruned, pruning_state
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.operators.zeus.operator import attempt_of
+from discospace.explorer.operators.zeus.policy import (
+    Attempt,
+    ZeusSettings,
+    read_history,
+    recommendation,
+)
+from discospace.explorer.operators.zeus.pruning import Pruned, pruning_state
 from discospace.testing.loop import REPO, Loop
 from discospace.traces.data import TraceDataMissingError, data_dir
 from discospace.traces.zeus import Workload, ZeusTrace

@@ -8,8 +8,8 @@ from typing import Any
 from discospace.bench.harness import T0, Measured, Prior, run_operation
 from discospace.core import Entity, InvalidMeasurement, ValidMeasurement
 from discospace.events import MeasurementCompleted, OperationCompleted, OperationParameters
-from discospace.explorer.sample_store import SampleStores
-from discospace.explorer.spaces import known_space
+from discospace.explorer.domain.sample_store import SampleStores
+from discospace.explorer.domain.spaces import known_space
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 SMALL_POINTS = [{"batch_size": b, "number_gpus": g} for b in (1, 2, 4, 8) for g in (1, 2)]

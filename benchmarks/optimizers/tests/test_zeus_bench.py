@@ -23,7 +23,7 @@ from discospace.bench.zeus_sim import (
     simulate_zeus,
 )
 from discospace.cli.main import app
-from discospace.explorer.zeus.policy import Plan, ZeusSettings, read_history
+from discospace.explorer.operators.zeus.policy import Plan, ZeusSettings, read_history
 from discospace.traces.data import TraceDataMissingError, zeus_data_dir
 from discospace.traces.zeus import Workload, ZeusTrace
 

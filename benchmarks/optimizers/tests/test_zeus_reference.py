@@ -29,14 +29,14 @@ import numpy as np
 import pytest
 
 from discospace.bench.zeus_sim import Simulator
-from discospace.explorer.zeus.policy import (
+from discospace.explorer.operators.zeus.policy import (
     Attempt,
     ZeusSettings,
     next_plan,
     read_history,
     recommendation,
 )
-from discospace.explorer.zeus.pruning import Explore, pruning_state
+from discospace.explorer.operators.zeus.pruning import Explore, pruning_state
 from discospace.traces.data import TraceDataMissingError, zeus_data_dir
 from discospace.traces.zeus import Workload, ZeusTrace
 

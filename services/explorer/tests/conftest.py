@@ -43,10 +43,10 @@ from discospace.events import (
     SpaceRegistered,
     measurement_request_id,
 )
-from discospace.explorer.decide import Decided, Engine, Timing
-from discospace.explorer.operators import OperatorRegistry
-from discospace.explorer.random_walk import RandomWalk
-from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.domain.decide import Decided, Engine, Timing
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.operators.random_walk import RandomWalk
 
 T0 = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
 ACTUATOR = "Bench"

@@ -18,16 +18,16 @@ from discospace.events import (
     encode,
 )
 from discospace.explorer.app import create_app
-from discospace.explorer.decide import Engine, Timing
-from discospace.explorer.handlers import (
+from discospace.explorer.domain.decide import Engine, Timing
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.operators.random_walk import RandomWalk
+from discospace.explorer.service.handlers import (
     ExplorerDeps,
     on_operation_event,
     on_space_registered,
 )
-from discospace.explorer.live import LiveExplorer
-from discospace.explorer.operators import OperatorRegistry
-from discospace.explorer.ownership import Ownership
-from discospace.explorer.random_walk import RandomWalk
+from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.ownership import Ownership
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import ReadPositions
 

@@ -7,10 +7,10 @@ import asyncio
 from datetime import UTC, datetime
 
 from discospace.events import Event, MeasurementFailed, OperationStarted, SamplesRequested
-from discospace.explorer.decide import Engine, Timing
-from discospace.explorer.live import LiveExplorer
-from discospace.explorer.operators import OperatorRegistry
-from discospace.explorer.random_walk import RandomWalk
+from discospace.explorer.domain.decide import Engine, Timing
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.operators.random_walk import RandomWalk
+from discospace.explorer.service.live import LiveExplorer
 
 
 def _now() -> datetime:

@@ -11,8 +11,8 @@ from discospace.events import (
     OperationParameters,
     SamplesRequested,
 )
-from discospace.explorer.decide import Engine
-from discospace.explorer.operators import (
+from discospace.explorer.domain.decide import Engine
+from discospace.explorer.domain.operator import (
     Finish,
     Measure,
     OperationView,
@@ -20,8 +20,8 @@ from discospace.explorer.operators import (
     Proposal,
     Wait,
 )
-from discospace.explorer.random_walk import RandomWalk
-from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.domain.spaces import KnownSpace
+from discospace.explorer.operators.random_walk import RandomWalk
 
 
 class Doubling:

@@ -8,10 +8,10 @@ import pytest
 
 from discospace.core import Entity, PropertySpec
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
-from discospace.explorer.decide import Engine
-from discospace.explorer.domain import known_operators
-from discospace.explorer.optuna_search import samplers
-from discospace.explorer.optuna_search.samplers import missing_packages
+from discospace.explorer.domain.decide import Engine
+from discospace.explorer.operators.known import known_operators
+from discospace.explorer.operators.optuna_search import samplers
+from discospace.explorer.operators.optuna_search.samplers import missing_packages
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 NUMERIC = (

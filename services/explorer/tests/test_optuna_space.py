@@ -6,8 +6,8 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from discospace.core import Entity, EntitySpace, PropertySpec
-from discospace.explorer.optuna_search import SearchSpace, SearchSpaceError
-from discospace.explorer.optuna_search.candidates import (
+from discospace.explorer.operators.optuna_search import SearchSpace, SearchSpaceError
+from discospace.explorer.operators.optuna_search.candidates import (
     ListedPool,
     OpenPool,
     SequencePool,

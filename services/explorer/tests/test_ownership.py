@@ -12,14 +12,14 @@ from prometheus_client import CollectorRegistry
 
 from discospace.events import Event, OperationStarted, SamplesRequested
 from discospace.events.topics import operation_key
-from discospace.explorer import ownership
-from discospace.explorer.decide import Engine, Timing
-from discospace.explorer.live import LiveExplorer
-from discospace.explorer.metrics import ExplorerMetrics
-from discospace.explorer.operators import OperatorRegistry
-from discospace.explorer.ownership import Ownership
-from discospace.explorer.placement import owner_of, partition_of, spread_ids
-from discospace.explorer.random_walk import RandomWalk
+from discospace.explorer.domain.decide import Engine, Timing
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.operators.random_walk import RandomWalk
+from discospace.explorer.service import ownership
+from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.metrics import ExplorerMetrics
+from discospace.explorer.service.ownership import Ownership
+from discospace.explorer.service.placement import owner_of, partition_of, spread_ids
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import ReadPositions
 

@@ -7,8 +7,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from discospace.events import Event, TopicNames, encode
-from discospace.explorer.ownership import LogHistory
-from discospace.explorer.placement import partition_of
+from discospace.explorer.service.ownership import LogHistory
+from discospace.explorer.service.placement import partition_of
 from discospace.runtime.positions import ReadPositions
 from discospace.runtime.replay import replay
 from discospace.testing.kafka import create_topics, delete_topics

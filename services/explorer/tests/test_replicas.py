@@ -15,13 +15,13 @@ from discospace.events import (
     decode,
     encode,
 )
-from discospace.explorer.conflicts import Reading, read_decision
-from discospace.explorer.decide import Engine, Timing
-from discospace.explorer.live import LiveExplorer
-from discospace.explorer.metrics import ExplorerMetrics
-from discospace.explorer.operators import OperatorRegistry
-from discospace.explorer.random_walk import RandomWalk
-from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.domain.decide import Engine, Timing
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.operators.random_walk import RandomWalk
+from discospace.explorer.service.conflicts import Reading, read_decision
+from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.metrics import ExplorerMetrics
 
 T0 = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
 ENGINE = Engine(OperatorRegistry([RandomWalk()]), Timing(1.0, 8.0, 30.0))

@@ -11,7 +11,7 @@ from discospace.events import (
     SamplesDrawn,
     SamplesRequested,
 )
-from discospace.explorer.pairs import RetryPolicy
+from discospace.explorer.domain.pairs import RetryPolicy
 
 
 def _failing_first(times: int, retryable: bool = True):

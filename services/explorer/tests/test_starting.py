@@ -12,10 +12,10 @@ from discospace.events import (
     OperationStarted,
     SamplesRequested,
 )
-from discospace.explorer.decide import Engine, Timing
-from discospace.explorer.operators import OperatorRegistry
-from discospace.explorer.random_walk import RandomWalk
-from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.domain.decide import Engine, Timing
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.operators.random_walk import RandomWalk
 
 
 def test_a_request_on_a_registered_space_starts_and_keeps_the_seed_it_gave(

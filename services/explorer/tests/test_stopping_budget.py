@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from discospace.events import OperationCompleted, OperationFailed, StoppingRules
-from discospace.explorer.decide import Engine
-from discospace.explorer.domain import known_operators
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.stopping import check_rules, measurement_seconds
+from discospace.explorer.domain.decide import Engine
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.stopping import check_rules, measurement_seconds
+from discospace.explorer.operators.known import known_operators
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 

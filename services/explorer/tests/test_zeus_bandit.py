@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from discospace.core import DiscospaceError
-from discospace.explorer.zeus.bandit import Bandit, Posterior, Prior, posterior, windowed
+from discospace.explorer.operators.zeus.bandit import Bandit, Posterior, Prior, posterior, windowed
 
 
 def test_the_update_matches_the_closed_form_posterior_with_a_learned_precision():

@@ -9,12 +9,18 @@ import pytest
 
 from discospace.core import ExperimentSpec, PropertySpec
 from discospace.events import OperationCompleted, OperationFailed, OperationParameters
-from discospace.explorer.decide import Engine
-from discospace.explorer.operators import Finish, Measure, OperationView, OperatorRegistry, Wait
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.random_walk import RandomWalk
-from discospace.explorer.spaces import KnownSpace, known_space
-from discospace.explorer.zeus.operator import ZeusBso, attempt_of
+from discospace.explorer.domain.decide import Engine
+from discospace.explorer.domain.operator import (
+    Finish,
+    Measure,
+    OperationView,
+    OperatorRegistry,
+    Wait,
+)
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.spaces import KnownSpace, known_space
+from discospace.explorer.operators.random_walk import RandomWalk
+from discospace.explorer.operators.zeus.operator import ZeusBso, attempt_of
 
 RUN = ExperimentSpec(
     actuator="replay",

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from discospace.core import DiscospaceError
-from discospace.explorer.zeus.policy import (
+from discospace.explorer.operators.zeus.policy import (
     MAX_TRIES,
     Attempt,
     Choice,
@@ -19,7 +19,7 @@ from discospace.explorer.zeus.policy import (
     read_history,
     recommendation,
 )
-from discospace.explorer.zeus.pruning import NoSurvivorError
+from discospace.explorer.operators.zeus.pruning import NoSurvivorError
 
 JOB = Job(
     batch_sizes=(8, 16, 32, 64), default_batch_size=32, power_limits=(100, 200), max_power=200

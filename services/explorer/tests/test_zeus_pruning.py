@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from discospace.core import DiscospaceError
-from discospace.explorer.zeus.pruning import (
+from discospace.explorer.operators.zeus.pruning import (
     Explore,
     NoSurvivorError,
     Observation,

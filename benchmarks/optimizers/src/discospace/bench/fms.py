@@ -50,7 +50,7 @@ from discospace.events import (
     SpaceRegistered,
     StoppingRules,
 )
-from discospace.explorer.optuna_search.samplers import missing_packages
+from discospace.explorer.operators.optuna_search.samplers import missing_packages
 from discospace.traces import fms
 
 SEEDS = tuple(range(20))

@@ -46,11 +46,11 @@ from discospace.events import (
     measurement_request_id,
 )
 from discospace.events.common import OperationEvent
-from discospace.explorer.decide import Decided, Engine
-from discospace.explorer.domain import known_operators
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.spaces import KnownSpace, known_space
-from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.domain.decide import Decided, Engine
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.spaces import KnownSpace, known_space
+from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.operators.known import known_operators
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 """When in-process operations start (their clock advances one second per event)."""

@@ -37,7 +37,12 @@ from pathlib import Path
 
 from discospace.bench.common import BenchResult, ResultTable, median
 from discospace.bench.zeus_sim import Simulator, simulate_operator, simulate_random
-from discospace.explorer.zeus.policy import Attempt, ZeusSettings, read_history, recommendation
+from discospace.explorer.operators.zeus.policy import (
+    Attempt,
+    ZeusSettings,
+    read_history,
+    recommendation,
+)
 from discospace.traces.zeus import GPUS, Workload, ZeusTrace
 
 SEEDS = tuple(range(10))

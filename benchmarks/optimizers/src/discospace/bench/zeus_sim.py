@@ -26,11 +26,11 @@ from pydantic import JsonValue
 from discospace.core import EntitySpace, PropertySpec
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
-from discospace.explorer.operators import Finish, Measure, OperationView
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.spaces import KnownSpace
-from discospace.explorer.zeus.operator import ZeusBso
-from discospace.explorer.zeus.policy import (
+from discospace.explorer.domain.operator import Finish, Measure, OperationView
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.spaces import KnownSpace
+from discospace.explorer.operators.zeus.operator import ZeusBso
+from discospace.explorer.operators.zeus.policy import (
     Attempt,
     Job,
     Plan,
@@ -85,7 +85,13 @@ class Simulator:
         )
 
     def recurrences(self) -> int:
-        return 2 * len(self.job.batch_sizes) * len(self.job.power_limits)
+        """The paper's `2 * |B| * |P|`, counting only the (batch size, power limit)
+        combinations the trace holds (the same where none is missing)."""
+        return 2 * len(self.configurations())
+
+    def configurations(self) -> tuple[tuple[int, int], ...]:
+        """The (batch size, power limit) combinations a run may use: those with a power row."""
+        return self.trace.configurations(self.workload)
 
 
 def run_rng(seed: int, attempt: int) -> np.random.Generator:
@@ -205,8 +211,9 @@ def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> Outcome:
 
 
 def simulate_random(sim: Simulator, seed: int, recurrences: int) -> list[Attempt]:
-    """A configuration drawn uniformly for every attempt, no early stopping."""
-    configurations = [(b, p) for b in sim.job.batch_sizes for p in sim.job.power_limits]
+    """A configuration drawn uniformly for every attempt (among those the trace holds), no
+    early stopping."""
+    configurations = sim.configurations()
     attempts: list[Attempt] = []
     for _ in range(recurrences):
         for _ in range(RANDOM_TRIES):

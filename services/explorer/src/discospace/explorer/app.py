@@ -6,7 +6,7 @@ group: at start the runtime's start-up fold reads them up to their end offsets (
 how far it has read is tracked per partition (`ReadPositions`). It decides only for the
 operations of the operations-topic partitions the group `<prefix>.explorer` gives it
 (`Ownership`), once it has folded the topics up to where they ended when it was given them.
-Handlers: `handlers.py`; their parts: `bootstrap.py`.
+Handlers: `service/handlers.py`; their parts: `service/bootstrap.py`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 from functools import partial
 
 from discospace.events.factory import Clock, utc_now
-from discospace.explorer.bootstrap import bootstrap
-from discospace.explorer.domain import OperatorRegistry, known_operators
-from discospace.explorer.handlers import (
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.operators.known import known_operators
+from discospace.explorer.service.bootstrap import bootstrap
+from discospace.explorer.service.handlers import (
     fold_history,
     on_measurement_event,
     on_operation_event,

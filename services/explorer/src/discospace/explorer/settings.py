@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from discospace.explorer.decide import Timing
+from discospace.explorer.domain.decide import Timing
 from discospace.runtime.settings import ServiceSettings
 
 

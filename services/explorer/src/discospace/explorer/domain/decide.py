@@ -21,9 +21,9 @@ from datetime import datetime, timedelta
 from discospace.core import DiscospaceError, ParameterizedExperiment
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
 from discospace.events.common import PropertyValues
-from discospace.explorer.objective import ObjectiveTracker
-from discospace.explorer.operation import Decision, OperationState, evolve
-from discospace.explorer.operators import (
+from discospace.explorer.domain.objective import ObjectiveTracker
+from discospace.explorer.domain.operation import Decision, OperationState, evolve
+from discospace.explorer.domain.operator import (
     Draw,
     Finish,
     Measure,
@@ -33,12 +33,18 @@ from discospace.explorer.operators import (
     Proposal,
     Wait,
 )
-from discospace.explorer.pairs import Outcome, RetryDue, RetryPolicy
-from discospace.explorer.progress import EntityProgress, Ready, counts, entity_progress, inputs_for
-from discospace.explorer.sample_store import SampleStores
-from discospace.explorer.spaces import KnownSpace, SpaceEntry
-from discospace.explorer.starting import WaitForSpace, cancelled_before_start, start
-from discospace.explorer.stopping import Stop, deadline, rule_met
+from discospace.explorer.domain.pairs import Outcome, RetryDue, RetryPolicy
+from discospace.explorer.domain.progress import (
+    EntityProgress,
+    Ready,
+    counts,
+    entity_progress,
+    inputs_for,
+)
+from discospace.explorer.domain.sample_store import SampleStores
+from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
+from discospace.explorer.domain.starting import WaitForSpace, cancelled_before_start, start
+from discospace.explorer.domain.stopping import Stop, deadline, rule_met
 
 
 @dataclass(frozen=True)

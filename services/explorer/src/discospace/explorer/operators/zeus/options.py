@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from discospace.core import DiscospaceError, EntitySpace
 from discospace.core.canonical import Value
-from discospace.explorer.zeus.policy import Job, ZeusSettings
+from discospace.explorer.operators.zeus.policy import Job, ZeusSettings
 
 BATCH_SIZE, POWER_LIMIT, RECURRENCE = "batch_size", "power_limit", "recurrence"
 

@@ -34,16 +34,16 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from discospace.core import Entity
-from discospace.explorer.optuna_search.candidates import ListedPool, OpenPool, Pool
-from discospace.explorer.optuna_search.history import History, Source, Told
-from discospace.explorer.optuna_search.options import SearchOptions
-from discospace.explorer.optuna_search.samplers import (
+from discospace.explorer.operators.optuna_search.candidates import ListedPool, OpenPool, Pool
+from discospace.explorer.operators.optuna_search.history import History, Source, Told
+from discospace.explorer.operators.optuna_search.options import SearchOptions
+from discospace.explorer.operators.optuna_search.samplers import (
     STATEFUL,
     SamplerKind,
     ask_seed,
     make_sampler,
 )
-from discospace.explorer.optuna_search.space import SearchSpace
+from discospace.explorer.operators.optuna_search.space import SearchSpace
 
 CONSTRAINT = "constraints:is_valid"
 NSGA2_GENERATION = "NSGAIISampler:generation"

@@ -18,9 +18,9 @@ import logging
 from dataclasses import dataclass
 
 from discospace.events import SpaceRegistered
-from discospace.explorer.domain import MeasurementInput, OperationInput
-from discospace.explorer.live import LiveExplorer
-from discospace.explorer.ownership import Ownership
+from discospace.explorer.domain.operation import MeasurementInput, OperationInput
+from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.ownership import Ownership
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.consuming import Consumer
 from discospace.runtime.folding import fold_then_follow

@@ -29,8 +29,8 @@ from discospace.events import (
     SamplesRequested,
 )
 from discospace.events.common import OperationEvent, PropertyValues
-from discospace.explorer.objective import ObjectiveTracker
-from discospace.explorer.pairs import Outcome, PairFacts, PairKey
+from discospace.explorer.domain.objective import ObjectiveTracker
+from discospace.explorer.domain.pairs import Outcome, PairFacts, PairKey
 
 OperationInput: TypeAlias = (
     OperationRequested

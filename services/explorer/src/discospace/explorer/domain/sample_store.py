@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from discospace.events import MeasurementCompleted
-from discospace.explorer.pairs import Outcome, PairKey
-from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.domain.pairs import Outcome, PairKey
+from discospace.explorer.domain.spaces import KnownSpace
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from discospace.core import ParameterizedExperiment
 from discospace.core.experiment import split_observed_property_id
 from discospace.events import OperationCounts
 from discospace.events.common import PropertyValues
-from discospace.explorer.operation import OperationState
-from discospace.explorer.pairs import (
+from discospace.explorer.domain.operation import OperationState
+from discospace.explorer.domain.pairs import (
     Done,
     GaveUp,
     InFlight,
@@ -27,7 +27,7 @@ from discospace.explorer.pairs import (
     RetryPolicy,
     status,
 )
-from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.domain.spaces import KnownSpace
 
 
 @dataclass(frozen=True)

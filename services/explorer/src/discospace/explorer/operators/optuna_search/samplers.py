@@ -28,7 +28,7 @@ from optuna.samplers import (
 )
 
 from discospace.events.envelope import content_id
-from discospace.explorer.optuna_search.options import SearchOptions
+from discospace.explorer.operators.optuna_search.options import SearchOptions
 
 SamplerKind = Literal["tpe", "gp", "cmaes", "nsga2"]
 NEEDS: dict[SamplerKind, tuple[str, ...]] = {

@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from discospace.core import Entity, sampling
-from discospace.explorer.optuna_search.space import SearchSpace
+from discospace.explorer.operators.optuna_search.space import SearchSpace
 
 LISTED_LIMIT = 50_000
 """Finite spaces up to this size are listed, so a taken suggestion maps to the nearest point."""

@@ -31,15 +31,15 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from discospace.events import Event
 from discospace.events.common import OperationEvent
 from discospace.events.topics import TopicNames
-from discospace.explorer.live import LiveExplorer
-from discospace.explorer.metrics import ExplorerMetrics
-from discospace.explorer.placement import owner_of, partition_of
+from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.metrics import ExplorerMetrics
+from discospace.explorer.service.placement import owner_of, partition_of
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import ReadPositions, end_offsets
 from discospace.runtime.replay import existing_partitions, replay_until
 from discospace.runtime.retrying import until_done
 
-logger = logging.getLogger("discospace.explorer.ownership")
+logger = logging.getLogger("discospace.explorer.service.ownership")
 
 POLL_MS = 1000
 

@@ -22,9 +22,9 @@ from discospace.core import (
     ObjectiveSource,
     objective_points,
 )
-from discospace.explorer.operators import OperationView
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.domain.operator import OperationView
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.spaces import KnownSpace
 
 
 @dataclass(frozen=True)

@@ -37,17 +37,17 @@ from discospace.core import DiscospaceError
 from discospace.core.canonical import Value
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
-from discospace.explorer.operators import Finish, Measure, OperationView, Proposal, Wait
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.spaces import KnownSpace
-from discospace.explorer.zeus.options import (
+from discospace.explorer.domain.operator import Finish, Measure, OperationView, Proposal, Wait
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.spaces import KnownSpace
+from discospace.explorer.operators.zeus.options import (
     BATCH_SIZE,
     POWER_LIMIT,
     ZeusOptions,
     ZeusSpace,
     zeus_space,
 )
-from discospace.explorer.zeus.policy import (
+from discospace.explorer.operators.zeus.policy import (
     Attempt,
     History,
     HistoryFold,

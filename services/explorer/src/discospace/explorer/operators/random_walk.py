@@ -11,8 +11,8 @@ from typing import ClassVar
 
 from discospace.core import DiscospaceError, sampling
 from discospace.events import OperationParameters
-from discospace.explorer.operators import Draw, Finish, OperationView, Proposal
-from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.domain.operator import Draw, Finish, OperationView, Proposal
+from discospace.explorer.domain.spaces import KnownSpace
 
 
 class RandomWalk:

@@ -15,18 +15,18 @@ from typing import ClassVar
 
 from discospace.core import DiscospaceError, Entity
 from discospace.events import OperationParameters
-from discospace.explorer.operators import Finish, Measure, OperationView, Proposal, Wait
-from discospace.explorer.optuna_search.candidates import Pool, pool_of
-from discospace.explorer.optuna_search.history import History, Source, history_of
-from discospace.explorer.optuna_search.options import SearchOptions, parse_options
-from discospace.explorer.optuna_search.samplers import (
+from discospace.explorer.domain.operator import Finish, Measure, OperationView, Proposal, Wait
+from discospace.explorer.domain.spaces import KnownSpace
+from discospace.explorer.operators.optuna_search.candidates import Pool, pool_of
+from discospace.explorer.operators.optuna_search.history import History, Source, history_of
+from discospace.explorer.operators.optuna_search.options import SearchOptions, parse_options
+from discospace.explorer.operators.optuna_search.samplers import (
     MULTI_OBJECTIVE,
     SamplerKind,
     missing_packages,
 )
-from discospace.explorer.optuna_search.space import SearchSpace
-from discospace.explorer.optuna_search.study import Search, suggest
-from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.operators.optuna_search.space import SearchSpace
+from discospace.explorer.operators.optuna_search.study import Search, suggest
 
 _POOLS = 16
 """Pools (listed points of a space) kept between decisions, most recently used first."""

@@ -34,11 +34,11 @@ from discospace.events import (
 )
 from discospace.events.common import OperationEvent
 from discospace.events.factory import Clock
-from discospace.explorer.conflicts import Reading, read_decision, rebuild
-from discospace.explorer.decide import Decided, Engine
-from discospace.explorer.metrics import ExplorerMetrics
-from discospace.explorer.operation import Decision
-from discospace.explorer.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.domain.decide import Decided, Engine
+from discospace.explorer.domain.operation import Decision
+from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
+from discospace.explorer.service.conflicts import Reading, read_decision, rebuild
+from discospace.explorer.service.metrics import ExplorerMetrics
 from discospace.runtime.retrying import until_done
 
 logger = logging.getLogger("discospace.explorer")

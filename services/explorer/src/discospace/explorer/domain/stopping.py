@@ -25,8 +25,8 @@ from datetime import datetime, timedelta
 from discospace.core import Time, TimeUnit
 from discospace.events import StoppingRules
 from discospace.events.operations import StopReason
-from discospace.explorer.objective import ObjectiveTracker
-from discospace.explorer.pairs import Outcome
+from discospace.explorer.domain.objective import ObjectiveTracker
+from discospace.explorer.domain.pairs import Outcome
 
 
 @dataclass(frozen=True)

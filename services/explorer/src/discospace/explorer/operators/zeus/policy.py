@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from discospace.core import DiscospaceError
-from discospace.explorer.zeus.bandit import Bandit, Prior
-from discospace.explorer.zeus.pruning import Explore, Observation, pruning_state
+from discospace.explorer.operators.zeus.bandit import Bandit, Prior
+from discospace.explorer.operators.zeus.pruning import Explore, Observation, pruning_state
 
 MAX_TRIES = 20
 """Attempts of one recurrence before the target is declared unreachable (as Zeus's simulator)."""

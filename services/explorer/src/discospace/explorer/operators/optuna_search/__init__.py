@@ -6,7 +6,7 @@ history (warm start from the sample store included); `study.py` rebuilds a study
 asks; `candidates.py` keeps suggestions to points not measured yet.
 """
 
-from discospace.explorer.optuna_search.operator import (
+from discospace.explorer.operators.optuna_search.operator import (
     OptunaCmaEs,
     OptunaGp,
     OptunaNsga2,
@@ -14,8 +14,8 @@ from discospace.explorer.optuna_search.operator import (
     OptunaTpe,
     optuna_operators,
 )
-from discospace.explorer.optuna_search.options import SearchOptions
-from discospace.explorer.optuna_search.space import SearchSpace, SearchSpaceError
+from discospace.explorer.operators.optuna_search.options import SearchOptions
+from discospace.explorer.operators.optuna_search.space import SearchSpace, SearchSpaceError
 
 __all__ = [
     "OptunaCmaEs",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
-from discospace.explorer.operation import Decision
+from discospace.explorer.domain.operation import Decision
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """The operator interface: a pure decide function over an operation's state.
 
+The operators themselves (random walk, Zeus, Optuna) live in `discospace.explorer.operators`.
+
 The explorer's engine (`decide.py`) owns everything operators share: the concurrency window,
 retries with backoff, dependent experiments, stopping rules, cancellation, best-so-far and
 completion. An operator only says what to explore next, from an `OperationView`:
@@ -26,9 +28,9 @@ from typing import ClassVar, Protocol, TypeAlias
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.events.operations import StopReason
-from discospace.explorer.objective import Best
-from discospace.explorer.pairs import Outcome
-from discospace.explorer.spaces import KnownSpace
+from discospace.explorer.domain.objective import Best
+from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.spaces import KnownSpace
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from discospace.events import (
 )
 from discospace.events import OperationStarted as Started
 from discospace.events.envelope import content_id
-from discospace.explorer.operators import Operator, OperatorRegistry
-from discospace.explorer.spaces import KnownSpace, SpaceEntry
-from discospace.explorer.stopping import check_rules
+from discospace.explorer.domain.operator import Operator, OperatorRegistry
+from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
+from discospace.explorer.domain.stopping import check_rules
 
 SEED_RANGE = 2**31
 """Seeds the explorer picks lie in [0, SEED_RANGE)."""

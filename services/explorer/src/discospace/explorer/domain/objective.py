@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from discospace.core import Objective, ObjectiveSource, result_value
 from discospace.events.common import PropertyValues
-from discospace.explorer.pairs import Outcome
+from discospace.explorer.domain.pairs import Outcome
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 `bootstrap` builds what the handlers (`handlers.py`) work with: the publisher of decisions, the
 engine over the operator registry, the domain metrics, the read positions (a broker
 middleware), the log reader for rebuilding one operation, the `LiveExplorer` and the group
-membership (`Ownership`). `app.py` only wires them.
+membership (`Ownership`). `discospace.explorer.app` only wires them.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from discospace.events import (
     OperationStarted,
     SamplesRequested,
 )
-from discospace.explorer.domain import Engine, OperatorRegistry
-from discospace.explorer.handlers import ExplorerDeps
-from discospace.explorer.live import LiveExplorer
-from discospace.explorer.metrics import ExplorerMetrics
-from discospace.explorer.ownership import LogHistory, Ownership
+from discospace.explorer.domain.decide import Engine
+from discospace.explorer.domain.operator import OperatorRegistry
+from discospace.explorer.service.handlers import ExplorerDeps
+from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.metrics import ExplorerMetrics
+from discospace.explorer.service.ownership import LogHistory, Ownership
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime import Service
 from discospace.runtime.positions import ReadPositions

@@ -23,8 +23,8 @@ from enum import Enum
 
 from discospace.events import OperationStarted, SamplesRequested
 from discospace.events.common import OperationEvent
-from discospace.explorer.operation import Decision, OperationState, evolve
-from discospace.explorer.state import ExplorerState, forget
+from discospace.explorer.domain.operation import Decision, OperationState, evolve
+from discospace.explorer.domain.state import ExplorerState, forget
 
 
 class Reading(Enum):

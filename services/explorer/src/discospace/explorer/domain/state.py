@@ -8,7 +8,7 @@ once, from the complete history.
 
 Every explorer replica folds every operation (its partitions may change, and optimizers warm
 start from every result), but decides only for those `state.owns` names: the operations of its
-partitions (`ownership.py`). One explorer alone owns every operation, the default.
+partitions (`service/ownership.py`). One explorer alone owns every operation, the default.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from datetime import datetime
 
 from discospace.events import MeasurementCompleted, SpaceRegistered
 from discospace.events.common import OperationEvent
-from discospace.explorer.decide import Decided, Engine, decide
-from discospace.explorer.operation import OperationState, evolve
-from discospace.explorer.sample_store import SampleStores
-from discospace.explorer.spaces import SpaceEntry, known_space
+from discospace.explorer.domain.decide import Decided, Engine, decide
+from discospace.explorer.domain.operation import OperationState, evolve
+from discospace.explorer.domain.sample_store import SampleStores
+from discospace.explorer.domain.spaces import SpaceEntry, known_space
 
 
 @dataclass
