@@ -85,13 +85,7 @@ class Simulator:
         )
 
     def recurrences(self) -> int:
-        """The paper's `2 * |B| * |P|`, counting only the (batch size, power limit)
-        combinations the trace holds (the same where none is missing)."""
-        return 2 * len(self.configurations())
-
-    def configurations(self) -> tuple[tuple[int, int], ...]:
-        """The (batch size, power limit) combinations a run may use: those with a power row."""
-        return self.trace.configurations(self.workload)
+        return 2 * len(self.job.batch_sizes) * len(self.job.power_limits)
 
 
 def run_rng(seed: int, attempt: int) -> np.random.Generator:
@@ -211,9 +205,8 @@ def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> Outcome:
 
 
 def simulate_random(sim: Simulator, seed: int, recurrences: int) -> list[Attempt]:
-    """A configuration drawn uniformly for every attempt (among those the trace holds), no
-    early stopping."""
-    configurations = sim.configurations()
+    """A configuration drawn uniformly for every attempt, no early stopping."""
+    configurations = [(b, p) for b in sim.job.batch_sizes for p in sim.job.power_limits]
     attempts: list[Attempt] = []
     for _ in range(recurrences):
         for _ in range(RANDOM_TRIES):
