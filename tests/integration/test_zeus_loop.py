@@ -28,7 +28,7 @@ from discospace.core import Entity
 from discospace.events import MeasurementRequested
 from discospace.events.common import PropertyValues
 from discospace.events.measurements import measurement_request_id
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.operators.zeus.operator import attempt_of
 from discospace.explorer.operators.zeus.policy import (
     Attempt,
@@ -108,7 +108,7 @@ def attempt(result: OperationResult) -> Attempt:
     """One run as `zeus_bso` reads it."""
     values, entity = result.values, result.entity_values
     return attempt_of(
-        Outcome(
+        PairResult(
             result.entity_id, entity, result.experiment_id, result.is_valid, values, None, False
         )
     )

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from discospace.events import OperationCompleted, OperationFailed, StoppingRules
 from discospace.explorer.domain.decide import Engine
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.stopping import check_rules, measurement_seconds
 from discospace.explorer.operators.known import known_operators
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 
 
-def outcome(seconds: float, reused: bool = False) -> Outcome:
-    return Outcome("e", {}, "bench", True, {"tps": 1.0}, None, reused, seconds)
+def outcome(seconds: float, reused: bool = False) -> PairResult:
+    return PairResult("e", {}, "bench", True, {"tps": 1.0}, None, reused, seconds)
 
 
 def test_measurement_time_is_the_sum_of_the_durations_and_reuse_is_free():

@@ -17,7 +17,7 @@ from discospace.explorer.domain.operator import (
     OperatorRegistry,
     Wait,
 )
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace, known_space
 from discospace.explorer.operators.random_walk import RandomWalk
 from discospace.explorer.operators.zeus.operator import ZeusBso, attempt_of
@@ -54,11 +54,11 @@ def parameters(**options: Any) -> OperationParameters:
     return OperationParameters(seed=3, single_measurement=False, options={**OPTIONS, **options})
 
 
-def outcome(point: dict[str, Any], cost: float, converged: bool = True, **extra: Any) -> Outcome:
+def outcome(point: dict[str, Any], cost: float, converged: bool = True, **extra: Any) -> PairResult:
     """A run of cost `cost` at eta 0.5 (energy 2 * cost, no time)."""
     values = {"time_to_accuracy": 0.0, "energy_to_accuracy": 2 * cost, "converged": int(converged)}
     entity_id = "e-" + "-".join(str(point[k]) for k in sorted(point))
-    return Outcome(entity_id, point, "train_to_target", True, {**values, **extra}, None, False)
+    return PairResult(entity_id, point, "train_to_target", True, {**values, **extra}, None, False)
 
 
 def view(space: KnownSpace, outcomes=(), pending=(), free: int = 1, **options: Any):
@@ -189,14 +189,16 @@ def test_the_operator_finishes_once_enough_recurrences_converged(space):
 
 
 def test_an_invalid_result_counts_as_a_run_that_never_started():
-    invalid = Outcome("e", point(64, 200, 3), "train_to_target", False, {}, "no row", False)
+    invalid = PairResult("e", point(64, 200, 3), "train_to_target", False, {}, "no row", False)
     attempt = attempt_of(invalid)
     assert not attempt.ran
     assert not attempt.converged
 
 
 def test_a_result_without_the_run_figures_fails_with_a_clear_sentence():
-    broken = Outcome("e", point(32, 200, 0), "train_to_target", True, {"converged": 1}, None, False)
+    broken = PairResult(
+        "e", point(32, 200, 0), "train_to_target", True, {"converged": 1}, None, False
+    )
     with pytest.raises(ValueError, match="finite number 'time_to_accuracy'"):
         attempt_of(broken)
 

@@ -47,7 +47,7 @@ from discospace.events import (
 )
 from discospace.events.common import OperationEvent
 from discospace.explorer.domain.decide import Decided, Engine
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace, known_space
 from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
 from discospace.explorer.operators.known import known_operators
@@ -89,10 +89,10 @@ class RunRecord:
         return ends[0] if ends else None
 
     @property
-    def outcomes(self) -> list[Outcome]:
+    def outcomes(self) -> list[PairResult]:
         """Results the operation received (measured or reused), in order."""
         kinds = MeasurementCompleted | MeasurementReused
-        return [Outcome.of(e) for e in self.events if isinstance(e, kinds)]
+        return [PairResult.of(e) for e in self.events if isinstance(e, kinds)]
 
     @property
     def requested(self) -> list[dict[str, object]]:

@@ -27,7 +27,7 @@ from discospace.core import EntitySpace, PropertySpec
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.explorer.domain.operator import Finish, Measure, OperationView
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
 from discospace.explorer.operators.zeus.operator import ZeusBso
 from discospace.explorer.operators.zeus.policy import (
@@ -130,7 +130,7 @@ def simulate_operator(
     parameters = OperationParameters(
         seed=seed, single_measurement=False, options={**options, "recurrences": recurrences}
     )
-    operator, attempts, outcomes = ZeusBso(), list[Attempt](), list[Outcome]()
+    operator, attempts, outcomes = ZeusBso(), list[Attempt](), list[PairResult]()
     while True:
         proposal = operator.propose(_view(space, parameters, outcomes))
         if isinstance(proposal, Finish):
@@ -175,7 +175,7 @@ def _float(value: object) -> float | None:
     return float(value)
 
 
-def _view(space: KnownSpace, parameters: OperationParameters, outcomes: list[Outcome]):
+def _view(space: KnownSpace, parameters: OperationParameters, outcomes: list[PairResult]):
     return OperationView(
         operation_id="bench",
         parameters=parameters,
@@ -193,7 +193,7 @@ def _view(space: KnownSpace, parameters: OperationParameters, outcomes: list[Out
     )
 
 
-def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> Outcome:
+def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> PairResult:
     values: PropertyValues = {
         "time_to_accuracy": attempt.time_s,
         "energy_to_accuracy": attempt.energy_j,
@@ -201,7 +201,7 @@ def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> Outcome:
     }
     if attempt.profiled:
         values["trained_power_limit"] = attempt.power_limit
-    return Outcome(f"run-{index}", dict(point), "train_to_target", True, values, None, False)
+    return PairResult(f"run-{index}", dict(point), "train_to_target", True, values, None, False)
 
 
 def simulate_random(sim: Simulator, seed: int, recurrences: int) -> list[Attempt]:

@@ -5,7 +5,6 @@ See libs/core/README.md for the module map.
 
 from discospace.core.canonical import canonical_json, normalise_value, short_hash
 from discospace.core.discovery import DiscoverySpace, SpaceRelation
-from discospace.core.domain import Probability, PropertyDomain
 from discospace.core.entity import Entity, entity_id, entity_label
 from discospace.core.errors import (
     DiscospaceError,
@@ -37,6 +36,7 @@ from discospace.core.measurement import InvalidMeasurement, MeasurementResult, V
 from discospace.core.measurement_space import MeasurementSpace
 from discospace.core.permutation import Permutation
 from discospace.core.properties import ConstitutiveProperty, domain_from_spec
+from discospace.core.property_domains import Probability, PropertyDomain
 from discospace.core.results import (
     Objective,
     ObjectivePoint,

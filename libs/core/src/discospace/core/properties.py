@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from discospace.core.canonical import Value, format_value, normalise_value, value_kind
-from discospace.core.domain import UNIFORM, DomainKind, Probability, PropertyDomain
 from discospace.core.errors import DomainError
+from discospace.core.property_domains import UNIFORM, DomainKind, Probability, PropertyDomain
 from discospace.core.spec import ProbabilitySpec, PropertySpec
 
 

@@ -2,8 +2,8 @@
 
 These models check structure only (field names, types); whether a domain is well formed, or a
 measurement space is consistent, is decided by the domain classes built from them (see
-``domain.py``, ``discovery.py``), so that an event can carry any structurally valid spec and the
-registry can answer with a readable rejection.
+``property_domains.py``, ``discovery.py``), so that an event can carry any structurally valid
+spec and the registry can answer with a readable rejection.
 
 Sequences are tuples so a loaded spec is immutable; lists are accepted on input.
 """

@@ -5,7 +5,7 @@
 - `decide.py`: the engine: from an operation's state and the time, its next decisions;
 - `starting.py`, `stopping.py`: accepting a request; the stopping rules;
 - `pairs.py`: one (entity, experiment) pair's facts, and retries;
-- `progress.py`: where each entity stands, experiment by experiment, and the counts;
+- `entity_progress.py`: where each entity stands, experiment by experiment, and the counts;
 - `objective.py`: best-so-far for the objective (the rules of `discospace.core.results`);
 - `spaces.py`, `sample_store.py`: the registered spaces; results of their sample stores;
 - `operator.py`: the operator interface (`Operator`, `OperationView`, `Draw`, `Measure`...),

@@ -21,6 +21,13 @@ from datetime import datetime, timedelta
 from discospace.core import DiscospaceError, ParameterizedExperiment
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
 from discospace.events.common import PropertyValues
+from discospace.explorer.domain.entity_progress import (
+    EntityProgress,
+    Ready,
+    counts,
+    entity_progress,
+    inputs_for,
+)
 from discospace.explorer.domain.objective import ObjectiveTracker
 from discospace.explorer.domain.operation import Decision, OperationState, evolve
 from discospace.explorer.domain.operator import (
@@ -33,14 +40,7 @@ from discospace.explorer.domain.operator import (
     Proposal,
     Wait,
 )
-from discospace.explorer.domain.pairs import Outcome, RetryDue, RetryPolicy
-from discospace.explorer.domain.progress import (
-    EntityProgress,
-    Ready,
-    counts,
-    entity_progress,
-    inputs_for,
-)
+from discospace.explorer.domain.pairs import PairResult, RetryDue, RetryPolicy
 from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
 from discospace.explorer.domain.starting import WaitForSpace, cancelled_before_start, start
@@ -237,7 +237,7 @@ class _Running:
             store_results=self._store_results(),
         )
 
-    def _store_results(self) -> tuple[Outcome, ...]:
+    def _store_results(self) -> tuple[PairResult, ...]:
         if self.store is None:
             return ()
         return self.store.results_for(self.space, self.state.operation_id, self.started_at)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from discospace.core import Objective, ObjectiveSource, result_value
 from discospace.events.common import PropertyValues
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,12 @@ class ObjectiveTracker:
     without_improvement: int = 0
     """Results of the source experiment since the best last improved (invalid ones included)."""
 
-    def update(self, outcomes: Sequence[Outcome]) -> None:
+    def update(self, outcomes: Sequence[PairResult]) -> None:
         for outcome in outcomes[self.read :]:
             self._read(outcome)
         self.read = len(outcomes)
 
-    def _read(self, outcome: Outcome) -> None:
+    def _read(self, outcome: PairResult) -> None:
         if outcome.experiment_id != self.source.experiment_id:
             return
         value = result_value(outcome, self.source)

@@ -30,7 +30,7 @@ from discospace.events import (
 )
 from discospace.events.common import OperationEvent, PropertyValues
 from discospace.explorer.domain.objective import ObjectiveTracker
-from discospace.explorer.domain.pairs import Outcome, PairFacts, PairKey
+from discospace.explorer.domain.pairs import PairFacts, PairKey, PairResult
 
 OperationInput: TypeAlias = (
     OperationRequested
@@ -82,7 +82,7 @@ class OperationState:
     entities: dict[str, PropertyValues | None] = field(default_factory=dict)
     """Every entity of the operation, in the order it became known; values once seen."""
     pairs: dict[PairKey, PairFacts] = field(default_factory=dict)
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[PairResult] = field(default_factory=list)
     """Results in the order of the measurements topic (the same on every replay)."""
     seen: set[str] = field(default_factory=set)
     open: dict[str, None] = field(default_factory=dict)
@@ -233,7 +233,7 @@ def _(event: MeasurementCompleted | MeasurementReused, state: OperationState) ->
     state.know(event.entity_id, dict(event.entity_values))
     facts = state.pair((event.entity_id, event.experiment_id))
     if facts.outcome is None:
-        facts.outcome = Outcome.of(event)
+        facts.outcome = PairResult.of(event)
         state.outcomes.append(facts.outcome)
 
 

@@ -29,7 +29,7 @@ from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.events.operations import StopReason
 from discospace.explorer.domain.objective import Best
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
 
 
@@ -55,11 +55,11 @@ class OperationView:
     """The sampler reported that the strategy's sequence has no entity left."""
     entities: Mapping[str, PropertyValues | None]
     """Every entity of the operation by id, with its values once a measurement named them."""
-    outcomes: Sequence[Outcome]
+    outcomes: Sequence[PairResult]
     """Results so far, in the order they arrived (the same on every replay)."""
     best: Best | None
     """The best entity for the objective so far (None without an objective or result)."""
-    store_results: Sequence[Outcome] = ()
+    store_results: Sequence[PairResult] = ()
     """Results of the space's sample store that other operations measured before this one
     started (valid and invalid), for the space's entities and experiments, oldest first: what
     an optimizer warm-starts from (see `sample_store.py`)."""

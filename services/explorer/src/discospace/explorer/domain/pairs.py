@@ -20,7 +20,7 @@ PairKey = tuple[str, str]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class PairResult:
     """A measurement result the operation received: measured, or reused from the store."""
 
     entity_id: str
@@ -34,7 +34,7 @@ class Outcome:
     """How long the measurement ran (0 for a reused one: it cost nothing)."""
 
     @classmethod
-    def of(cls, event: MeasurementCompleted | MeasurementReused) -> Outcome:
+    def of(cls, event: MeasurementCompleted | MeasurementReused) -> PairResult:
         measured = event.duration_seconds if isinstance(event, MeasurementCompleted) else None
         return cls(
             entity_id=event.entity_id,
@@ -58,7 +58,7 @@ class PairFacts:
     """The request that asked for `requested_attempt`."""
     first_request_index: int | None = None
     """The request that first asked for the pair with explicit points (its inputs are kept)."""
-    outcome: Outcome | None = None
+    outcome: PairResult | None = None
     failures: dict[int, MeasurementFailed] = field(default_factory=dict)
     rejected: str | None = None
     """Why the sampler refused the explicit point of the latest request, if it did."""
@@ -84,7 +84,7 @@ class RetryDue:
 class Done:
     """Measured or reused, valid or not: never measured again by this operation."""
 
-    outcome: Outcome
+    outcome: PairResult
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from discospace.events import MeasurementCompleted
-from discospace.explorer.domain.pairs import Outcome, PairKey
+from discospace.explorer.domain.pairs import PairKey, PairResult
 from discospace.explorer.domain.spaces import KnownSpace
 
 
@@ -27,7 +27,7 @@ from discospace.explorer.domain.spaces import KnownSpace
 class StoredResult:
     """One result of a sample store, with who measured it and when."""
 
-    outcome: Outcome
+    outcome: PairResult
     operation_id: str
     occurred_at: datetime
     event_id: str
@@ -50,7 +50,7 @@ class SampleStores:
 
     stores: dict[str, _Store] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
-    _cache: dict[tuple[str, str], tuple[int, tuple[Outcome, ...]]] = field(default_factory=dict)
+    _cache: dict[tuple[str, str], tuple[int, tuple[PairResult, ...]]] = field(default_factory=dict)
 
     def knows(self, event: MeasurementCompleted) -> bool:
         return event.event_id in self.seen
@@ -62,7 +62,7 @@ class SampleStores:
         self.seen.add(event.event_id)
         store = self.stores.setdefault(event.sample_store, _Store())
         result = StoredResult(
-            Outcome.of(event), event.operation_id, event.occurred_at, event.event_id
+            PairResult.of(event), event.operation_id, event.occurred_at, event.event_id
         )
         key = (event.entity_id, event.experiment_id)
         known = store.results.get(key)
@@ -72,7 +72,7 @@ class SampleStores:
 
     def results_for(
         self, space: KnownSpace, operation_id: str, started_at: datetime
-    ) -> tuple[Outcome, ...]:
+    ) -> tuple[PairResult, ...]:
         """Results of the space's store an operation started at `started_at` may reuse."""
         store = self.stores.get(space.sample_store)
         if store is None:
@@ -92,7 +92,7 @@ class SampleStores:
 
 def _of_space(
     store: _Store, space: KnownSpace, operation_id: str, started_at: datetime
-) -> tuple[Outcome, ...]:
+) -> tuple[PairResult, ...]:
     experiments = {experiment.id for experiment in space.experiments}
     names = set(space.entity_space.names)
     chosen = [

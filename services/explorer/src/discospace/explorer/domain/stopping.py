@@ -26,7 +26,7 @@ from discospace.core import Time, TimeUnit
 from discospace.events import StoppingRules
 from discospace.events.operations import StopReason
 from discospace.explorer.domain.objective import ObjectiveTracker
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,14 @@ def deadline(rules: StoppingRules, started_at: datetime) -> datetime | None:
     return None if limit is None else started_at + limit
 
 
-def measurement_seconds(outcomes: Sequence[Outcome]) -> float:
+def measurement_seconds(outcomes: Sequence[PairResult]) -> float:
     """Measurement time the results cost: the sum of their durations (reused ones are free)."""
     return math.fsum(outcome.duration_seconds for outcome in outcomes)
 
 
 def rule_met(
     rules: StoppingRules,
-    outcomes: Sequence[Outcome],
+    outcomes: Sequence[PairResult],
     tracker: ObjectiveTracker | None,
     started_at: datetime,
     now: datetime,
@@ -94,7 +94,7 @@ def rule_met(
     return stop
 
 
-def _measurement_time_spent(rules: StoppingRules, outcomes: Sequence[Outcome]) -> Stop | None:
+def _measurement_time_spent(rules: StoppingRules, outcomes: Sequence[PairResult]) -> Stop | None:
     budget = rules.max_measurement_time
     if budget is None:
         return None

@@ -23,7 +23,7 @@ from discospace.core import (
     objective_points,
 )
 from discospace.explorer.domain.operator import OperationView
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
 
 
@@ -103,7 +103,7 @@ def _entity(values: Mapping[str, object] | None, space: KnownSpace) -> Entity | 
 
 
 def told_points(
-    outcomes: Iterable[Outcome], sources: Sequence[Source], space: KnownSpace
+    outcomes: Iterable[PairResult], sources: Sequence[Source], space: KnownSpace
 ) -> tuple[Told, ...]:
     """Points whose every source experiment has a result, in the order they completed
     (`discospace.core.results.objective_points`)."""

@@ -38,7 +38,7 @@ from discospace.core.canonical import Value
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.explorer.domain.operator import Finish, Measure, OperationView, Proposal, Wait
-from discospace.explorer.domain.pairs import Outcome
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
 from discospace.explorer.operators.zeus.options import (
     BATCH_SIZE,
@@ -115,13 +115,13 @@ class _Read:
     fold: HistoryFold
     entity_ids: list[str] = field(default_factory=list)
 
-    def prefix_of(self, outcomes: Sequence[Outcome]) -> bool:
+    def prefix_of(self, outcomes: Sequence[PairResult]) -> bool:
         count = len(self.entity_ids)
         return count <= len(outcomes) and (
             count == 0 or outcomes[count - 1].entity_id == self.entity_ids[-1]
         )
 
-    def extend(self, outcomes: Sequence[Outcome]) -> None:
+    def extend(self, outcomes: Sequence[PairResult]) -> None:
         for outcome in outcomes[len(self.entity_ids) :]:
             self.entity_ids.append(outcome.entity_id)
             self.fold.read(attempt_of(outcome))
@@ -146,7 +146,7 @@ def _plans(
     return plans
 
 
-def attempt_of(outcome: Outcome) -> Attempt:
+def attempt_of(outcome: PairResult) -> Attempt:
     """One finished run as the policy reads it."""
     batch_size = _whole(outcome.entity_values, BATCH_SIZE, "entity")
     requested_limit = _whole(outcome.entity_values, POWER_LIMIT, "entity")
