@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from discospace.core import ExperimentSpec, PropertySpec
 from discospace.events import (
     OperationCancelRequested,
@@ -16,6 +18,8 @@ from discospace.explorer.domain.decide import Engine, Timing
 from discospace.explorer.domain.operator import OperatorRegistry
 from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
 from discospace.explorer.operators.random_walk import RandomWalk
+
+LATENCY = {"property": "latency", "direction": "min"}
 
 
 def test_a_request_on_a_registered_space_starts_and_keeps_the_seed_it_gave(
@@ -108,6 +112,33 @@ def test_an_objective_no_experiment_measures_is_refused(loop, small_space, make_
         f"the objective 'latency' is not measured by any experiment of space "
         f"'{small_space.space_id}'"
     )
+
+
+@pytest.mark.parametrize(
+    "objectives",
+    [
+        {"objectives": [{"property": "tps", "direction": "max"}, LATENCY]},
+        {"objective": {"property": "tps", "direction": "max"}, "objectives": [LATENCY]},
+        {"options": {"objectives": [{"property": "tps", "direction": "max"}, LATENCY]}},
+    ],
+    ids=["objectives", "objective-and-objectives", "older-options-objectives"],
+)
+def test_each_objective_of_objectives_must_be_measured_by_the_space(
+    loop, small_space, make_request, objectives
+):
+    failed = loop(small_space).send(make_request(small_space, **objectives))[0]
+    assert isinstance(failed, OperationFailed)
+    assert failed.reason == (
+        f"the objective 'latency' is not measured by any experiment of space "
+        f"'{small_space.space_id}'"
+    )
+
+
+def test_objectives_the_space_measures_start_the_operation(loop, small_space, make_request):
+    measured = [{"property": "tps", "direction": "max"}, {"property": "mem", "direction": "min"}]
+    started = loop(small_space).send(make_request(small_space, objectives=measured))[0]
+    assert isinstance(started, OperationStarted)
+    assert [o.property for o in started.parameters.objectives_to_optimise()] == ["tps", "mem"]
 
 
 def test_a_maximum_duration_that_is_not_wall_clock_time_is_refused(loop, small_space, make_request):

@@ -203,6 +203,15 @@ def test_a_result_without_the_run_figures_fails_with_a_clear_sentence():
         attempt_of(broken)
 
 
+@pytest.mark.parametrize("energy", [True, float("inf"), float("nan"), "12.5"])
+def test_a_run_figure_that_is_not_a_finite_number_fails_naming_it(energy):
+    """A boolean, an infinite or NaN value, a string: not a value by the one rule for results."""
+    values = {"time_to_accuracy": 1.0, "energy_to_accuracy": energy, "converged": 1}
+    run = PairResult("e", point(32, 200, 0), "train_to_target", True, values, None, False)
+    with pytest.raises(ValueError, match="finite number 'energy_to_accuracy'"):
+        attempt_of(run)
+
+
 # -- inside the engine ---------------------------------------------------------------------
 
 

@@ -113,11 +113,18 @@ def with_seed(request: OperationRequested) -> OperationParameters:
 
 def check(parameters: OperationParameters, space: KnownSpace, operator: Operator) -> str | None:
     """Why the operation cannot run as asked, in one sentence, or None when it can."""
-    problem = check_rules(parameters.stopping)
-    objective = parameters.objective
-    if problem is None and objective is not None and space.measures(objective.property) is None:
-        problem = (
-            f"the objective '{objective.property}' is not measured by any experiment of "
-            f"space '{space.space_id}'"
-        )
+    problem = check_rules(parameters.stopping) or _unmeasured_objective(parameters, space)
     return problem or operator.check(parameters, space)
+
+
+def _unmeasured_objective(parameters: OperationParameters, space: KnownSpace) -> str | None:
+    """The first objective no experiment of the space measures, in one sentence; None when every
+    one is measured. Every objective counts: `objective` (its best entity and stopping rules)
+    and each of `objectives` (what an optimizer optimises)."""
+    for objective in (parameters.objective, *parameters.objectives_to_optimise()):
+        if objective is not None and space.measures(objective.property) is None:
+            return (
+                f"the objective '{objective.property}' is not measured by any experiment of "
+                f"space '{space.space_id}'"
+            )
+    return None

@@ -51,7 +51,7 @@ class OptunaOperator:
                 f"{self.name} needs the packages {', '.join(missing)}, which are not installed: "
                 "install the explorer with its 'gp' extra"
             )
-        return _objectives_problem(self, parameters, space) or self._space_problem(
+        return _objectives_problem(self, parameters) or self._space_problem(
             parameters, options, space
         )
 
@@ -125,9 +125,9 @@ def _sources(parameters: OperationParameters, space: KnownSpace) -> list[Source]
     return [s for s in sources if s is not None]
 
 
-def _objectives_problem(
-    operator: OptunaOperator, parameters: OperationParameters, space: KnownSpace
-) -> str | None:
+def _objectives_problem(operator: OptunaOperator, parameters: OperationParameters) -> str | None:
+    """How many objectives this operator is given, if it cannot take them; whether the space
+    measures each is checked for every operator at start (`domain/starting.py`)."""
     objectives = parameters.objectives_to_optimise()
     if not objectives:
         return (
@@ -136,12 +136,6 @@ def _objectives_problem(
         )
     if len(objectives) > 1 and not MULTI_OBJECTIVE[operator.kind]:
         return f"{operator.name} optimises one objective, but {len(objectives)} were given"
-    for objective in objectives:
-        if space.measures(objective.property) is None:
-            return (
-                f"the objective '{objective.property}' is not measured by any experiment of "
-                f"space '{space.space_id}'"
-            )
     return None
 
 

@@ -28,12 +28,11 @@ Decisions are a function of the view: the Thompson draws come from a generator s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from discospace.core import DiscospaceError
+from discospace.core import DiscospaceError, as_number
 from discospace.core.canonical import Value
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
@@ -200,12 +199,13 @@ def _in_flight(view: OperationView) -> list[int]:
 
 
 def _number(values: Mapping[str, Value], name: str) -> float:
-    raw = values.get(name)
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+    """The result's value `name`, a finite number by `discospace.core.results.as_number`."""
+    number = as_number(values.get(name))
+    if number is None:
         raise DiscospaceError(
-            f"zeus_bso needs a finite number '{name}' in every result, got {raw!r}"
+            f"zeus_bso needs a finite number '{name}' in every result, got {values.get(name)!r}"
         )
-    return float(raw)
+    return number
 
 
 def _whole(values: Mapping[str, Value], name: str, where: str) -> int:
