@@ -4,6 +4,7 @@ import csv
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from discospace.traces import fms
 
@@ -41,3 +42,29 @@ def test_the_real_table_keeps_every_run_and_marks_those_without_throughput_inval
     assert set(frame["num_gpus"]) == {1, 2}
     assert set(frame["per_device_train_batch_size"]) == {2, 4, 8}
     assert (frame.loc[frame["validity"], "throughput"] > 0).all()
+
+
+def test_a_table_of_any_file_name_with_the_needed_columns_loads(tmp_path: Path) -> None:
+    # Only the columns the benchmark reads: no dtype, loss, memory or samples per second.
+    path = tmp_path / "my_runs.csv"
+    path.write_text(
+        "model_name_or_path,num_gpus,per_device_train_batch_size,framework_config,peft_method,"
+        "train_runtime,train_tokens_per_second\nm1,1,4,none,,47.6,17188.2\nm1,2,8,foak,lora,,\n"
+    )
+
+    frame = fms.load_table(path)
+
+    assert list(frame["validity"]) == [True, False]
+    assert list(frame["torch_dtype"]) == ["", ""]
+    assert frame["memory"].isna().all()
+
+
+def test_a_table_missing_a_needed_column_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "model_name_or_path,num_gpus,per_device_train_batch_size,peft_method,train_runtime,"
+        "train_tokens_per_second\nm1,1,4,lora,47.6,17188.2\n"
+    )
+
+    with pytest.raises(fms.FmsTableError, match=r"runs\.csv has no column 'framework_config'"):
+        fms.load_table(path)

@@ -14,6 +14,7 @@ from discospace.traces.zeus import (
     Workload,
     ZeusTrace,
     ZeusTraceError,
+    available_gpus,
     cost,
 )
 
@@ -155,9 +156,50 @@ def test_unknown_knobs_are_refused_with_one_sentence(trace: ZeusTrace) -> None:
         trace.job(("imagenet", "resnet50"))
 
 
-def test_an_unknown_gpu_is_refused(trace_dir: Path) -> None:
-    with pytest.raises(ZeusTraceError, match="GPU 'h100'"):
-        ZeusTrace.load(trace_dir, "h100")  # type: ignore[arg-type]
+def test_a_gpu_without_a_power_trace_is_refused_naming_the_traces_there(trace_dir: Path) -> None:
+    with pytest.raises(TraceDataMissingError, match=r"GPU 'h100'.*power traces there: v100\)\."):
+        ZeusTrace.load(trace_dir, "h100")
+
+
+def test_a_gpu_of_any_name_loads_when_its_power_file_exists(trace_dir: Path) -> None:
+    (trace_dir / "summary_power_l4.csv").write_text("\n".join([POWER_HEADER, *_power_rows(), ""]))
+
+    trace = ZeusTrace.load(trace_dir, "l4")
+
+    assert (trace.gpu, trace.workloads) == ("l4", (CIFAR,))
+    assert available_gpus(trace_dir) == ("v100", "l4")
+
+
+def test_a_gpu_name_that_is_not_a_file_name_is_refused(trace_dir: Path) -> None:
+    with pytest.raises(ZeusTraceError, match=r"'\.\./v100' is not a GPU name"):
+        ZeusTrace.load(trace_dir, "../v100")
+
+
+def test_a_batch_size_lacking_a_power_limit_offers_only_the_limits_it_has(
+    trace_dir: Path,
+) -> None:
+    rows = [r for r in _power_rows() if not r.startswith("cifar100,shufflenetv2,64,adadelta,200")]
+    (trace_dir / "summary_power_v100.csv").write_text("\n".join([POWER_HEADER, *rows, ""]))
+
+    trace = ZeusTrace.load(trace_dir, "v100")
+
+    assert trace.job(CIFAR).power_limits == (100, 200)
+    assert trace.power_limits_at(CIFAR, 32) == (100, 200)
+    assert trace.power_limits_at(CIFAR, 64) == (100,)
+    assert trace.configurations(CIFAR) == ((32, 100), (32, 200), (64, 100))
+    assert trace.unavailable(CIFAR) == ((64, 200),)
+    assert trace.job(CIFAR).default_batch_size == 64
+    assert (trace.oracle(CIFAR).batch_size, trace.oracle(CIFAR).power_limit) == (32, 200)
+
+
+def test_the_default_batch_size_is_one_the_job_has(tmp_path: Path) -> None:
+    # The paper's default (1024) lies between the trace's batch sizes 512 and 2048.
+    train = [f"cifar100,shufflenetv2,{b},adadelta,1e-1,1,0.6,3" for b in (512, 2048)]
+    power = [f"cifar100,shufflenetv2,{b},adadelta,100,10,80" for b in (512, 2048)]
+    (tmp_path / "summary_train.csv").write_text("\n".join([TRAIN_HEADER, *train, ""]))
+    (tmp_path / "summary_power_v100.csv").write_text("\n".join([POWER_HEADER, *power, ""]))
+
+    assert ZeusTrace.load(tmp_path, "v100").job(CIFAR).default_batch_size == 512
 
 
 def test_a_missing_power_file_names_the_path(trace_dir: Path) -> None:

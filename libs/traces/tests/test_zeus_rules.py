@@ -15,6 +15,7 @@ from discospace.traces.zeus_rules import (
     epochs_within,
     limit_profiles,
     profiling_epoch,
+    simulated_run,
     trace_run,
 )
 
@@ -145,3 +146,18 @@ def test_on_a_trace_the_job_sets_max_power_and_max_epochs(trace: ZeusTrace) -> N
 def test_on_a_trace_a_limit_it_lacks_is_named(trace: ZeusTrace) -> None:
     with pytest.raises(UnknownConfigurationError, match="power limit 175 W"):
         trace_run(trace, ("squad", "bert"), 8, 175, 2.0, ETA, RunControls())
+
+
+def test_profiling_a_batch_size_lacking_a_limit_covers_only_the_limits_it_has() -> None:
+    # Batch size 16 has no 100 W row: profiling covers 150 and 200 W (T (12 + 10) / 2 = 11).
+    power = POWER + "squad,bert,16,adamw,150,12,140\nsquad,bert,16,adamw,200,10,180\n"
+    train = TRAIN + "squad,bert,16,adamw,1e-5,1,84.0,3\n"
+    trace = ZeusTrace.from_frames(
+        pd.read_csv(io.StringIO(train)), pd.read_csv(io.StringIO(power)), "v100"
+    )
+
+    got = trace_run(trace, ("squad", "bert"), 16, 200, 3.0, ETA, RunControls(profile_power=True))
+    planned = simulated_run(trace, ("squad", "bert"), 16, None, None, 3.0, ETA)
+
+    assert (got.power_limit, got.time_s) == (200, pytest.approx(11.0 + 2 * 10.0))
+    assert planned == got

@@ -1,36 +1,65 @@
 """What `discospace bench optimizers` runs: each chosen benchmark, its tables printed and its
 JSON written (`common.write_result`).
 
+Results are written as they come: each benchmark tells a `common.ResultFile` every part it
+finishes (a Zeus workload, an fms method), which writes the result so far at once and shows a
+progress line, so a crash or Ctrl-C keeps every part done (and says so). A rerun starts over: it
+first says what the file held (a finished or an unfinished run, how much of it), then replaces
+it as it goes.
+
+The fms part runs on the default table (`--fms-data`), or on every table `fms_tables` names (a
+file, a folder of `*.csv` files, or a glob pattern), each written as `fms-<file stem>.json`.
+Every table is read and checked before any benchmark runs.
+
 The CLI imports this module only when the command is called, so the CLI needs neither this
 package nor the services it benchmarks for anything else. `USER_ERRORS` are the errors a user
-can meet (a missing trace file, a trace that cannot be simulated, an unknown benchmark name);
-each is one sentence.
+can meet (a missing trace file or GPU, a trace that cannot be simulated, a table without a
+needed column, a pattern matching no table, an unknown benchmark name); each is one sentence.
 """
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from discospace.bench.common import BenchResult, print_result, write_result
+from discospace.bench.common import (
+    BenchResult,
+    Progress,
+    ResultFile,
+    earlier_run,
+    print_result,
+    result_path,
+    write_result,
+)
 from discospace.traces.data import TraceDataMissingError
+from discospace.traces.fms import FmsTableError
 from discospace.traces.zeus import ZeusTraceError
 
 BENCHMARKS = ("zeus", "fms")
+GLOB_CHARACTERS = frozenset("*?[")
 
 
 class UnknownBenchmarkError(ValueError):
     """A benchmark name that is not one of `BENCHMARKS`."""
 
 
+class TableChoiceError(ValueError):
+    """`--fms-table` names no table, or two tables whose results would share a file."""
+
+
 USER_ERRORS: tuple[type[Exception], ...] = (
     TraceDataMissingError,
     ZeusTraceError,
+    FmsTableError,
+    TableChoiceError,
     UnknownBenchmarkError,
 )
+Job = Callable[[Progress], BenchResult]
 
 
 def run(
@@ -38,6 +67,7 @@ def run(
     *,
     zeus_data: Path | None = None,
     fms_data: Path | None = None,
+    fms_tables: Sequence[Path | str] = (),
     gpus: Sequence[str] = (),
     out: Path | None = None,
     console: Console | None = None,
@@ -45,12 +75,13 @@ def run(
     """Run the benchmarks in `names` (all when empty), print them; the JSON files written."""
     chosen = _chosen(names)
     shown = console or Console()
-    written = []
+    jobs: list[tuple[str, Job]] = []
     if "zeus" in chosen:
-        written.append(_report(lambda: _zeus(zeus_data, gpus), out, shown))
+        jobs.append(("zeus", partial(_zeus, zeus_data, gpus)))
     if "fms" in chosen:
-        written.append(_report(lambda: _fms(fms_data), out, shown))
-    return written
+        jobs += _fms_jobs(fms_data, fms_tables)
+    files = ResultFile(out, shown)
+    return [_report(name, job, files) for name, job in jobs]
 
 
 def _chosen(names: Sequence[str]) -> tuple[str, ...]:
@@ -63,24 +94,79 @@ def _chosen(names: Sequence[str]) -> tuple[str, ...]:
     return chosen
 
 
-def _zeus(data: Path | None, gpus: Sequence[str]) -> BenchResult:
+def _zeus(data: Path | None, gpus: Sequence[str], progress: Progress) -> BenchResult:
     from discospace.bench import zeus
 
-    kwargs: dict[str, Any] = {"data_dir": data}
+    kwargs: dict[str, Any] = {"data_dir": data, "progress": progress}
     if gpus:
         kwargs["gpus"] = tuple(g.lower() for g in gpus)
     return zeus.run(**kwargs)
 
 
-def _fms(data: Path | None) -> BenchResult:
+def _fms_jobs(data: Path | None, tables: Sequence[Path | str]) -> list[tuple[str, Job]]:
+    """One job per table (the default one when `tables` is empty), every table checked now."""
     from discospace.bench import fms
 
-    return fms.run(data)
+    if not tables:
+        fms.read_table(fms.fms.table_path(data))
+        return [("fms", partial(_fms, data, None, "fms"))]
+    paths = table_paths(tables)
+    for path in paths:
+        fms.read_table(path)
+    return [(f"fms-{p.stem}", partial(_fms, None, p, f"fms-{p.stem}")) for p in paths]
 
 
-def _report(benchmark: Callable[[], BenchResult], out: Path | None, console: Console) -> Path:
-    result = benchmark()
-    print_result(result, console)
-    path = write_result(result, out)
-    console.print(f"wrote {path}")
+def _fms(data: Path | None, table: Path | None, name: str, progress: Progress) -> BenchResult:
+    from discospace.bench import fms
+
+    return fms.run(data, table=table, name=name, progress=progress)
+
+
+def table_paths(given: Sequence[Path | str]) -> list[Path]:
+    """The tables `given` names, in order: a file as it is, a folder's `*.csv` files, a glob
+    pattern's files. `TableChoiceError` when one names nothing, or two share a file stem."""
+    paths: list[Path] = []
+    for spec in given:
+        found = _tables_of(str(spec))
+        if not found:
+            raise TableChoiceError(
+                f"no table matches {spec} (give a CSV file, a folder or a glob)."
+            )
+        paths += [p for p in found if p not in paths]
+    stems: dict[str, Path] = {}
+    for path in paths:
+        if path.stem in stems:
+            raise TableChoiceError(
+                f"the tables {stems[path.stem]} and {path} would both be written as "
+                f"fms-{path.stem}.json: rename one."
+            )
+        stems[path.stem] = path
+    return paths
+
+
+def _tables_of(spec: str) -> list[Path]:
+    """A folder's tables, a file (also one that is absent: reading it says so), or a glob's."""
+    path = Path(spec)
+    if path.is_dir():
+        return sorted(p for p in path.glob("*.csv") if p.is_file())
+    if path.exists() or not GLOB_CHARACTERS & set(spec):
+        return [path]
+    return sorted(Path(p) for p in glob.glob(spec) if Path(p).is_file())
+
+
+def _report(name: str, job: Job, files: ResultFile) -> Path:
+    """Run one benchmark, its results written as they come; then its tables and its file."""
+    earlier = earlier_run(result_path(name, files.folder))
+    if earlier is not None:
+        files.console.print(earlier, markup=False, highlight=False)
+    try:
+        result = job(files.update)
+    except BaseException:
+        kept = files.stopped(name)
+        if kept is not None:
+            files.console.print(kept, markup=False, highlight=False)
+        raise
+    print_result(result, files.console)
+    path = write_result(result, files.folder)
+    files.console.print(f"wrote {path}", markup=False, highlight=False)
     return path

@@ -1,5 +1,9 @@
 """Sample efficiency on the fms-acceleration A100 table: how many measurements to near the best.
 
+Any table with the columns `discospace.traces.fms.NEEDED` works the same way (`run(table=PATH)`,
+`read_table`); one without a valid row is refused. Each method's result is told to `progress`
+as soon as it is done (the command writes it at once and shows a line).
+
 The space is every configuration of the table (`a100_80gb.csv`): model, number of GPUs,
 per-device batch size, framework config and PEFT method (124 rows; the table covers only part
 of the product of those values, so the operators search among its rows with the `candidates`
@@ -22,6 +26,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
@@ -30,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from discospace.bench.common import BenchResult, ResultTable
+from discospace.bench.common import BenchResult, Progress, ResultTable
 from discospace.bench.harness import Measured, Prior, run_operation, space_event
 from discospace.core import (
     Entity,
@@ -52,6 +57,7 @@ from discospace.events import (
 )
 from discospace.explorer.operators.optuna_search.samplers import missing_packages
 from discospace.traces import fms
+from discospace.traces.fms import FmsTableError
 
 SEEDS = tuple(range(20))
 METHODS = ("random", "optuna_tpe", "optuna_gp")
@@ -129,6 +135,15 @@ def table_of(frame: pd.DataFrame) -> Table:
         }
         rows[Entity.of(values).id] = {**values, **measured}
     return Table(rows, space_event(spec, (EXPERIMENT,)))
+
+
+def read_table(path: Path) -> Table:
+    """The benchmark's table from the CSV file `path` (any name). `FmsTableError` names a
+    missing column, or says that no row has a throughput (there is no best to approach)."""
+    frame = fms.load_table(path)
+    if not frame["validity"].any():
+        raise FmsTableError(f"No row of the table {path} has a train_tokens_per_second.")
+    return table_of(frame)
 
 
 @dataclass(frozen=True)
@@ -231,27 +246,54 @@ def run(
     data_dir: Path | None = None,
     seeds: Sequence[int] = SEEDS,
     methods: Sequence[str] = METHODS,
+    *,
+    table: Path | None = None,
+    name: str = "fms",
+    progress: Progress | None = None,
 ) -> BenchResult:
     """The fms benchmark: measurements to within 5% of the best tokens per second.
 
-    `data_dir` is the folder holding `a100_80gb.csv`, or the data folder holding
-    `fms-acceleration-a100/` (default: the shared data folder); any table with the same
-    columns works. `methods` are `random` and Optuna operator names (`optuna_tpe`,
+    `table` is any CSV file with the needed columns; without it, `a100_80gb.csv` in
+    `data_dir` (the fms folder or the data folder holding `fms-acceleration-a100/`; default:
+    the shared data folder). `methods` are `random` and Optuna operator names (`optuna_tpe`,
     `optuna_gp`); one whose packages are missing is reported as not run. Seeds 0 to 19 by
-    default; each method runs cold (empty store) and warm (half the table known).
+    default; each method runs cold (empty store) and warm (half the table known). `name`
+    names the result (its file); `progress` is told the result after each method.
     """
-    table = table_of(fms.load(data_dir))
+    path = table if table is not None else fms.table_path(data_dir)
+    rows = read_table(path)
     runs: list[SeedRun] = []
     skipped: dict[str, str] = {}
-    for method in methods:
+    for done, method in enumerate(methods, start=1):
+        started = time.perf_counter()
         reason = unavailable(method)
         if reason is not None:
             skipped[method] = reason
-            continue
-        runs += [run_method(table, method, s, start) for start in STARTS for s in seeds]
+        else:
+            runs += [run_method(rows, method, s, start) for start in STARTS for s in seeds]
+        if progress is not None:
+            line = _progress_line(path, method, (done, len(methods)), runs, skipped)
+            seconds = time.perf_counter() - started
+            so_far = _result(name, path, rows, seeds, (methods, done), runs, skipped)
+            progress(so_far, f"{line} ({seconds:.1f} s)")
+    return _result(name, path, rows, seeds, (methods, len(methods)), runs, skipped)
+
+
+def _result(
+    name: str,
+    path: Path,
+    table: Table,
+    seeds: Sequence[int],
+    methods_done: tuple[Sequence[str], int],
+    runs: list[SeedRun],
+    skipped: dict[str, str],
+) -> BenchResult:
+    """The result once the first `done` of `methods` have run."""
+    methods, done = methods_done
     return BenchResult(
-        name="fms",
+        name=name,
         settings={
+            "table": str(path),
             "seeds": list(seeds),
             "methods": list(methods),
             "within": WITHIN,
@@ -260,10 +302,26 @@ def run(
             "best_tokens_per_second": table.best,
             "batch_size": 1,
         },
-        tables=[_table(runs, methods, skipped)],
+        tables=[_table(runs, methods[:done], skipped, path.stem)],
         details={"runs": [asdict(r) for r in runs], "not_run": skipped},
         notes=[_random_note(table), *_notes(runs, skipped)],
+        complete=done == len(methods),
+        progress=f"{done} of {len(methods)} methods",
     )
+
+
+def _progress_line(
+    path: Path,
+    method: str,
+    count: tuple[int, int],
+    runs: Sequence[SeedRun],
+    skipped: dict[str, str],
+) -> str:
+    head = f"fms {path.stem}: {method}"
+    if method in skipped:
+        return f"{head} not run ({count[0]}/{count[1]} methods): {skipped[method]}"
+    medians = "; ".join(f"{start} {_median(runs, method, start):g}" for start in STARTS)
+    return f"{head} done ({count[0]}/{count[1]} methods): median measurements {medians}"
 
 
 def _median(runs: Sequence[SeedRun], method: str, start: str) -> float | None:
@@ -271,9 +329,11 @@ def _median(runs: Sequence[SeedRun], method: str, start: str) -> float | None:
     return float(statistics.median(chosen)) if chosen else None
 
 
-def _table(runs: Sequence[SeedRun], methods: Sequence[str], skipped: dict[str, str]) -> ResultTable:
+def _table(
+    runs: Sequence[SeedRun], methods: Sequence[str], skipped: dict[str, str], label: str
+) -> ResultTable:
     seeds = len({r.seed for r in runs})
-    title = f"fms A100: measurements to within {WITHIN:.0%} of the best tokens/s ({seeds} seeds)"
+    title = f"fms {label}: measurements to within {WITHIN:.0%} of the best tokens/s ({seeds} seeds)"
     table = ResultTable(title, COLUMNS)
     for method in methods:
         for start in STARTS:

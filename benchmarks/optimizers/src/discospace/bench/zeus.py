@@ -3,8 +3,12 @@
 Simulation rules (the Zeus simulator, ml-energy/zeus `zeus/simulate.py`, `simulate_one_job`):
 
 - per workload and GPU, the paper's job (target metric, max epochs, default batch size capped at
-  the largest batch size in that GPU's power trace) from `discospace.traces.zeus`;
+  the largest batch size in that GPU's power trace) from `discospace.traces.zeus`; any GPU whose
+  power trace file is in the folder (by default every one there);
 - `eta` 0.5, `beta` 2, `2 * |B| * |P|` recurrences, seeds 0 to 9;
+- a (batch size, power limit) the power trace has no row for is unavailable: random choice
+  never draws it, profiling skips it, the oracle ignores it, and the recurrences count only the
+  combinations there are; the notes say how many were unavailable per workload;
 - a recurrence is attempted until one run converges; each run draws a training run (a seed of
   the train trace) uniformly; a run whose `target_epoch` is missing or above `max_epochs` pays
   `max_epochs` epochs and the recurrence is retried; early stopping ends a run before the epoch
@@ -14,7 +18,8 @@ Simulation rules (the Zeus simulator, ml-energy/zeus `zeus/simulate.py`, `simula
 
 The decisions are the `zeus_bso` operator's own, asked with views as the explorer asks it, its
 run controls applied by the simulator (`zeus_sim.py`); randomness comes from the seed and the
-run number only.
+run number only. Each workload's result is told to `progress` as soon as it is done (the
+command writes it at once and shows a line).
 Figures per workload: the final choice (the optimizer's pick at the end: best posterior mean),
 its expected cost against the oracle's (the trace's cheapest configuration in expectation: mean
 cost of an attempt divided by the chance of converging), the cumulative cost of every attempt
@@ -31,11 +36,12 @@ and 3.3% on A40 (1.125x).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from discospace.bench.common import BenchResult, ResultTable, median
+from discospace.bench.common import BenchResult, Progress, ResultTable, median
 from discospace.bench.zeus_sim import Simulator, simulate_operator, simulate_random
 from discospace.explorer.operators.zeus.policy import (
     Attempt,
@@ -43,7 +49,8 @@ from discospace.explorer.operators.zeus.policy import (
     read_history,
     recommendation,
 )
-from discospace.traces.zeus import GPUS, Workload, ZeusTrace
+from discospace.traces.data import TraceDataMissingError
+from discospace.traces.zeus import Workload, ZeusTrace, available_gpus, zeus_folder
 
 SEEDS = tuple(range(10))
 
@@ -78,6 +85,10 @@ class WorkloadResult:
     recurrences: int
     zeus: list[RunResult]
     random: list[RunResult]
+    configurations: int
+    """(batch size, power limit) combinations the power trace holds."""
+    unavailable: list[list[int]]
+    """[batch size, power limit] of the job's combinations without a power row."""
 
 
 def _result(
@@ -86,9 +97,9 @@ def _result(
     eta, workload = sim.settings.eta, sim.workload
     history = read_history(attempts, sim.settings, sim.job)
     expected = sim.trace.expected_cost(workload, *choice, eta)
-    default_energy = sim.trace.expected_cost(
-        workload, sim.job.default_batch_size, max(sim.job.power_limits), 1.0
-    )
+    default = sim.job.default_batch_size
+    highest = max(sim.trace.power_limits_at(workload, default))
+    default_energy = sim.trace.expected_cost(workload, default, highest, 1.0)
     energy = sim.trace.expected_cost(workload, *choice, 1.0)
     total = sum(history.costs)
     last = next(a for a in reversed(attempts) if a.converged)
@@ -135,6 +146,8 @@ def bench_workload(
         recurrences=recurrences,
         zeus=zeus,
         random=rand,
+        configurations=len(sim.configurations()),
+        unavailable=[[b, p] for b, p in trace.unavailable(workload)],
     )
 
 
@@ -143,25 +156,83 @@ FINAL_TARGET, WORST_TARGET, CUMULATIVE_TARGET = 1.01, 1.10, 1.10
 
 def run(
     data_dir: Path | None = None,
-    gpus: Sequence[str] = GPUS,
+    gpus: Sequence[str] = (),
     seeds: Sequence[int] = SEEDS,
     settings: ZeusSettings | None = None,
+    progress: Progress | None = None,
 ) -> BenchResult:
     """The whole benchmark: every workload of every GPU's trace, `zeus_bso` and random choice.
 
     `data_dir` is the Zeus trace folder or the data folder holding it (default: the shared
-    data folder). `TraceDataMissingError` says which file is absent."""
+    data folder); `gpus` any GPUs with a power trace there (default: every one there). Every
+    trace is read before the first workload runs: `TraceDataMissingError` says which file is
+    absent (and which GPUs the folder has). `progress` is told each workload's result as soon
+    as it is done."""
     chosen = settings or ZeusSettings()
-    results = []
-    for gpu in gpus:
-        trace = ZeusTrace.load(data_dir, gpu)
-        results += [bench_workload(trace, w, chosen, seeds) for w in trace.workloads]
+    names = tuple(gpus) or available_gpus(data_dir)
+    if not names:
+        raise TraceDataMissingError(
+            f"The Zeus folder {zeus_folder(data_dir)} holds no power trace "
+            "(summary_power_<gpu>.csv)."
+        )
+    traces = [ZeusTrace.load(data_dir, gpu) for gpu in names]
+    todo = [(trace, workload) for trace in traces for workload in trace.workloads]
+    results: list[WorkloadResult] = []
+    for trace, workload in todo:
+        started = time.perf_counter()
+        results.append(bench_workload(trace, workload, chosen, seeds))
+        if progress is not None:
+            line = _progress_line(results, len(todo), time.perf_counter() - started)
+            progress(_bench_result(names, seeds, chosen, results, len(todo)), line)
+    return _bench_result(names, seeds, chosen, results, len(todo))
+
+
+def _bench_result(
+    gpus: Sequence[str],
+    seeds: Sequence[int],
+    settings: ZeusSettings,
+    results: Sequence[WorkloadResult],
+    total: int,
+) -> BenchResult:
     return BenchResult(
         name="zeus",
-        settings={"seeds": list(seeds), "gpus": list(gpus), **asdict(chosen)},
+        settings={"seeds": list(seeds), "gpus": list(gpus), **asdict(settings)},
         tables=[_table(results)],
         details={"workloads": [asdict(r) for r in results]},
-        notes=_notes(results),
+        notes=[*_notes(results), _unavailable_note(results)],
+        complete=len(results) == total,
+        progress=f"{len(results)} of {total} workloads",
+    )
+
+
+def _progress_line(results: Sequence[WorkloadResult], total: int, seconds: float) -> str:
+    r = results[-1]
+    final = median(x.final_ratio for x in r.zeus)
+    return (
+        f"zeus {len(results)}/{total} {r.gpu} {r.workload}: final {final:.3f}, cumulative "
+        f"{_median_cumulative(r):.3f} x the oracle (medians); {len(r.unavailable)} of "
+        f"{r.configurations + len(r.unavailable)} combinations unavailable ({seconds:.1f} s)"
+    )
+
+
+SHOWN_UNAVAILABLE = 6
+"""Unavailable combinations a note lists per workload (then a count of the others)."""
+
+
+def _unavailable_note(results: Sequence[WorkloadResult]) -> str:
+    """Which (batch size, power limit) combinations had no power row, per workload."""
+    parts = []
+    for r in results:
+        if not r.unavailable:
+            continue
+        pairs = [f"{b}/{p}" for b, p in r.unavailable[:SHOWN_UNAVAILABLE]]
+        more = len(r.unavailable) - len(pairs)
+        listed = ", ".join(pairs) + (f" and {more} more" if more else "")
+        total = r.configurations + len(r.unavailable)
+        parts.append(f"{r.gpu} {r.workload} {len(r.unavailable)} of {total} ({listed})")
+    return (
+        "unavailable (batch size, power limit) combinations, without a power row and run by no "
+        f"policy: {'; '.join(parts) if parts else 'none'}"
     )
 
 

@@ -6,8 +6,11 @@ missing or above `max_epochs` pays `max_epochs` epochs and does not converge; ea
 ends a run before the epoch that would pass its cost limit (a run that cannot afford one epoch
 never starts); a batch size's first run profiles every power limit in its first epoch (that
 epoch costs the mean of the limits' epochs) and trains the other epochs at the cheapest limit.
+A (batch size, power limit) the power trace has no row for is never run: profiling covers the
+limits a batch size has, random choice draws among the `configurations` there are.
 
-Three drivers, one run at a time (`2 * |B| * |P|` recurrences in the paper):
+Three drivers, one run at a time (`2 * |B| * |P|` recurrences in the paper, `2 *` the
+combinations there are when a trace lacks some):
 `simulate_operator` runs the `zeus_bso` operator itself on views, as the explorer would, and
 applies its run controls as an actuator would; `simulate_zeus` calls the policy directly (the
 same decisions, a cross-check); `simulate_random` draws a configuration uniformly for every run.
@@ -85,7 +88,13 @@ class Simulator:
         )
 
     def recurrences(self) -> int:
-        return 2 * len(self.job.batch_sizes) * len(self.job.power_limits)
+        """The paper's `2 * |B| * |P|`, counting only the (batch size, power limit)
+        combinations the trace holds (the same where none is missing)."""
+        return 2 * len(self.configurations())
+
+    def configurations(self) -> tuple[tuple[int, int], ...]:
+        """The (batch size, power limit) combinations a run may use: those with a power row."""
+        return self.trace.configurations(self.workload)
 
 
 def run_rng(seed: int, attempt: int) -> np.random.Generator:
@@ -205,8 +214,9 @@ def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> PairResult:
 
 
 def simulate_random(sim: Simulator, seed: int, recurrences: int) -> list[Attempt]:
-    """A configuration drawn uniformly for every attempt, no early stopping."""
-    configurations = [(b, p) for b in sim.job.batch_sizes for p in sim.job.power_limits]
+    """A configuration drawn uniformly for every attempt (among those the trace holds), no
+    early stopping."""
+    configurations = sim.configurations()
     attempts: list[Attempt] = []
     for _ in range(recurrences):
         for _ in range(RANDOM_TRIES):

@@ -2,8 +2,9 @@
 
 Runs the Zeus batch-size optimizer on the Zeus NSDI'23 traces and the model-based optimizers on
 the fms-acceleration table, prints their tables and writes each as JSON under
-``benchmarks/results/`` (or ``--out``). The data paths are options, so any table in the same
-format can be benchmarked. No broker needed.
+``benchmarks/results/`` (or ``--out``), each workload's result as soon as it is done. The data
+paths are options, so any trace in the same format can be benchmarked: any GPU with a Zeus power
+trace file (``--gpu``), any fms table with the needed columns (``--fms-table``). No broker needed.
 
 The benchmarks are their own package (``discospace-bench``, ``benchmarks/optimizers/``), which
 depends on the explorer: it is imported only when the command is called, so the CLI depends on
@@ -51,9 +52,24 @@ def optimizers(
             show_default=False,
         ),
     ] = None,
+    fms_tables: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fms-table",
+            help="fms tables to run instead of a100_80gb.csv (repeatable): a CSV file of any "
+            "name with the needed columns, a folder of them, or a glob; each written as "
+            "fms-<file stem>.json.",
+            show_default=False,
+        ),
+    ] = None,
     gpus: Annotated[
         list[str] | None,
-        typer.Option("--gpu", help="Zeus power traces to use (repeatable). Default: v100, a40."),
+        typer.Option(
+            "--gpu",
+            help="Zeus power traces to use (repeatable): any GPU with a "
+            "summary_power_<gpu>.csv in the Zeus folder. Default: every one there.",
+            show_default=False,
+        ),
     ] = None,
     only: Annotated[
         list[str] | None,
@@ -74,6 +90,7 @@ def optimizers(
             only or (),
             zeus_data=zeus_data,
             fms_data=fms_data,
+            fms_tables=fms_tables or (),
             gpus=gpus or (),
             out=out,
             console=Console(width=WIDE),

@@ -7,5 +7,6 @@
 - `discospace.traces.zeus_rules`: Zeus's run controls (early stopping at a cost limit,
   just-in-time power-limit profiling, an epoch cap) as pure rules, shared by the explorer's
   simulator and the replay actuator.
-- `discospace.traces.fms`: the fms-acceleration A100 fine-tuning table, typed.
+- `discospace.traces.fms`: the fms-acceleration A100 fine-tuning table (or any table with its
+  columns), typed.
 """

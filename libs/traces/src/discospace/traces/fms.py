@@ -4,10 +4,15 @@
 config, PEFT method, dtype). A row without throughput did not finish (out of memory): that
 configuration is invalid. `load()` gives the columns that matter with fixed types, the PEFT method
 of a full fine-tune as "none" (the CSV leaves it empty), and `validity` (throughput present).
+
+`load_table(path)` reads any CSV file in the same format, whatever its name: it needs the
+columns in `NEEDED` (a table without one is refused with `FmsTableError`, naming it); the other
+columns are optional (an absent text column reads as "", an absent number as NaN).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +20,21 @@ import pandas as pd
 from discospace.traces.data import fms_data_dir, required_file
 
 FMS_FILE = "a100_80gb.csv"
+NEEDED = (
+    "model_name_or_path",
+    "num_gpus",
+    "per_device_train_batch_size",
+    "framework_config",
+    "peft_method",
+    "train_runtime",
+    "train_tokens_per_second",
+)
+"""The raw columns a table needs: a configuration, its runtime and its throughput."""
+
+
+class FmsTableError(ValueError):
+    """A table that is not in the fms format; the message is one sentence."""
+
 
 CONFIGURATION = (
     "model",
@@ -43,12 +63,34 @@ def load(folder: Path | None = None) -> pd.DataFrame:
     """The table from `folder` (the fms folder or the data folder holding it; default
     `fms_data_dir()`): `CONFIGURATION` columns, then `throughput` (train tokens per second),
     `memory` (peak torch allocation, bytes), the other measured columns, and `validity`."""
+    return load_table(table_path(folder))
+
+
+def table_path(folder: Path | None = None) -> Path:
+    """The published table's file in `folder` (the fms folder or the data folder holding it;
+    default `fms_data_dir()`)."""
     root = folder if folder is not None and (folder / FMS_FILE).exists() else fms_data_dir(folder)
-    return typed(pd.read_csv(required_file(root / FMS_FILE)))
+    return root / FMS_FILE
+
+
+def load_table(path: Path) -> pd.DataFrame:
+    """The table in the CSV file `path` (any name), typed as `load` types it.
+    `TraceDataMissingError` when the file is absent, `FmsTableError` when a column of `NEEDED`
+    is."""
+    raw = pd.read_csv(required_file(path))
+    missing = [column for column in NEEDED if column not in raw.columns]
+    if missing:
+        names = ", ".join(f"'{column}'" for column in missing)
+        raise FmsTableError(
+            f"The table {path} has no column{'s' if len(missing) > 1 else ''} {names} "
+            f"(an fms table needs {', '.join(NEEDED)})."
+        )
+    return typed(raw)
 
 
 def typed(raw: pd.DataFrame) -> pd.DataFrame:
-    """The raw CSV columns renamed and typed (see `load`)."""
+    """The raw CSV columns renamed and typed (see `load`); optional columns that are absent
+    are filled ("" for text, NaN for numbers)."""
     frame = raw.rename(
         columns={
             **_RENAMES,
@@ -56,6 +98,8 @@ def typed(raw: pd.DataFrame) -> pd.DataFrame:
             "mem_peak_torch_mem_alloc_in_bytes": "memory",
         }
     )
+    absent = [c for c in (*_TEXT, *_REAL) if c not in frame.columns]
+    frame = frame.assign(**{c: "" if c in _TEXT else math.nan for c in absent})
     frame["peft_method"] = frame["peft_method"].fillna("").replace("", "none")
     for column in _TEXT:
         frame[column] = frame[column].astype(str)

@@ -20,7 +20,14 @@ paper's simulator.
 
 The job defaults (target metric, max epochs, default batch size) are the paper's; the default
 batch size is capped at the largest batch size of the workload in that GPU's power trace (GPUs
-with less memory fit smaller batches), as the paper's artifact does.
+with less memory fit smaller batches), as the paper's artifact does (and is the largest of the
+job's batch sizes not above the paper's, so that it is one the job has).
+
+Any GPU is one power trace file (`summary_power_<gpu>.csv`): `available_gpus(folder)` lists those
+a folder holds (the published V100 and A40 first). A batch size may lack rows for some power
+limits (a user's own trace, measured in part): those (batch size, power limit) combinations are
+unavailable (`unavailable`), the others are `configurations`, and a batch size's power limits are
+`power_limits_at` (what profiling covers).
 
 Everything is pure pandas/numpy: randomness comes in as a `numpy.random.Generator`.
 """
@@ -28,24 +35,47 @@ Everything is pure pandas/numpy: randomness comes in as a `numpy.random.Generato
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from discospace.traces.data import required_file, zeus_data_dir
+from discospace.traces.data import TraceDataMissingError, required_file, zeus_data_dir
 
-Gpu = Literal["v100", "a40"]
-GPUS: tuple[Gpu, ...] = ("v100", "a40")
+GPUS: tuple[str, ...] = ("v100", "a40")
+"""The GPUs of the published traces (any other GPU is the power trace file a folder holds)."""
 TRAIN_FILE = "summary_train.csv"
+_POWER_PREFIX, _POWER_SUFFIX = "summary_power_", ".csv"
+_GPU_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def power_file(gpu: str) -> str:
     """The power trace file name of `gpu`."""
-    return f"summary_power_{gpu}.csv"
+    return f"{_POWER_PREFIX}{gpu}{_POWER_SUFFIX}"
+
+
+def zeus_folder(folder: Path | None = None) -> Path:
+    """The folder holding the Zeus trace files: `folder` itself when it holds the train trace,
+    else its Zeus trace folder (default `zeus_data_dir()`)."""
+    if folder is not None and (folder / TRAIN_FILE).exists():
+        return folder
+    return zeus_data_dir(folder)
+
+
+def available_gpus(folder: Path | None = None) -> tuple[str, ...]:
+    """The GPUs with a power trace in the Zeus folder (see `zeus_folder`): the published ones
+    first, then the others by name."""
+    root = zeus_folder(folder)
+    names = {
+        path.name[len(_POWER_PREFIX) : -len(_POWER_SUFFIX)]
+        for path in root.glob(power_file("*"))
+        if path.is_file()
+    }
+    return (*(g for g in GPUS if g in names), *sorted(names - set(GPUS)))
 
 
 class ZeusTraceError(ValueError):
@@ -154,19 +184,22 @@ class ZeusTrace:
         self._power = dict(power)
 
     @classmethod
-    def load(cls, folder: Path | None = None, gpu: Gpu = "v100") -> ZeusTrace:
-        """Read the traces of `gpu` from `folder` (the Zeus trace folder, or the data folder
-        that holds it; default `zeus_data_dir()`). `TraceDataMissingError` names an absent file."""
-        if gpu not in GPUS:
-            raise ZeusTraceError(f"GPU '{gpu}' has no Zeus power trace (known: v100, a40).")
-        root = (
-            zeus_data_dir(folder)
-            if folder is None or not (folder / TRAIN_FILE).exists()
-            else folder
-        )
+    def load(cls, folder: Path | None = None, gpu: str = "v100") -> ZeusTrace:
+        """Read the traces of `gpu` (any GPU with a power trace file) from `folder` (the Zeus
+        trace folder, or the data folder that holds it; default `zeus_data_dir()`).
+        `TraceDataMissingError` names an absent file, and the GPUs the folder has."""
+        if not _GPU_NAME.fullmatch(gpu):
+            raise ZeusTraceError(f"'{gpu}' is not a GPU name (letters, digits, '_', '.', '-').")
+        root = zeus_folder(folder)
+        power_path = root / power_file(gpu)
+        if not power_path.is_file():
+            there = ", ".join(available_gpus(root)) or "none"
+            raise TraceDataMissingError(
+                f"GPU '{gpu}' has no Zeus power trace: {power_path} does not exist "
+                f"(power traces there: {there})."
+            )
         train = pd.read_csv(required_file(root / TRAIN_FILE))
-        power = pd.read_csv(required_file(root / power_file(gpu)))
-        return cls.from_frames(train, power, gpu)
+        return cls.from_frames(train, pd.read_csv(power_path), gpu)
 
     @classmethod
     def from_frames(
@@ -195,8 +228,8 @@ class ZeusTrace:
                 optimizer=optimizer,
                 target_metric=paper.target_metric,
                 max_epochs=paper.max_epochs,
-                default_batch_size=min(
-                    paper.default_batch_size, int(job_power["batch_size"].max())
+                default_batch_size=_default_batch_size(
+                    paper.default_batch_size, int(job_power["batch_size"].max()), batch_sizes
                 ),
                 batch_sizes=batch_sizes,
                 power_limits=tuple(sorted(int(p) for p in job_power["power_limit"].unique())),
@@ -226,6 +259,28 @@ class ZeusTrace:
 
     def max_power(self, workload: Iterable[str]) -> float:
         return self.job(workload).max_power
+
+    def power_limits_at(self, workload: Iterable[str], batch_size: int) -> tuple[int, ...]:
+        """The power limits the power trace holds a row for at this batch size, ascending."""
+        job = self.job(workload)
+        return tuple(
+            p for p in job.power_limits if (job.workload, int(batch_size), p) in self._power
+        )
+
+    def configurations(self, workload: Iterable[str]) -> tuple[tuple[int, int], ...]:
+        """Every (batch size, power limit) the power trace holds a row for, by batch size then
+        power limit."""
+        job = self.job(workload)
+        return tuple((b, p) for b in job.batch_sizes for p in self.power_limits_at(job.workload, b))
+
+    def unavailable(self, workload: Iterable[str]) -> tuple[tuple[int, int], ...]:
+        """The (batch size, power limit) combinations of the job without a power row: no policy
+        may run them (the oracle, random choice and profiling skip them)."""
+        job = self.job(workload)
+        held = set(self.configurations(job.workload))
+        return tuple(
+            (b, p) for b in job.batch_sizes for p in job.power_limits if (b, p) not in held
+        )
 
     def time_per_epoch(self, workload: Iterable[str], batch_size: int, power_limit: int) -> float:
         """Seconds per epoch at (batch size, power limit)."""
@@ -319,13 +374,10 @@ class ZeusTrace:
         """The (batch size, power limit) of least expected cost (ties: smaller knobs first)."""
         job = self.job(workload)
         best = OracleChoice(job.batch_sizes[0], job.power_limits[0], math.inf)
-        for b in job.batch_sizes:
-            for p in job.power_limits:
-                if (job.workload, b, p) not in self._power:
-                    continue
-                value = self.expected_cost(job.workload, b, p, eta, max_epochs)
-                if value < best.expected_cost:
-                    best = OracleChoice(b, p, value)
+        for b, p in self.configurations(job.workload):
+            value = self.expected_cost(job.workload, b, p, eta, max_epochs)
+            if value < best.expected_cost:
+                best = OracleChoice(b, p, value)
         return best
 
     def _power_row(
@@ -338,6 +390,13 @@ class ZeusTrace:
                 f"{batch_size} and power limit {power_limit} W."
             )
         return self._power[key]
+
+
+def _default_batch_size(paper: int, largest_measured: int, batch_sizes: tuple[int, ...]) -> int:
+    """The paper's default capped at the largest batch size the power trace measured, then the
+    largest of the job's batch sizes not above it (the smallest when none is)."""
+    capped = min(paper, largest_measured)
+    return max((b for b in batch_sizes if b <= capped), default=batch_sizes[0])
 
 
 def _workloads(

@@ -9,9 +9,10 @@ one optimised through the services see the same runs.
   `epoch_cost(p) = (eta * average_power(p) + (1 - eta) * max_power) * time_per_epoch(p)`.
 - Just-in-time power profiling (NSDI'23 section 4.4; ml-energy/zeus `JITPowerLimitOptimizer`
   and `Simulator._profile_power_limit`): the run's first epoch is split evenly across the power
-  limits, so it costs the mean of their epochs; the limit of least epoch cost is kept for the
-  rest of the run. Limits are compared from the highest down and a lower one wins only when
-  strictly cheaper, so ties keep the higher limit, as Zeus does.
+  limits (those the trace holds at the run's batch size), so it costs the mean of their
+  epochs; the limit of least epoch cost is kept for the rest of the run. Limits are compared
+  from the highest down and a lower one wins only when strictly cheaper, so ties keep the
+  higher limit, as Zeus does.
 - Early stopping: a run stops right before the epoch that would take its cost past its cost
   limit, at most `max_epochs` epochs (`epochs = min(cost_limit // epoch_cost, max_epochs)`, the
   epoch cost at the limit it trains at); a run that cannot afford one epoch never starts and
@@ -179,10 +180,12 @@ def trace_run(
     eta: float,
     controls: RunControls,
 ) -> ControlledRun:
-    """`controlled_run` on the traces: profiles over the job's power limits (only the requested
-    limit when not profiling), the job's `max_power` and `max_epochs`."""
+    """`controlled_run` on the traces: profiles over the power limits the trace holds at this
+    batch size (only the requested limit when not profiling), the job's `max_power` and
+    `max_epochs`."""
     job = trace.job(workload)
-    limits = job.power_limits if controls.profile_power else (power_limit,)
+    limits = trace.power_limits_at(job.workload, batch_size) if controls.profile_power else ()
+    limits = limits or (power_limit,)
     profiles = limit_profiles(trace, job.workload, batch_size, limits)
     return controlled_run(
         profiles, power_limit, target_epoch, eta, job.max_power, job.max_epochs, controls
@@ -200,13 +203,16 @@ def simulated_run(
     max_epochs: int | None = None,
 ) -> ControlledRun:
     """One run as Zeus's simulator replays it: at `power_limit`, or, when None, profiling the
-    job's power limits from the highest; stopped before the epoch that would pass `cost_limit`
-    (None: no limit); at most `max_epochs` epochs (None: the job's); the training run reaches
-    the target at `target_epoch` (NaN: never, e.g. a draw of `ZeusTrace.sample_run`)."""
+    power limits the trace holds at this batch size, from the highest; stopped before the
+    epoch that would pass `cost_limit` (None: no limit); at most `max_epochs` epochs (None: the
+    job's); the training run reaches the target at `target_epoch` (NaN: never, e.g. a draw of
+    `ZeusTrace.sample_run`)."""
     profile = power_limit is None
-    limit = max(trace.job(workload).power_limits) if power_limit is None else power_limit
+    key = tuple(workload)
+    held = trace.power_limits_at(key, batch_size) if profile else ()
+    limit = max(held or trace.job(key).power_limits) if power_limit is None else power_limit
     controls = RunControls(cost_limit=cost_limit, profile_power=profile, max_epochs=max_epochs)
-    return trace_run(trace, workload, batch_size, limit, target_epoch, eta, controls)
+    return trace_run(trace, key, batch_size, limit, target_epoch, eta, controls)
 
 
 def _profile_at(profiles: Sequence[LimitProfile], power_limit: int) -> LimitProfile:
