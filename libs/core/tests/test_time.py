@@ -252,3 +252,34 @@ def test_fractions_of_duration_add_as_the_decimals_they_are_written_as() -> None
 
 def test_huge_counts_stay_exact() -> None:
     assert Time(10**40, "tok") + Time(1, "tok") == Time(10**40 + 1, "tok")
+
+
+def test_an_elapsed_time_in_a_coarser_unit_is_not_rounded_into_the_maximum_unit() -> None:
+    facts = TimeFacts(samples_per_epoch=100, batch_size=1)
+    assert Time(1, "ep").fraction_of("150ba", facts) == pytest.approx(2 / 3)
+    assert Time(3, "sp").fraction_of("1ep", facts) == 0.03
+
+
+def test_units_per_is_the_exact_ratio_between_two_units() -> None:
+    from fractions import Fraction
+
+    from discospace.core.time_conversion import units_per
+
+    facts = TimeFacts(samples_per_epoch=1000, batch_size=8, tokens_per_sample=64)
+    assert units_per("ep", "ba", facts) == 125
+    assert units_per("ba", "ep", facts) == Fraction(1, 125)
+    assert units_per("tok", "ep", facts) == Fraction(1, 64_000)
+    assert units_per("sec", "sec", TimeFacts()) == 1
+    assert units_per("dur", "ba", TimeFacts(max_duration=Time(2, "ep"), **_SP_BA)) == 250
+    assert units_per("ep", "dur", TimeFacts(max_duration=Time(500, "ba"), **_SP_BA)) == Fraction(
+        1, 4
+    )
+    with pytest.raises(TimeConversionError, match="no conversion links"):
+        units_per("sec", "ep", facts)
+    with pytest.raises(TimeConversionError, match="needs samples_per_epoch"):
+        units_per("ep", "ba", TimeFacts(batch_size=8))
+    with pytest.raises(TimeConversionError, match="needs max_duration"):
+        units_per("dur", "ep", facts)
+
+
+_SP_BA = {"samples_per_epoch": 1000, "batch_size": 8}

@@ -5,14 +5,16 @@ batches), ``ep``<->``sp`` (samples_per_epoch), ``ba``<->``sp`` (batch_size), ``e
 (tokens_per_epoch), ``sp``<->``tok`` (tokens_per_sample); chains follow the shortest path whose
 facts are known. ``dur`` converts through max_duration, counted in the finer of the maximum's
 unit and the target (0.1dur of 90ep is 9ep; 0.5dur of 3ep is 15ba at 10 batches per epoch).
-Going to a coarser unit rounds down (150ba is 1ep when an epoch has 100 batches). ``iter`` and
-``sec`` link only to ``dur``.
+Going to a coarser unit rounds down (150ba is 1ep when an epoch has 100 batches); ``units_per``
+gives the exact ratio instead (1ba is 1/100ep), for sums and fractions that must not round.
+``iter`` and ``sec`` link only to ``dur``.
 """
 
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from discospace.core.errors import TimeConversionError, TimeError
@@ -136,15 +138,35 @@ def convert(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
 
 
 def elapsed_fraction(elapsed: Time, max_duration: Time, facts: TimeFacts) -> float:
-    """``elapsed`` as a fraction of ``max_duration``, counted in the finer of the two units."""
+    """``elapsed`` as a fraction of ``max_duration``, exactly (no unit is rounded)."""
     if max_duration.unit is DUR:
         raise TimeError(f"a maximum duration cannot be in dur ({max_duration})")
     if max_duration.value <= 0:
         raise TimeError(f"a maximum duration must be above zero, not {max_duration}")
     if elapsed.unit is DUR:
         return float(elapsed.value)
-    try:
-        maximum = _convert_counted(max_duration, elapsed.unit, facts)
-        return elapsed.value / maximum.value if maximum.value else math.inf
-    except TimeConversionError:
-        return _convert_counted(elapsed, max_duration.unit, facts).value / max_duration.value
+    ratio = units_per(elapsed.unit, max_duration.unit, facts)
+    return float(elapsed.value * ratio / max_duration.value)
+
+
+def units_per(source: TimeUnit | str, target: TimeUnit | str, facts: TimeFacts) -> Fraction:
+    """How many ``target`` make one ``source``, exactly: 1ep is 125ba and 1ba is 1/125ep at 125
+    batches per epoch; ``dur`` goes through max_duration. Raises ``TimeConversionError`` naming
+    what is missing, as ``convert`` does."""
+    source, target = TimeUnit(source), TimeUnit(target)
+    if source is target:
+        return Fraction(1)
+    if source is DUR:
+        maximum = _require_max(Time(1, DUR), target, facts)
+        return maximum.value * units_per(maximum.unit, target, facts)
+    if target is DUR:
+        maximum = _require_max(Time(1, source), target, facts)
+        return units_per(source, maximum.unit, facts) / maximum.value
+    if source not in _FINENESS or target not in _FINENESS:
+        raise TimeConversionError(
+            f"{source.value} cannot be converted to {target.value}: no conversion links "
+            f"{source.value} and {target.value}"
+        )
+    if _FINENESS[target] < _FINENESS[source]:
+        return Fraction(_convert_counted(Time(1, source), target, facts).value)
+    return 1 / Fraction(_convert_counted(Time(1, target), source, facts).value)
