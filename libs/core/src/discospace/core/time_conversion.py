@@ -162,11 +162,7 @@ def units_per(source: TimeUnit | str, target: TimeUnit | str, facts: TimeFacts) 
     if target is DUR:
         maximum = _require_max(Time(1, source), target, facts)
         return units_per(source, maximum.unit, facts) / maximum.value
-    if source not in _FINENESS or target not in _FINENESS:
-        raise TimeConversionError(
-            f"{source.value} cannot be converted to {target.value}: no conversion links "
-            f"{source.value} and {target.value}"
-        )
+    forward = _convert_counted(Time(1, source), target, facts)  # raises naming what is missing
     if _FINENESS[target] < _FINENESS[source]:
-        return Fraction(_convert_counted(Time(1, source), target, facts).value)
+        return Fraction(forward.value)
     return 1 / Fraction(_convert_counted(Time(1, target), source, facts).value)
