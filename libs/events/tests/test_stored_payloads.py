@@ -112,3 +112,13 @@ def test_moving_the_objectives_out_of_the_options_leaves_its_input_as_it_was() -
     assert moved == {"objectives": [{"property": "tps", "direction": "max"}], "options": {"k": 1}}
     assert "objectives" in old["options"]
     assert objectives_out_of_options({"options": {"k": 1}}) == {"options": {"k": 1}}
+
+
+@pytest.mark.parametrize("path", OLDER_SHAPES, ids=[path.stem for path in OLDER_SHAPES])
+def test_stopping_rules_written_before_max_training_existed_load_without_it(path: Path) -> None:
+    old = json.loads(path.read_text())
+    assert "max_training" not in old["parameters"]["stopping"]
+
+    event = decode(json.dumps(old))
+
+    assert event.parameters.stopping.max_training is None  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@ StopReason = Literal[
     "max_measurements",
     "max_duration",
     "max_measurement_time",
+    "max_training",
     "no_improvement",
     "target_reached",
     "cancelled",

@@ -42,8 +42,19 @@ class StoppingRules(Record):
     max_measurement_time: Time | None = Field(
         default=None,
         description="Stop once the operation's measurements have taken this long in total "
-        "(the sum of their durations; a reused measurement costs nothing).",
-        examples=["2h"],
+        "(the sum of their durations; a reused measurement costs nothing). In seconds, or in "
+        "dur as a fraction of max_duration.",
+        examples=["2h", "0.5dur"],
+    )
+    max_training: Time | None = Field(
+        default=None,
+        description="Stop once the operation's measurements have trained this much in total: "
+        "each measured result's training (the epochs, batches, samples, tokens or seconds it "
+        "reports, or the duration it was asked to train) converted to this unit with its own "
+        "facts (batch_size, samples_per_epoch, tokens per sample); a reused result trained "
+        "nothing. In dur: each run as a fraction of its own maximum (max_duration or "
+        "max_epochs), so 3dur is three full runs' worth.",
+        examples=["50ep", "2e6tok", "3dur"],
     )
     no_improvement: PositiveInt | None = Field(
         default=None,
