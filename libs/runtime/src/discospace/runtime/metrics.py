@@ -1,17 +1,26 @@
 """One Prometheus registry per service: FastStream's message metrics and the domain metrics.
 
-Labels are bounded sets (a reason kind, an event type, an exception class); never an entity,
-operation or event id.
+Labels are bounded sets (a reason kind, an event type, an exception class, a consumer group
+and topic); never an entity, operation or event id. The label sets known in advance (every
+reason a message can be dead-lettered for) are listed at zero from the start, so a dashboard
+reads 0 rather than "No data" until the first one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from faststream.asgi.types import ASGIApp
 from prometheus_client import CollectorRegistry, Counter, Gauge, make_asgi_app
 from prometheus_client.registry import Collector
+
+from discospace.events.codec import DecodeErrorKind
+
+DEAD_LETTER_REASON_KINDS = tuple(
+    kind for kind in get_args(DecodeErrorKind) if kind != "unexpected_type"
+)
+"""Why a message can be dead-lettered (a valid event of an unexpected type is ignored instead)."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +32,7 @@ class RuntimeMetrics:
     ignored: Counter
     handler_failures: Counter
     duplicates_dropped: Counter
+    consumer_lag: Gauge
 
     @classmethod
     def create(cls, service: str, registry: CollectorRegistry | None = None) -> RuntimeMetrics:
@@ -34,14 +44,17 @@ class RuntimeMetrics:
             registry=registry,
         )
         info.labels(service=service).set(1)
+        dead_lettered = Counter(
+            "discospace_dead_lettered",
+            "Messages sent to the dead-letter topic, by why they could not be read.",
+            ["reason_kind"],
+            registry=registry,
+        )
+        for kind in DEAD_LETTER_REASON_KINDS:
+            dead_lettered.labels(reason_kind=kind)
         return cls(
             registry=registry,
-            dead_lettered=Counter(
-                "discospace_dead_lettered",
-                "Messages sent to the dead-letter topic, by why they could not be read.",
-                ["reason_kind"],
-                registry=registry,
-            ),
+            dead_lettered=dead_lettered,
             ignored=Counter(
                 "discospace_ignored_events",
                 "Valid events read from a topic that no handler of this service takes.",
@@ -57,6 +70,13 @@ class RuntimeMetrics:
             duplicates_dropped=Counter(
                 "discospace_duplicate_events_dropped",
                 "Redelivered events dropped because their id was already handled.",
+                registry=registry,
+            ),
+            consumer_lag=Gauge(
+                "discospace_consumer_lag",
+                "Messages not read yet by this process's consumers, per consumer group and "
+                "topic (over the partitions it owns; sum over a group's members).",
+                ["group", "topic"],
                 registry=registry,
             ),
         )

@@ -33,6 +33,7 @@ from discospace.runtime.consuming import Consumer
 from discospace.runtime.deadletter import DeadLetterPolicy
 from discospace.runtime.folding import FoldReport, fold_then_follow
 from discospace.runtime.health import make_health
+from discospace.runtime.lag import ConsumerLag
 from discospace.runtime.metrics import RuntimeMetrics
 from discospace.runtime.provisioning import provision_topics
 from discospace.runtime.publishing import EventPublisher
@@ -61,6 +62,8 @@ class Service:
     followers: list[Consumer] = field(default_factory=list)
     fold_report: FoldReport | None = None
     """What the start-up fold of the followers read (None before it ran)."""
+    lag: ConsumerLag | None = None
+    """Sets `discospace_consumer_lag` while the service runs."""
 
     @property
     def name(self) -> str:
@@ -233,4 +236,7 @@ def create_service(
         )
     )
     app.on_startup(service.provision_topics)
+    service.lag = ConsumerLag(broker, metrics.consumer_lag, name)
+    service.after_startup(service.lag.start)
+    service.before_shutdown(service.lag.stop)
     return service

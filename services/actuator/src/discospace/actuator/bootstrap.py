@@ -33,7 +33,7 @@ def bootstrap(
         plugin,
         settings.worker_id,
         service.clock,
-        WorkerMetrics.create(service.metrics.registry),
+        WorkerMetrics.create(service.metrics.registry, pool=settings.pool),
         runner=runner_for(plugin, settings.memory_limit_mb),
         timeout=settings.timeout,
         operations=EndedOperations(),

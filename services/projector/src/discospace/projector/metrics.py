@@ -1,10 +1,13 @@
-"""The projector's domain metrics, on the service's registry (labels: event types only)."""
+"""The projector's domain metrics, on the service's registry (labels: event types only, every
+one listed at zero from the start)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from discospace.events import all_event_types
 
 
 @dataclass(frozen=True)
@@ -19,13 +22,16 @@ class ProjectorMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> ProjectorMetrics:
+        projected = Counter(
+            "discospace_projected_events",
+            "Events written to the store (raw log and projection tables), by type.",
+            ["event_type"],
+            registry=registry,
+        )
+        for event_type in all_event_types():
+            projected.labels(event_type=event_type.type_name())
         return cls(
-            projected=Counter(
-                "discospace_projected_events",
-                "Events written to the store (raw log and projection tables), by type.",
-                ["event_type"],
-                registry=registry,
-            ),
+            projected=projected,
             skipped=Counter(
                 "discospace_projection_skipped_events",
                 "Events read again below the offsets the store recorded, so not written.",

@@ -74,6 +74,7 @@ async def on_space_event(event: SpaceRegistered | SpaceRejected, deps: SamplerDe
 
 async def on_actuator_registered(event: ActuatorRegistered, deps: SamplerDeps) -> None:
     evolve_pools(deps.state, event)
+    deps.metrics.show_pool(event.pool)
 
 
 async def on_measurement_event(event: MeasurementEvent, deps: SamplerDeps) -> None:

@@ -1,4 +1,9 @@
-"""The sampler's domain metrics, on the service's registry (labels: bounded sets only)."""
+"""The sampler's domain metrics, on the service's registry (labels: bounded sets only).
+
+A pool's series are listed at zero as soon as the sampler learns the pool (`show_pool`), so the
+memo hit ratio (memo hits over memo hits plus measurements requested) is right from the first
+request, and a pool that measured nothing reads 0 rather than "No data".
+"""
 
 from __future__ import annotations
 
@@ -72,6 +77,10 @@ class SamplerMetrics:
                 registry=registry,
             ),
         )
+
+    def show_pool(self, pool: str) -> None:
+        """List `pool`'s series (at zero until something is sent there)."""
+        self.measurements_requested.labels(pool=pool)
 
     def observe(self, answers: Iterable[Answer]) -> None:
         """Count what one answer held."""

@@ -1,14 +1,23 @@
-"""The explorer's domain metrics, on the service's registry (no label names an operation)."""
+"""The explorer's domain metrics, on the service's registry (no label names an operation).
+
+Every way an operation can end (each stop reason, and `failed`) is listed at zero from the
+start, so a dashboard reads 0 finished rather than "No data" before the first one ends.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Set
 from dataclasses import dataclass
+from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
+from discospace.events.operations import StopReason
 from discospace.explorer.domain.operation import Decision
+
+ENDINGS = (*get_args(StopReason), "failed")
+"""The `stop_reason` of a finished operation: why it completed, or `failed`."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +36,14 @@ class ExplorerMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry) -> ExplorerMetrics:
+        operations_finished = Counter(
+            "discospace_operations_finished",
+            "Operations that ended, by stop reason ('failed' when they failed).",
+            ["stop_reason"],
+            registry=registry,
+        )
+        for ending in ENDINGS:
+            operations_finished.labels(stop_reason=ending)
         return cls(
             decisions=Counter(
                 "discospace_explorer_decisions",
@@ -45,12 +62,7 @@ class ExplorerMetrics:
                 "over the replicas, each operation counts once).",
                 registry=registry,
             ),
-            operations_finished=Counter(
-                "discospace_operations_finished",
-                "Operations that ended, by stop reason ('failed' when they failed).",
-                ["stop_reason"],
-                registry=registry,
-            ),
+            operations_finished=operations_finished,
             replayed_events=Counter(
                 "discospace_explorer_replayed_events",
                 "Events folded while replaying the topics at start.",

@@ -1,0 +1,117 @@
+"""Consumer lag: how many messages this process's consumers have yet to read, per group and topic.
+
+Every `interval_s`, `ConsumerLag` looks at every subscriber of the service's broker: the lag of
+a partition the subscriber's consumer is assigned is the partition's end offset minus the
+consumer's position (the offset of the next message it hands a handler); the gauge
+`discospace_consumer_lag{group, topic}` holds the sum over the partitions this process owns.
+Each member of a group reports only its own partitions, so `sum by (group, topic)` over the
+members is the group's lag, as `kafka-consumer-groups --describe` shows it (counted from the
+positions rather than the commits: a message being handled counts as read).
+
+A consumer without a group (one that folds its topics at every start) is shown as the group
+`<service> (no group)`. The topics a subscriber names are listed from the first pass, at 0
+while this process owns none of their partitions, so a dashboard reads 0 rather than "No
+data"; a topic whose partitions moved to another member drops back to 0. A pass that fails
+is logged and the next one tries again: measuring the lag never stops a service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import IllegalStateError
+from faststream.kafka import KafkaBroker
+from faststream.kafka.subscriber.usecase import LogicSubscriber
+from prometheus_client import Gauge
+
+Key = tuple[str, str]
+"""(group, topic)"""
+
+INTERVAL_S = 5.0
+POSITION_TIMEOUT_S = 1.0
+logger = logging.getLogger("discospace.runtime.lag")
+
+
+class ConsumerLag:
+    """Sets the lag gauge of one service every `interval_s`, from `start` until `stop`."""
+
+    def __init__(
+        self, broker: KafkaBroker, gauge: Gauge, service: str, interval_s: float = INTERVAL_S
+    ) -> None:
+        self.broker = broker
+        self.gauge = gauge
+        self.service = service
+        self.interval_s = interval_s
+        self._shown: set[Key] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Measure now and every `interval_s` from here on, in the background."""
+        self._task = asyncio.create_task(self._every_interval(), name="discospace-consumer-lag")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def measure(self) -> dict[Key, int]:
+        """Set the gauge from every subscriber's consumer; the lag of each (group, topic)."""
+        lags: dict[Key, int] = {}
+        for subscriber in self.broker.subscribers:
+            if isinstance(subscriber, LogicSubscriber):
+                group = subscriber.group_id or f"{self.service} (no group)"
+                for topic in subscriber.topic_names_for_subscribe:
+                    lags.setdefault((group, topic), 0)
+                for topic, lag in (await _lag_of(subscriber.consumer)).items():
+                    lags[(group, topic)] = lags.get((group, topic), 0) + lag
+        self._show(lags)
+        return lags
+
+    def _show(self, lags: dict[Key, int]) -> None:
+        for group, topic in self._shown - lags.keys():
+            self.gauge.labels(group=group, topic=topic).set(0)
+        for (group, topic), lag in lags.items():
+            self.gauge.labels(group=group, topic=topic).set(lag)
+        self._shown |= lags.keys()
+
+    async def _every_interval(self) -> None:
+        while True:
+            try:
+                await self.measure()
+            except Exception:
+                logger.warning("consumer lag not measured; trying again", exc_info=True)
+            await asyncio.sleep(self.interval_s)
+
+
+async def _lag_of(consumer: object) -> dict[str, int]:
+    """Messages after the consumer's position, per topic, over the partitions it is assigned."""
+    if not isinstance(consumer, AIOKafkaConsumer):
+        return {}
+    partitions = consumer.assignment()
+    if not partitions:
+        return {}
+    ends = await consumer.end_offsets(list(partitions))
+    lags: dict[str, int] = {}
+    for partition, position in await _positions(consumer, partitions):
+        lag = max(ends.get(partition, position) - position, 0)
+        lags[partition.topic] = lags.get(partition.topic, 0) + lag
+    return lags
+
+
+async def _positions(
+    consumer: AIOKafkaConsumer, partitions: Iterable[TopicPartition]
+) -> list[tuple[TopicPartition, int]]:
+    """The position of each partition that has one now (a partition still looking for where
+    to start, or taken away meanwhile, is left out until the next pass)."""
+    known = []
+    for partition in partitions:
+        with contextlib.suppress(IllegalStateError, TimeoutError):
+            position = await asyncio.wait_for(consumer.position(partition), POSITION_TIMEOUT_S)
+            known.append((partition, position))
+    return known
