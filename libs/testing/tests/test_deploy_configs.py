@@ -6,18 +6,19 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from discospace.testing.prometheus import PrometheusFactory, find_tool
+from discospace.testing.prometheus import find_tool
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
 PORTS = {"registry": 8101, "explorer": 8102, "sampler": 8103, "actuator": 8104, "projector": 8105}
-DATASOURCE_UID = "discospace-prometheus"
+DATASOURCE_INPUT = "DS_PROMETHEUS"
 
 
 def _yaml(path: Path) -> Any:
@@ -31,11 +32,27 @@ def _jobs(config: dict[str, Any]) -> dict[str, list[str]]:
     }
 
 
+def _dashboards() -> list[tuple[Path, dict[str, Any]]]:
+    paths = sorted((DEPLOY / "grafana" / "dashboards").glob("*.json"))
+    assert paths
+    return [(path, json.loads(path.read_text())) for path in paths]
+
+
 def _dashboard_panels() -> list[dict[str, Any]]:
-    panels: list[dict[str, Any]] = []
-    for path in sorted((DEPLOY / "grafana" / "dashboards").glob("*.json")):
-        panels += [p for p in json.loads(path.read_text())["panels"] if p["type"] != "row"]
-    return panels
+    return [p for _, d in _dashboards() for p in d["panels"] if p["type"] != "row"]
+
+
+def _datasource_uses(dashboard: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(where, datasource) of every panel, target and query variable of `dashboard`."""
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            continue
+        yield panel["title"], panel.get("datasource")
+        for target in panel["targets"]:
+            yield f"{panel['title']} ({target['refId']})", target.get("datasource")
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            yield f"${variable['name']}", variable.get("datasource")
 
 
 def _k8s_objects() -> list[dict[str, Any]]:
@@ -120,39 +137,60 @@ def test_every_k8s_service_selects_the_pods_of_its_deployment() -> None:
         assert service["spec"]["selector"].items() <= labels.items()
 
 
-def test_every_dashboard_panel_queries_the_provisioned_prometheus() -> None:
+def test_every_dashboard_asks_for_its_prometheus_datasource_on_import() -> None:
+    for path, dashboard in _dashboards():
+        (datasource_input,) = dashboard["__inputs"]
+        uses = list(_datasource_uses(dashboard))
+
+        assert datasource_input["name"] == DATASOURCE_INPUT, path.name
+        assert (datasource_input["type"], datasource_input["pluginId"]) == (
+            "datasource",
+            "prometheus",
+        )
+        assert {"type": "datasource", "id": "prometheus"} in [
+            {"type": r["type"], "id": r["id"]} for r in dashboard["__requires"]
+        ]
+        assert len(uses) > len(dashboard["panels"]), path.name
+        for where, datasource in uses:
+            assert datasource == {"type": "prometheus", "uid": f"${{{DATASOURCE_INPUT}}}"}, where
+
+
+def test_every_dashboard_also_resolves_its_datasource_when_provisioned() -> None:
+    # Provisioning ignores __inputs: a datasource variable of the same name stands in for it,
+    # choosing Grafana's default Prometheus, which the provisioning makes the discospace one.
     (datasource,) = _yaml(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml")[
         "datasources"
     ]
-    panels = _dashboard_panels()
 
-    assert datasource["uid"] == DATASOURCE_UID
-    assert panels
-    for panel in panels:
-        assert panel["datasource"]["uid"] == DATASOURCE_UID, panel["title"]
-        assert panel["targets"], panel["title"]
-
-
-def test_the_dashboard_charts_faststream_traffic_dead_letters_and_domain_metrics() -> None:
-    queries = " ".join(t["expr"] for p in _dashboard_panels() for t in p["targets"])
-
-    for metric in (
-        "faststream_received_messages_total",
-        "faststream_published_messages_total",
-        "faststream_received_processed_messages_duration_seconds_bucket",
-        "discospace_dead_lettered_total",
-        "discospace_measurements_total",
-        "discospace_operations_active",
-    ):
-        assert metric in queries
+    assert (datasource["type"], datasource["isDefault"]) == ("prometheus", True)
+    for path, dashboard in _dashboards():
+        variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+        variable = variables[DATASOURCE_INPUT]
+        assert (variable["type"], variable["query"]) == ("datasource", "prometheus"), path.name
+        assert variable.get("hide") == 2, "chosen once, on import or by provisioning"
+        assert "uid" not in json.dumps(variable), "no uid of one particular Grafana"
 
 
-@pytest.mark.integration
-def test_prometheus_parses_every_dashboard_query(prometheus_server: PrometheusFactory) -> None:
-    prometheus = prometheus_server([])
-    grafana_variables = {"$__rate_interval": "1m", "$job": ".*"}
+OPERATOR_VIEWS = {
+    "consumer lag per group and topic": ("discospace_consumer_lag", {"group", "topic"}),
+    "measurements by pool and outcome": ("discospace_measurements_total", {"pool", "outcome"}),
+    "operations running": ("discospace_operations_active", set()),
+    "operations finished": ("discospace_operations_finished_total", {"stop_reason"}),
+    "memo hit ratio": ("discospace_memo_hits_total", set()),
+    "dead letters by reason": ("discospace_dead_lettered_total", {"reason_kind"}),
+}
+"""What an operator looks for: a metric, and the labels it is shown by."""
 
-    for panel in _dashboard_panels():
-        for target in panel["targets"]:
-            expr = re.sub(r"\$\w+", lambda m: grafana_variables[m.group(0)], target["expr"])
-            prometheus.query(expr)
+
+@pytest.mark.parametrize("view", OPERATOR_VIEWS)
+def test_the_dashboard_shows_what_an_operator_looks_for(view: str) -> None:
+    metric, by = OPERATOR_VIEWS[view]
+    queries = [t["expr"] for p in _dashboard_panels() for t in p["targets"]]
+
+    assert any(metric in q and by <= _grouped_by(q) for q in queries), view
+
+
+def _grouped_by(query: str) -> set[str]:
+    """The labels of every `by (...)` clause of `query`."""
+    clauses = re.findall(r"by \(([^)]*)\)", query)
+    return {label.strip() for clause in clauses for label in clause.split(",")}

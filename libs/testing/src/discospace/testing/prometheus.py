@@ -4,7 +4,8 @@
 `deploy/local/prometheus.sh fetch` put in the cache, else `prometheus` on the PATH) on a free
 port, with a generated config scraping `targets` every second and its storage in a temporary
 dir, and returns a `PrometheusClient` over its HTTP API. Every server a test started is stopped
-when the test ends. Without the binary the test fails (integration tests are never skipped) and
+when the test ends (`module_prometheus_server`: when the module ends, for module fixtures).
+Without the binary the test fails (integration tests are never skipped) and
 says how to fetch it.
 """
 
@@ -225,10 +226,8 @@ class PrometheusProcess:
 PrometheusFactory = Callable[..., PrometheusClient]
 
 
-@pytest.fixture
-def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusFactory]:
-    """Factory: `prometheus_server(["127.0.0.1:8101"])` or `prometheus_server({"job": [...]})`
-    starts a real Prometheus scraping those targets every second and returns its client."""
+def _serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusFactory]:
+    """The factory of the fixtures below; stops every server it started when resumed."""
     started: list[PrometheusProcess] = []
 
     def start(targets: Targets, *, scrape_interval_s: float = 1.0) -> PrometheusClient:
@@ -246,3 +245,18 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusFactory]:
+    """Factory: `prometheus_server(["127.0.0.1:8101"])` or `prometheus_server({"job": [...]})`
+    starts a real Prometheus scraping those targets every second and returns its client."""
+    yield from _serving(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def module_prometheus_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PrometheusFactory]:
+    """`prometheus_server` for a module's fixtures: its servers run until the module ends."""
+    yield from _serving(tmp_path_factory)
