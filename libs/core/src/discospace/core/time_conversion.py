@@ -156,13 +156,28 @@ def units_per(source: TimeUnit | str, target: TimeUnit | str, facts: TimeFacts) 
     source, target = TimeUnit(source), TimeUnit(target)
     if source is target:
         return Fraction(1)
-    if source is DUR:
-        maximum = _require_max(Time(1, DUR), target, facts)
-        return maximum.value * units_per(maximum.unit, target, facts)
-    if target is DUR:
-        maximum = _require_max(Time(1, source), target, facts)
+    if DUR in (source, target):
+        maximum = facts.max_duration
+        if maximum is None:
+            raise TimeConversionError(
+                f"converting {source.value} to {target.value} needs max_duration"
+            )
+        if source is DUR:
+            return maximum.value * units_per(maximum.unit, target, facts)
         return units_per(source, maximum.unit, facts) / maximum.value
-    forward = _convert_counted(Time(1, source), target, facts)  # raises naming what is missing
+    _check_links(source, target, facts)
     if _FINENESS[target] < _FINENESS[source]:
-        return Fraction(forward.value)
+        return Fraction(_convert_counted(Time(1, source), target, facts).value)
     return 1 / Fraction(_convert_counted(Time(1, target), source, facts).value)
+
+
+def _check_links(source: TimeUnit, target: TimeUnit, facts: TimeFacts) -> None:
+    """Raises ``TimeConversionError`` when no link or a missing fact keeps the units apart."""
+    paths = sorted(_paths(source, target), key=lambda p: (len(_missing(p, facts)), len(p)))
+    if not paths:
+        raise TimeConversionError(f"no conversion links {source.value} and {target.value}")
+    missing = _missing(paths[0], facts)
+    if missing:
+        raise TimeConversionError(
+            f"converting {source.value} to {target.value} needs {', '.join(missing)}"
+        )
