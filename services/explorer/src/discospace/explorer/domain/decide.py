@@ -45,6 +45,7 @@ from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
 from discospace.explorer.domain.starting import WaitForSpace, cancelled_before_start, start
 from discospace.explorer.domain.stopping import Stop, deadline, rule_met
+from discospace.explorer.domain.training import TrainingTally
 
 
 @dataclass(frozen=True)
@@ -186,8 +187,10 @@ class _Running:
         """Cancellation, or the first stopping rule met."""
         if self.state.cancel is not None:
             return _cancelled(self.state)
-        rules = self.parameters.stopping
-        return rule_met(rules, self.state.outcomes, self._tracker(), self.started_at, self.now)
+        rules, outcomes = self.parameters.stopping, self.state.outcomes
+        return rule_met(
+            rules, outcomes, self._tracker(), self.started_at, self.now, self._training()
+        )
 
     @property
     def started_at(self) -> datetime:
@@ -217,6 +220,13 @@ class _Running:
             self.state.tracker = ObjectiveTracker(objective, source)
         self.state.tracker.update(self.state.outcomes)
         return self.state.tracker
+
+    def _training(self) -> TrainingTally | None:
+        if self.state.training is None:
+            self.state.training = TrainingTally.of(self.parameters.stopping)
+        if self.state.training is not None:
+            self.state.training.update(self.state.outcomes, self.space)
+        return self.state.training
 
     def _view(self, in_flight: int) -> OperationView:
         draws = self.state.draws
@@ -345,6 +355,9 @@ class _Running:
             f"{tally.measured} measured ({tally.invalid} invalid), {tally.reused} reused, "
             f"{tally.failed} failed"
         )
+        training = self._training()
+        if training is not None and stop.reason != "max_training":
+            summary = f"{training.summary()}; {summary}"
         event = OperationCompleted.caused_by(
             self.started,
             self.now,

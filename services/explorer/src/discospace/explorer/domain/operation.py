@@ -31,6 +31,7 @@ from discospace.events import (
 from discospace.events.common import OperationEvent, PropertyValues
 from discospace.explorer.domain.objective import ObjectiveTracker
 from discospace.explorer.domain.pairs import PairFacts, PairKey, PairResult
+from discospace.explorer.domain.training import TrainingTally
 
 OperationInput: TypeAlias = (
     OperationRequested
@@ -90,6 +91,8 @@ class OperationState:
     the engine removes those it finds settled, so it never examines them again."""
     tracker: ObjectiveTracker | None = None
     """Derived when deciding: best-so-far, read incrementally over `outcomes`."""
+    training: TrainingTally | None = None
+    """Derived when deciding: what the results trained, for `max_training`, read likewise."""
     unconfirmed: set[str] = field(default_factory=set)
     """Ids of the decisions this explorer made and has not read back from the log yet."""
 
@@ -117,6 +120,7 @@ class OperationState:
         self.outcomes.clear()
         self.draws = Draws()
         self.tracker = None
+        self.training = None
 
 
 def evolve(state: OperationState, event: OperationEvent) -> bool:

@@ -25,6 +25,7 @@ from discospace.events.envelope import content_id
 from discospace.explorer.domain.operator import Operator, OperatorRegistry
 from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
 from discospace.explorer.domain.stopping import check_rules
+from discospace.explorer.domain.training import check_budget
 
 SEED_RANGE = 2**31
 """Seeds the explorer picks lie in [0, SEED_RANGE)."""
@@ -113,7 +114,9 @@ def with_seed(request: OperationRequested) -> OperationParameters:
 
 def check(parameters: OperationParameters, space: KnownSpace, operator: Operator) -> str | None:
     """Why the operation cannot run as asked, in one sentence, or None when it can."""
-    problem = check_rules(parameters.stopping) or _unmeasured_objective(parameters, space)
+    rules = parameters.stopping
+    problem = check_rules(rules) or check_budget(rules, space)
+    problem = problem or _unmeasured_objective(parameters, space)
     return problem or operator.check(parameters, space)
 
 

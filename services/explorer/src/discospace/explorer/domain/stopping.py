@@ -5,7 +5,10 @@ They apply to every operator, checked in this order, and the first rule met wins
 - `max_measurements`: a budget of results (measured or reused);
 - `max_duration`: wall-clock time since the operation started (the explorer's timer);
 - `max_measurement_time`: a budget of measurement time, the sum of the durations the actuators
-  reported (`duration_seconds`); a reused measurement cost nothing and counts 0;
+  reported (`duration_seconds`); a reused measurement cost nothing and counts 0. In seconds, or
+  in `dur` as a fraction of `max_duration` (`0.5dur` of `2h` is 1 h);
+- `max_training`: a budget of training (`50ep`, `2e6tok`, `3dur`), the sum of what each measured
+  result trained, converted with its own facts (`training.py`); a reused result counts 0;
 - `target_value`: the objective's best value reached the target;
 - `no_improvement`: a plateau, the last k results of the objective's experiment did not
   improve the best.
@@ -13,6 +16,9 @@ They apply to every operator, checked in this order, and the first rule met wins
 The operator itself ends the operation when the space is exhausted. The operation then
 completes at once (measurements in flight still land in the sample store, they are simply not
 waited for), and `OperationCompleted.stop_reason` names the rule.
+
+A `dur` is a fraction of a maximum, and is refused where there is none: `max_duration` is the
+maximum itself, and `max_measurement_time` in `dur` needs `max_duration`.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from discospace.events import StoppingRules
 from discospace.events.operations import StopReason
 from discospace.explorer.domain.objective import ObjectiveTracker
 from discospace.explorer.domain.pairs import PairResult
+from discospace.explorer.domain.training import TrainingTally
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,30 @@ def check_rules(rules: StoppingRules) -> str | None:
             f"max_duration must be a wall-clock time such as 2h or 90sec, not {duration}: "
             "the explorer measures it with a clock"
         )
+    return _check_measurement_time(rules) or _check_training(rules)
+
+
+def _check_measurement_time(rules: StoppingRules) -> str | None:
     spent = rules.max_measurement_time
-    if spent is not None and (spent.unit is not TimeUnit.SECOND or spent.value <= 0):
+    if spent is None:
+        return None
+    if spent.unit is TimeUnit.DURATION and rules.max_duration is None:
+        return (
+            f"max_measurement_time {spent} is a fraction of max_duration, which is not set: "
+            "give max_duration or a time in seconds"
+        )
+    if spent.unit not in (TimeUnit.SECOND, TimeUnit.DURATION) or spent.value <= 0:
         return (
             f"max_measurement_time must be a positive time in seconds such as 2h or 90sec, not "
             f"{spent}: it is compared with the durations the actuators report"
         )
+    return None
+
+
+def _check_training(rules: StoppingRules) -> str | None:
+    budget = rules.max_training
+    if budget is not None and budget.value <= 0:
+        return f"max_training must be above zero, not {budget}"
     return None
 
 
@@ -71,14 +96,27 @@ def measurement_seconds(outcomes: Sequence[PairResult]) -> float:
     return math.fsum(outcome.duration_seconds for outcome in outcomes)
 
 
+def measurement_time_budget(rules: StoppingRules) -> float | None:
+    """`max_measurement_time` in seconds (a dur of `max_duration`), checked beforehand."""
+    budget = rules.max_measurement_time
+    if budget is None or budget.unit is not TimeUnit.DURATION:
+        return None if budget is None else float(budget.value)
+    maximum = rules.max_duration
+    assert maximum is not None, "check_rules refuses a dur without max_duration"
+    return budget.value * maximum.value
+
+
 def rule_met(
     rules: StoppingRules,
     outcomes: Sequence[PairResult],
     tracker: ObjectiveTracker | None,
     started_at: datetime,
     now: datetime,
+    training: TrainingTally | None = None,
 ) -> Stop | None:
-    """The first rule met by an operation with these results, at `now`; None if none."""
+    """The first rule met by an operation with these results, at `now`; None if none.
+
+    `training` is what the results trained, already read (`TrainingTally.update`)."""
     results = len(outcomes)
     if rules.max_measurements is not None and results >= rules.max_measurements:
         return Stop(
@@ -89,21 +127,23 @@ def rule_met(
     if end is not None and now >= end:
         return Stop("max_duration", f"ran for {rules.max_duration}, its maximum duration")
     stop = _measurement_time_spent(rules, outcomes)
+    if stop is None and training is not None and training.reached:
+        stop = Stop("max_training", training.summary())
     if stop is None and tracker is not None:
         stop = _objective_rule_met(rules, tracker)
     return stop
 
 
 def _measurement_time_spent(rules: StoppingRules, outcomes: Sequence[PairResult]) -> Stop | None:
-    budget = rules.max_measurement_time
+    budget = measurement_time_budget(rules)
     if budget is None:
         return None
     spent = measurement_seconds(outcomes)
-    if spent < budget.value:
+    if spent < budget:
         return None
     return Stop(
         "max_measurement_time",
-        f"measurements took {spent:g} s in total, reaching the budget of {budget.value} s",
+        f"measurements took {spent:g} s in total, reaching the budget of {budget:g} s",
     )
 
 

@@ -141,7 +141,12 @@ def _objectives_problem(operator: OptunaOperator, parameters: OperationParameter
 
 def _has_budget(parameters: OperationParameters) -> bool:
     rules = parameters.stopping
-    budgets = (rules.max_measurements, rules.max_duration, rules.max_measurement_time)
+    budgets = (
+        rules.max_measurements,
+        rules.max_duration,
+        rules.max_measurement_time,
+        rules.max_training,
+    )
     return any(budget is not None for budget in budgets)
 
 
