@@ -385,7 +385,7 @@ def test_the_explorer_and_the_projector_count_the_same_pairs() -> None:
     assert explorer is not None
     expected = {"requested": 10, "measured": 7, "reused": 1, "failed": 2, "invalid": 1}
     assert explorer.model_dump() == expected
-    assert projector.model_dump() == {**expected, "in_flight": 0}
+    assert projector.model_dump() == {**expected, "in_flight": 0, "cancelled": 0}
 
 
 def explorer_front(history: History, objectives: list[Objective]) -> list[str]:

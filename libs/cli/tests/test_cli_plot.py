@@ -44,6 +44,7 @@ class Result:
     experiment_id: str
     is_valid: bool
     values: dict[str, Any] = field(default_factory=dict)
+    reused: bool = False
 
 
 RESULTS = [
@@ -115,6 +116,20 @@ def test_one_objective_is_drawn_as_every_result_and_the_best_so_far():
     pyplot.close(figure)
 
 
+def test_the_best_so_far_plot_starts_at_measurement_1_with_leading_invalid_results_shown():
+    results = [Result("e1", "bench", False), Result("e2", "bench", False), *RESULTS[:1]]
+    figure, axes = pyplot.subplots()
+    _best_so_far_drawing(results, TPS, BENCH_TPS)(axes)
+    figure.canvas.draw()
+
+    left, right = axes.get_xlim()
+    invalid = next(c for c in axes.collections if c.get_label() == "invalid")
+    assert left < 1
+    assert right > 3
+    assert [x for x, _ in invalid.get_offsets()] == [1, 2]
+    pyplot.close(figure)
+
+
 def test_two_objectives_are_drawn_as_the_results_and_their_pareto_front():
     figure, axes = pyplot.subplots()
     front = front_of(RESULTS, (TPS, JOULES), (BENCH_TPS, BENCH_JOULES))
@@ -123,6 +138,24 @@ def test_two_objectives_are_drawn_as_the_results_and_their_pareto_front():
     [front] = axes.get_lines()
     assert list(front.get_xdata()) == [2.0, 3.0, 5.0]
     assert len(axes.collections[0].get_offsets()) == 4
+    pyplot.close(figure)
+
+
+def test_the_pareto_legend_counts_what_was_not_shown_as_the_operation_counts_it():
+    """The operation counts invalid results among those measured; a reused invalid result and
+    a valid one without a number are not shown either, and are said apart."""
+    results = [
+        *RESULTS,
+        Result("e6", "bench", False),
+        Result("e7", "bench", False, reused=True),
+        Result("e8", "bench", True, {"tps": "n/a", "joules": 1.0}),
+    ]
+    figure, axes = pyplot.subplots()
+    _pareto_drawing(front_of(results, (TPS, JOULES), (BENCH_TPS, BENCH_JOULES)), TPS, JOULES)(axes)
+
+    assert axes.collections[0].get_label() == (
+        "results (2 invalid, 1 reused invalid, 1 without a value: not shown)"
+    )
     pyplot.close(figure)
 
 

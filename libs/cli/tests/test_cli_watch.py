@@ -70,6 +70,18 @@ def test_without_a_total_the_bar_counts_against_what_was_requested_so_far() -> N
     assert "6/6" in shown
 
 
+def test_a_request_in_flight_at_the_stop_shows_as_cancelled_not_failed_nor_done() -> None:
+    counts = OperationCounts(requested=41, measured=40, cancelled=1)
+    stopped = OperationProgress(
+        operation_id="op-1", status="completed", counts=counts, done=40, stop_reason="cancelled"
+    )
+
+    _, shown, _ = run_follow(iter([stopped]))
+
+    assert "40/41" in shown
+    assert "failed 0  reused 0  cancelled 1" in shown
+
+
 def test_a_failed_operation_ends_the_watch_with_its_reason() -> None:
     final, _, _ = run_follow(
         iter([progress("failed", 0, 0, failure_reason="space 'space-x' is not registered")])

@@ -32,6 +32,7 @@ def test_a_running_operation_counts_each_pair_by_its_outcome(story) -> None:
         "failed": 1,
         "invalid": 1,
         "in_flight": 2,
+        "cancelled": 0,
     }
     assert (progress.done, progress.total) == (4, 6)
     assert progress.stop_reason is None
@@ -127,7 +128,7 @@ def test_an_ended_operation_can_be_shown_as_its_explorer_reported_it(story) -> N
         "max_measurements",
         5,
     )
-    assert reported.counts.in_flight == 1
+    assert (reported.counts.in_flight, reported.counts.cancelled) == (0, 1)
     assert reported.best is not None
     assert (reported.best.entity_id, reported.best.value) == ("e-best", 3000.5)
     assert reported.parameters["objective"] == objective.model_dump()
@@ -150,3 +151,44 @@ def test_without_its_space_a_bare_objective_has_no_best_but_an_observed_id_has(s
     best = best_so_far(measurements, observed, None)
     assert best is not None
     assert (best.value, best.experiment_id) == (3000.5, "finetune")
+
+
+def test_what_was_in_flight_when_the_operation_stopped_is_cancelled_not_failed(story) -> None:
+    """op-a stops with 2 pairs in flight (a retry and a pending request); the actuator then
+    drops one ("operation completed", not retryable) and the other's result lands later,
+    better than the best: neither changes what the operation counted or found."""
+    story.op_a.finish(
+        "max_measurements", {"requested": 6, "measured": 3, "reused": 0, "failed": 1, "invalid": 1}
+    )
+    story.op_a.fail(
+        story.op_a.request(story.retrying, attempt=2), "operation completed", retryable=False
+    )
+    story.op_a.measure(story.pending, tps=9999.0)
+
+    progress = _progress(story.history, "op-a")
+
+    assert progress.counts.model_dump() == {
+        "requested": 6,
+        "measured": 3,
+        "reused": 0,
+        "failed": 1,
+        "invalid": 1,
+        "in_flight": 0,
+        "cancelled": 2,
+    }
+    assert progress.done == 4
+    assert progress.best is not None
+    assert progress.best.value == 3000.5
+
+
+def test_an_ended_operation_lists_the_same_counts_it_shows(story) -> None:
+    story.op_a.finish(
+        "max_measurements", {"requested": 6, "measured": 3, "reused": 0, "failed": 1, "invalid": 1}
+    )
+    story.op_a.fail(story.op_a.request(story.pending), "operation completed", retryable=False)
+    rows = [r for r in story.history.folded().of("operations") if r.operation_id == "op-a"]
+
+    reported = reported_progress("op-a", rows)
+
+    assert reported is not None
+    assert reported.counts == _progress(story.history, "op-a").counts

@@ -151,6 +151,7 @@ async def test_a_projector_killed_mid_run_loses_nothing_and_duplicates_nothing(
         "failed": 0,
         "invalid": 0,
         "in_flight": 0,
+        "cancelled": 0,
     }
     assert len({row["entity_id"] for row in measured}) == len(measured) == ENTITIES
     assert _stored(data_dir) == {"events": len(events), "entities": ENTITIES, "results": ENTITIES}

@@ -167,3 +167,19 @@ def test_actuators_are_listed_per_pool_with_their_workers_and_catalog(views) -> 
     assert (pool.actuator, pool.pool, pool.workers) == ("SFTTrainer", "a100", ["w0", "w1"])
     assert [e.experiment for e in pool.experiments] == ["finetune"]
     assert pool.gpu_model == "NVIDIA-A100-80GB-PCIe"
+
+
+def test_an_ended_operation_keeps_what_it_received_before_its_end(store_client, story) -> None:
+    """A result landing after the operation stopped is in the store, not in the operation."""
+    story.op_a.finish(
+        "max_measurements", {"requested": 6, "measured": 3, "reused": 0, "failed": 1, "invalid": 1}
+    )
+    story.op_a.measure(story.pending, tps=9999.0)
+    Projection(store_client, CONSUMER).write(story.history.read())
+    views = StoreViews(store_client)
+
+    progress = views.operation("op-a")
+    results = views.operation_results("op-a")
+
+    assert (progress.counts.measured, progress.counts.cancelled, progress.done) == (3, 2, 4)
+    assert [r.entity_values for r in results if r.is_valid] == story.valid_in_a

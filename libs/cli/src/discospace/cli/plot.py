@@ -56,6 +56,9 @@ class Result(Protocol):
     @property
     def values(self) -> Mapping[str, Any]: ...
 
+    @property
+    def reused(self) -> bool: ...
+
 
 def objectives_of(progress: OperationProgress) -> list[Objective]:
     """The operation's objectives: `objectives` when given, else `objective`."""
@@ -103,6 +106,39 @@ def best_so_far(values: Sequence[float | None], objective: Objective) -> list[fl
 
 
 @dataclass(frozen=True)
+class NotShown:
+    """Entities with a result for every objective but no valid value for some, by why: an
+    invalid result measured (what the operation's `invalid` count counts), an invalid result
+    reused from the sample store (counted among `reused`), or valid results without a number."""
+
+    invalid: int = 0
+    reused_invalid: int = 0
+    without_value: int = 0
+
+    @classmethod
+    def of(cls, points: Sequence[ObjectivePoint[Result]]) -> NotShown:
+        invalid = [next((r for r in p.results if not r.is_valid), None) for p in points]
+        return cls(
+            invalid=sum(r is not None and not r.reused for r in invalid),
+            reused_invalid=sum(r is not None and r.reused for r in invalid),
+            without_value=invalid.count(None),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.invalid + self.reused_invalid + self.without_value
+
+    def text(self) -> str:
+        """``2 invalid, 1 reused invalid, 1 without a value`` (the parts that are not 0)."""
+        parts = (
+            (self.invalid, "invalid"),
+            (self.reused_invalid, "reused invalid"),
+            (self.without_value, "without a value"),
+        )
+        return ", ".join(f"{count} {what}" for count, what in parts if count) or "0 invalid"
+
+
+@dataclass(frozen=True)
 class Front:
     """The points of two objectives, and which of them are on the Pareto front."""
 
@@ -110,8 +146,12 @@ class Front:
     """Entities with a valid value for every objective, in the order they completed."""
     front: list[int]
     """Indices into `points` of the non-dominated ones, along the first objective."""
-    infeasible: int
+    not_shown: NotShown
     """Entities with a result for every objective but no valid value for some."""
+
+    @property
+    def infeasible(self) -> int:
+        return self.not_shown.total
 
     def values(self, index: int) -> tuple[float, ...]:
         values = self.points[index].values
@@ -126,7 +166,7 @@ def front_of(
     points = objective_points(results, sources)
     feasible = [point for point in points if point.values is not None]
     front = pareto_front([point.values for point in feasible if point.values], objectives)
-    return Front(feasible, front, len(points) - len(feasible))
+    return Front(feasible, front, NotShown.of([p for p in points if p.values is None]))
 
 
 def plot_operation(client: Client, operation_id: str, output: Path) -> Path:
@@ -199,11 +239,22 @@ def _best_so_far_drawing(
             c="tab:blue",
             label="best so far",
         )
-        axes.set_xlabel("measurements")
+        measurements_axis(axes, len(values))
         axes.set_ylabel(f"{objective.property} ({objective.direction})")
         axes.legend(loc="best")
 
     return draw
+
+
+def measurements_axis(axes: Axes, count: int, label: str = "measurements") -> None:
+    """An x axis of whole numbers from 1 to `count`, whatever is drawn on it: marks placed
+    along the bottom (invalid results) do not count in matplotlib's autoscaling, so leading
+    invalid results would otherwise fall off the left edge."""
+    from matplotlib.ticker import MaxNLocator
+
+    axes.set_xlim(0.5, count + 0.5)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_xlabel(label)
 
 
 def _pareto_drawing(front: Front, first: Objective, second: Objective) -> Callable[[Axes], None]:
@@ -215,7 +266,7 @@ def _pareto_drawing(front: Front, first: Objective, second: Objective) -> Callab
             [p[1] for p in points],
             s=14,
             c="0.6",
-            label=f"results ({front.infeasible} invalid not shown)",
+            label=f"results ({front.not_shown.text()}: not shown)",
         )
         axes.plot(
             [points[i][0] for i in front.front],

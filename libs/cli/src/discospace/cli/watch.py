@@ -1,7 +1,8 @@
 """``operation create --watch``: a live progress bar fed by the projector's progress view.
 
-The bar shows done/total (done = measured + reused + failed for good), failed, reused and the
-best value so far; it polls until the operation has ended. An operation the projector has not
+The bar shows done/total (done = measured + reused + failed for good), failed, reused, what
+was cancelled (in flight when the operation stopped: neither done nor failed) and the best
+value so far; it polls until the operation has ended. An operation the projector has not
 seen yet (the request is still on its way) is waited for, not reported as unknown.
 """
 
@@ -52,7 +53,7 @@ def _bar(console: Console) -> Progress:
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("failed {task.fields[failed]}  reused {task.fields[reused]}"),
+        TextColumn("{task.fields[tally]}"),
         TextColumn("best {task.fields[best]}"),
         TimeElapsedColumn(),
         console=console,
@@ -66,10 +67,16 @@ def _show(bar: Progress, task: Any, progress: "OperationProgress") -> None:
         description=escape(progress.status),
         completed=progress.done,
         total=total or None,
-        failed=progress.counts.failed,
-        reused=progress.counts.reused,
+        tally=tally_text(progress),
         best=escape(best_text(progress)),
     )
+
+
+def tally_text(progress: "OperationProgress") -> str:
+    """``failed F  reused R``, and ``  cancelled C`` once some were."""
+    counts = progress.counts
+    tally = f"failed {counts.failed}  reused {counts.reused}"
+    return tally + (f"  cancelled {counts.cancelled}" if counts.cancelled else "")
 
 
 def follow(
@@ -81,7 +88,7 @@ def follow(
     """Poll ``fetch`` (None while the operation is not visible yet) until the operation ends."""
     unseen_s = 0.0
     with _bar(console) as bar:
-        task = bar.add_task("waiting", total=None, failed=0, reused=0, best="-")
+        task = bar.add_task("waiting", total=None, tally="failed 0  reused 0", best="-")
         while True:
             progress = fetch()
             if progress is None:

@@ -67,6 +67,7 @@ class OperationCounts(_Answer):
     failed: int = 0
     invalid: int = 0
     in_flight: int = 0
+    cancelled: int = Field(default=0, description="In flight when the operation ended.")
 
 
 class BestSoFar(_Answer):

@@ -68,6 +68,12 @@ class OperationCountsView(_Answer):
     failed: int = Field(description="Pairs that failed for good.")
     invalid: int = Field(description="Completed pairs without a valid result (among measured).")
     in_flight: int = Field(description="Pairs requested and not done yet (retries included).")
+    cancelled: int = Field(
+        default=0,
+        description="Pairs still in flight when the operation ended: not waited for, and not "
+        "counted as failed (a result that lands later is in the sample store, not in these "
+        "counts).",
+    )
 
     @property
     def done(self) -> int:

@@ -15,9 +15,16 @@ read from its experiment, but a bare target name cannot be placed: the progress 
 until the space is known. An ended operation's reported best needs no space (its values are
 keyed by target); only its `experiment_id` stays empty without one.
 
+An ended operation counts what it received before it ended (`before_end`): the explorer
+completes at once when it stops, without waiting for the measurements in flight, so a pair not
+settled by then is `cancelled`, whatever comes of it later (the actuator's "operation completed"
+failure, or a result that lands in the sample store but not in the operation's counts or best).
+The end is told by time: the `occurred_at` of the operation's end against that of each result.
+
 The list of every operation shows an ended operation as the explorer reported it in its
 `OperationCompleted` (or `OperationFailed`) counts and best entity, so listing reads no
-results; one operation's progress is always computed from its results.
+results (what was in flight at the end is `cancelled` there too); one operation's progress is
+always computed from its results.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from discospace.core import (
@@ -82,6 +90,10 @@ class _Lifecycle:
         return "running" if "OperationStarted" in self.payloads else "requested"
 
     @property
+    def ended_at(self) -> datetime | None:
+        return next((self.times[t] for t in _ENDED if t in self.times), None)
+
+    @property
     def parameters(self) -> OperationParameters:
         raw = self.first("parameters", "OperationStarted", "OperationRequested")
         return OperationParameters.model_validate(raw or {})
@@ -95,9 +107,22 @@ def operation_progress(
 ) -> OperationProgress:
     """The progress of one operation from its lifecycle events and measurement events."""
     life = _Lifecycle.of(lifecycle)
-    counts = pair_counts(measurements, life.parameters.max_retries)
-    best = best_so_far(measurements, life.parameters, space)
+    received = before_end(measurements, life.ended_at)
+    ended = life.ended_at is not None
+    counts = pair_counts(received, life.parameters.max_retries, ended=ended)
+    best = best_so_far(received, life.parameters, space)
     return _progress(operation_id, life, counts, best, space, _space_of(measurements))
+
+
+def before_end(rows: Sequence[MeasurementRow], ended_at: datetime | None) -> list[MeasurementRow]:
+    """The measurement rows of what the operation received before it ended (every row while
+    it runs): see the module doc."""
+    return list(rows) if ended_at is None else [r for r in rows if r.occurred_at <= ended_at]
+
+
+def ended_at(lifecycle: Sequence[OperationRow]) -> datetime | None:
+    """When the operation completed or failed; None while it runs."""
+    return _Lifecycle.of(lifecycle).ended_at
 
 
 def reported_progress(
@@ -113,8 +138,8 @@ def reported_progress(
         return None
     reported = {name: int(value) for name, value in ended["counts"].items()}
     settled = sum(reported.get(name, 0) for name in ("measured", "reused", "failed"))
-    in_flight = max(reported.get("requested", 0) - settled, 0)
-    counts = OperationCountsView(**reported, in_flight=in_flight)
+    cancelled = max(reported.get("requested", 0) - settled, 0)
+    counts = OperationCountsView(**reported, in_flight=0, cancelled=cancelled)
     best = _reported_best(ended, life.parameters, space)
     return _progress(operation_id, life, counts, best, space)
 
@@ -137,7 +162,7 @@ def _progress(
         parameters=parameters.model_dump(mode="json"),
         requested_at=life.times.get("OperationRequested"),
         started_at=life.times.get("OperationStarted"),
-        ended_at=next((life.times[t] for t in _ENDED if t in life.times), None),
+        ended_at=life.ended_at,
         counts=counts,
         done=counts.done,
         total=planned_pairs(parameters, space),
@@ -152,19 +177,24 @@ def _space_of(measurements: Sequence[MeasurementRow]) -> str | None:
     return measurements[0].space_id if measurements else None
 
 
-def pair_counts(rows: Sequence[MeasurementRow], max_retries: int) -> OperationCountsView:
-    """Counts per entity-experiment pair (see the module doc)."""
+def pair_counts(
+    rows: Sequence[MeasurementRow], max_retries: int, ended: bool = False
+) -> OperationCountsView:
+    """Counts per entity-experiment pair (see the module doc); once the operation has `ended`,
+    what is still in flight in `rows` is cancelled."""
     by_request: dict[str, list[MeasurementRow]] = {}
     for row in rows:
         by_request.setdefault(row.request_id, []).append(row)
     outcomes = [_outcome(pair_rows, max_retries) for pair_rows in by_request.values()]
+    unsettled = outcomes.count("in_flight")
     return OperationCountsView(
         requested=len(outcomes),
         measured=sum(o in ("valid", "invalid") for o in outcomes),
         reused=outcomes.count("reused"),
         failed=outcomes.count("failed"),
         invalid=outcomes.count("invalid"),
-        in_flight=outcomes.count("in_flight"),
+        in_flight=0 if ended else unsettled,
+        cancelled=unsettled if ended else 0,
     )
 
 

@@ -23,7 +23,12 @@ from discospace.projector.models import (
     SpaceDetail,
     SpaceSummary,
 )
-from discospace.projector.progress import operation_progress, reported_progress
+from discospace.projector.progress import (
+    before_end,
+    ended_at,
+    operation_progress,
+    reported_progress,
+)
 from discospace.projector.spaces import SpaceLayout, SpaceState, space_state, space_states
 from discospace.projector.view import VIEWS, View, entity_table
 
@@ -104,7 +109,8 @@ class StoreViews:
         return self._progress(operation_id, rows)
 
     def operation_results(self, operation_id: str) -> list[OperationResult]:
-        """The results an operation received (measured or reused), oldest first."""
+        """The results an operation received (measured or reused) before it ended, oldest
+        first."""
         rows = queries.operation_rows(self.client, operation_id)
         if not rows:
             raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
@@ -112,7 +118,7 @@ class StoreViews:
         if space_id is None:
             return []
         measurements = queries.space_measurements(self.client, space_id, operation_id)
-        return operation_results(measurements)
+        return operation_results(before_end(measurements, ended_at(rows)))
 
     def actuators(self) -> list[ActuatorPool]:
         """Every actuator on every pool, with its latest catalog and its workers."""
