@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 from discospace.events import (
     ActuatorRegistered,
+    EventDecodeError,
     MeasurementCompleted,
     MeasurementRequested,
     MeasurementReused,
@@ -220,3 +221,42 @@ def test_any_measured_values_survive_the_wire_with_their_kinds(values: dict[str,
     again = decode(encode(event))
     assert again.values == values  # type: ignore[attr-defined]
     assert [type(v) for v in again.values.values()] == [type(v) for v in values.values()]  # type: ignore[attr-defined]
+
+
+_STORED_OPERATION_COMPLETED = json.loads(
+    (Path(__file__).parent / "payloads" / "OperationCompleted.v1.json").read_text()
+)
+ZEUS_CHOICE = {
+    "values": {"batch_size": 128, "power_limit": 175},
+    "expected_cost": 41234.5,
+    "cost_so_far": 123456.0,
+    "recurrence_costs": [50000.0, 41000.0, 32456.0],
+    "recurrence_phases": ["pruning", "pruning", "bandit"],
+}
+
+
+def test_a_completion_without_a_choice_is_written_exactly_as_before() -> None:
+    event = decode(json.dumps(_STORED_OPERATION_COMPLETED))
+
+    assert event.choice is None  # type: ignore[attr-defined]
+    assert json.loads(encode(event)) == _STORED_OPERATION_COMPLETED
+
+
+def test_an_operators_choice_travels_with_its_completion() -> None:
+    event = decode(json.dumps({**_STORED_OPERATION_COMPLETED, "choice": ZEUS_CHOICE}))
+
+    again = decode(encode(event))
+    assert again.choice is not None  # type: ignore[attr-defined]
+    assert again.choice.model_dump(mode="json") == ZEUS_CHOICE  # type: ignore[attr-defined]
+
+
+def test_a_choice_names_one_phase_per_recurrence_cost() -> None:
+    with pytest.raises(EventDecodeError, match="one phase per recurrence"):
+        decode(
+            json.dumps(
+                {
+                    **_STORED_OPERATION_COMPLETED,
+                    "choice": {**ZEUS_CHOICE, "recurrence_phases": ["pruning"]},
+                }
+            )
+        )

@@ -9,6 +9,7 @@ import pytest
 
 from discospace.core import ExperimentSpec, PropertySpec
 from discospace.events import OperationCompleted, OperationFailed, OperationParameters
+from discospace.events.operations import OperatorChoice
 from discospace.explorer.domain.decide import Engine
 from discospace.explorer.domain.operator import (
     Finish,
@@ -188,6 +189,40 @@ def test_the_operator_finishes_once_enough_recurrences_converged(space):
     assert finished == Finish("operator_finished", "2 recurrences converged")
 
 
+def test_the_choice_is_the_bandits_best_survivor_with_the_costs_behind_it(space):
+    """One pruning round walks 32, 16, 8 (never converges), then 64; the bandit then runs 16.
+    Recurrences cost 10, 8, 5 + 12 (the run of 8 counts in the third) and 9."""
+    runs = [
+        outcome(point(32, 200, 0), 10.0),
+        outcome(point(16, 100, 1), 8.0),
+        outcome(point(8, 200, 2), 5.0, converged=False),
+        outcome(point(64, 200, 3), 12.0),
+        outcome(point(16, 100, 4), 9.0),
+    ]
+
+    choice = ZeusBso().choice(view(space, runs, num_pruning_rounds=1))
+
+    assert choice == OperatorChoice(
+        values={"batch_size": 16, "power_limit": 100},
+        expected_cost=8.5,
+        cost_so_far=44.0,
+        recurrence_costs=(10.0, 8.0, 17.0, 9.0),
+        recurrence_phases=("pruning", "pruning", "pruning", "bandit"),
+    )
+
+
+def test_before_anything_converged_the_choice_is_empty_but_the_cost_is_known(space):
+    choice = ZeusBso().choice(view(space, [outcome(point(32, 200, 0), 7.0, converged=False)]))
+
+    assert choice == OperatorChoice(values={}, cost_so_far=7.0)
+
+
+def test_a_result_the_operator_cannot_read_leaves_no_choice_rather_than_failing(space):
+    broken = PairResult("e", point(32, 200, 0), "train_to_target", True, {}, None, False)
+
+    assert ZeusBso().choice(view(space, [broken])) is None
+
+
 def test_an_invalid_result_counts_as_a_run_that_never_started():
     invalid = PairResult("e", point(64, 200, 3), "train_to_target", False, {}, "no row", False)
     attempt = attempt_of(invalid)
@@ -252,6 +287,12 @@ def test_an_operation_runs_until_its_recurrences_converged(loop, registered, mak
     runs = [p for r in sim.decisions() if getattr(r, "points", None) for p in r.points]
     assert [p["recurrence"] for p in runs] == list(range(len(runs)))
     assert [p["batch_size"] for p in runs[:3]] == [32, 16, 8]
+    choice = completed[0].choice
+    assert choice is not None
+    assert choice.values == {"batch_size": 16, "power_limit": 200}
+    assert len(choice.recurrence_costs) == 12
+    assert (choice.recurrence_phases[0], choice.recurrence_phases[-1]) == ("pruning", "bandit")
+    assert choice.cost_so_far == pytest.approx(sum(choice.recurrence_costs))
 
 
 def test_a_restarted_explorer_makes_the_same_decisions(loop, registered, make_request):

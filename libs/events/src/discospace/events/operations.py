@@ -8,9 +8,16 @@ and never decides twice. All of them are keyed by operation id.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, NonNegativeInt, model_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from discospace.core.sampling import Strategy
 from discospace.core.spec import ExperimentRef
@@ -239,8 +246,53 @@ class OperationCounts(Record):
     )
 
 
+class OperatorChoice(Record):
+    """What an operator that settles on one configuration chose by the end (`zeus_bso`: the
+    batch size and power limit to run the recurring job with from now on), and the costs behind
+    it, in the operator's unit (`zeus_bso`: J, `eta * energy + (1 - eta) * max_power * time`)."""
+
+    values: PropertyValues = Field(
+        description="The chosen configuration: values of some of the space's properties "
+        "(empty when nothing could be chosen yet, e.g. no run converged).",
+        examples=[{"batch_size": 128, "power_limit": 175}],
+    )
+    expected_cost: float | None = Field(
+        default=None,
+        description="What a run of the choice is expected to cost (`zeus_bso`: the posterior "
+        "mean of the bandit for that batch size); absent when it cannot be told.",
+        examples=[41234.5],
+    )
+    cost_so_far: NonNegativeFloat = Field(
+        description="What every run of the operation cost together (runs that did not converge "
+        "or were stopped early included).",
+        examples=[123456.0],
+    )
+    recurrence_costs: tuple[NonNegativeFloat, ...] = Field(
+        default=(),
+        description="The cost of each recurrence of the job in order: every run it took until "
+        "one reached the target.",
+        examples=[[50000.0, 41000.0, 32456.0]],
+    )
+    recurrence_phases: tuple[NonEmptyStr, ...] = Field(
+        default=(),
+        description="The optimizer's phase when each recurrence reached the target, one per "
+        "entry of `recurrence_costs` (`zeus_bso`: pruning, then bandit).",
+        examples=[["pruning", "pruning", "bandit"]],
+    )
+
+    @model_validator(mode="after")
+    def _one_phase_per_cost(self) -> OperatorChoice:
+        if len(self.recurrence_phases) != len(self.recurrence_costs):
+            raise ValueError("a choice names one phase per recurrence cost")
+        return self
+
+
 class OperationCompleted(OperationEvent):
-    """The operation stopped normally; the best entity found for the objective, if any."""
+    """The operation stopped normally; the best entity found for the objective, if any.
+
+    The optional `choice` (added without a new version) is written only when set: a completion
+    without one is written exactly as before it existed.
+    """
 
     TOPIC = Topic.OPERATIONS
 
@@ -275,6 +327,27 @@ class OperationCompleted(OperationEvent):
         description="What became of the requested measurements.",
         examples=[{"requested": 20, "measured": 15, "reused": 3, "failed": 1, "invalid": 2}],
     )
+    choice: OperatorChoice | None = Field(
+        default=None,
+        description="What the operator chose, for an operator that settles on one "
+        "configuration (`zeus_bso`); absent for the others.",
+        examples=[
+            {
+                "values": {"batch_size": 128, "power_limit": 175},
+                "expected_cost": 41234.5,
+                "cost_so_far": 123456.0,
+                "recurrence_costs": [50000.0, 41000.0, 32456.0],
+                "recurrence_phases": ["pruning", "pruning", "bandit"],
+            }
+        ],
+    )
+
+    @model_serializer(mode="wrap")
+    def _choice_only_when_set(self, write: SerializerFunctionWrapHandler) -> Any:
+        data = write(self)
+        if self.choice is None and isinstance(data, dict):
+            data.pop("choice", None)
+        return data
 
 
 class OperationFailed(OperationEvent):

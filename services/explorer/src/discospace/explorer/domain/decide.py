@@ -31,6 +31,7 @@ from discospace.explorer.domain.entity_progress import (
 from discospace.explorer.domain.objective import ObjectiveTracker
 from discospace.explorer.domain.operation import Decision, OperationState, evolve
 from discospace.explorer.domain.operator import (
+    Chooser,
     Draw,
     Finish,
     Measure,
@@ -369,6 +370,9 @@ class _Running:
             best_entity_values=best.entity_values if best else None,
             best_values=best.values if best else None,
             counts=tally,
+            choice=self.operator.choice(self._view(0))
+            if isinstance(self.operator, Chooser)
+            else None,
         )
         _emit(self.state, self.decided, event)
 

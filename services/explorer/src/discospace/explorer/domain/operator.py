@@ -11,6 +11,10 @@ completion. An operator only says what to explore next, from an `OperationView`:
 - `Wait()`: nothing now; decide again when a result arrives;
 - `Finish(reason, detail)`: nothing more; the operation completes once what is in flight lands.
 
+An operator that settles on one configuration (`zeus_bso`) is also a `Chooser`: when the
+operation completes, whatever stopped it, the engine asks it what it chose and reports it in
+`OperationCompleted.choice`.
+
 `propose` must be a function of the view (seeds come from `view.parameters.seed`), so that a
 restarted explorer proposes the same thing. It is asked after every change, with the number of
 free slots in the window; asking for more than `free_slots` entities is trimmed to them.
@@ -23,11 +27,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar, Protocol, TypeAlias
+from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
-from discospace.events.operations import StopReason
+from discospace.events.operations import OperatorChoice, StopReason
 from discospace.explorer.domain.objective import Best
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
@@ -112,6 +116,16 @@ class Operator(Protocol):
 
     def propose(self, view: OperationView) -> Proposal:
         """What to explore next."""
+        ...
+
+
+@runtime_checkable
+class Chooser(Protocol):
+    """An operator that settles on one configuration: what it chose, at the operation's end."""
+
+    def choice(self, view: OperationView) -> OperatorChoice | None:
+        """What it chose by now, with the costs behind it; None when it cannot tell. Must not
+        raise: the operation completes all the same."""
         ...
 
 

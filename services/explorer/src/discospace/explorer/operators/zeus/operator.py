@@ -24,6 +24,10 @@ Invalid outcomes (the configuration cannot run) count as runs that never started
 
 Decisions are a function of the view: the Thompson draws come from a generator seeded with
 (operation seed, number of runs requested so far), so a restarted explorer decides the same.
+
+When the operation completes, `choice` tells what the optimizer chose (`policy.summary`): the
+batch size and its power limit, the expected cost of a run of it, the cost so far, and each
+recurrence's cost and phase; the engine puts it in `OperationCompleted.choice`.
 """
 
 from __future__ import annotations
@@ -32,10 +36,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from pydantic import ValidationError
+
 from discospace.core import DiscospaceError, as_number
 from discospace.core.canonical import Value
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
+from discospace.events.operations import OperatorChoice
 from discospace.explorer.domain.operator import Finish, Measure, OperationView, Proposal, Wait
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
@@ -54,6 +61,8 @@ from discospace.explorer.operators.zeus.policy import (
     ZeusSettings,
     decision_rng,
     next_plan,
+    read_history,
+    summary,
 )
 
 TIME, ENERGY, CONVERGED, TRAINED_LIMIT = (
@@ -95,6 +104,27 @@ class ZeusBso:
             return Finish("operator_finished", f"{history.recurrences} recurrences converged")
         plans = _plans(view, settings, knobs, history)
         return _measure(plans, knobs, options, len(view.entities)) if plans else Wait()
+
+    def choice(self, view: OperationView) -> OperatorChoice | None:
+        """What the optimizer chose by now, with its costs; None when a result cannot be read
+        (the operation completes all the same)."""
+        try:
+            options = ZeusOptions.parse(view.parameters.options)
+            job = zeus_space(view.space.entity_space, options).job
+            attempts = [attempt_of(outcome) for outcome in view.outcomes]
+            told = summary(options.settings, job, read_history(attempts, options.settings, job))
+            chosen = told.choice
+            return OperatorChoice(
+                values={BATCH_SIZE: chosen.batch_size, POWER_LIMIT: chosen.power_limit}
+                if chosen
+                else {},
+                expected_cost=told.expected_cost,
+                cost_so_far=told.cost_so_far,
+                recurrence_costs=told.recurrence_costs,
+                recurrence_phases=told.recurrence_phases,
+            )
+        except (DiscospaceError, ValidationError):
+            return None
 
     def _history(self, view: OperationView, settings: ZeusSettings, knobs: ZeusSpace) -> History:
         """The outcomes folded into a history, reading only those not read before (outcomes

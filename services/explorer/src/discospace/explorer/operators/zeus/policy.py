@@ -23,10 +23,15 @@ recurrence's batch size comes from what earlier ones cost,
 
 Every decision is a function of the attempts (in arrival order), what is in flight, and a
 random generator the caller seeds from the operation's seed and the decision's number.
+
+What it chose (`summary`): the recommendation (`recommendation`), what a run of it is expected
+to cost, what every run cost, and each recurrence's cost with the phase it converged in
+(pruning, or bandit once pruning was over), for the operation's end.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -36,7 +41,12 @@ import numpy as np
 
 from discospace.core import DiscospaceError
 from discospace.explorer.operators.zeus.bandit import Bandit, Prior
-from discospace.explorer.operators.zeus.pruning import Explore, Observation, pruning_state
+from discospace.explorer.operators.zeus.pruning import (
+    Explore,
+    Observation,
+    Pruned,
+    pruning_state,
+)
 
 MAX_TRIES = 20
 """Attempts of one recurrence before the target is declared unreachable (as Zeus's simulator)."""
@@ -125,6 +135,10 @@ class History:
     """Recurrences done (converged runs)."""
     failed_in_a_row: int
     """Attempts since the last converged one (the current recurrence's failures)."""
+    recurrence_costs: tuple[float, ...] = ()
+    """Each recurrence's total cost (its failed attempts included), in order."""
+    converged_at: tuple[int, ...] = ()
+    """Each recurrence's converged attempt, as an index into `observations`."""
 
 
 def read_history(attempts: Sequence[Attempt], settings: ZeusSettings, job: Job) -> History:
@@ -151,6 +165,8 @@ class HistoryFold:
     """Cost of the current recurrence's attempts so far."""
     recurrences: int = 0
     failed: int = 0
+    recurrence_costs: list[float] = field(default_factory=list)
+    converged_at: list[int] = field(default_factory=list)
 
     def read(self, attempt: Attempt) -> None:
         self.limits.setdefault(attempt.batch_size, attempt.power_limit)
@@ -174,6 +190,8 @@ class HistoryFold:
             dict(self.limits),
             self.recurrences,
             self.failed,
+            tuple(self.recurrence_costs),
+            tuple(self.converged_at),
         )
 
     def _observe(self, attempt: Attempt, observed: float, cost: float) -> None:
@@ -185,6 +203,8 @@ class HistoryFold:
         if cost < self.cheapest_run:
             self.cheapest_run, self.cheapest = cost, batch_size
         self.min_cost = min(self.min_cost, self.running)
+        self.recurrence_costs.append(self.running)
+        self.converged_at.append(len(self.observations) - 1)
         self.running = 0.0
         self.recurrences += 1
 
@@ -271,3 +291,53 @@ def recommendation(settings: ZeusSettings, job: Job, history: History) -> Choice
     if best is None or best not in history.limits:
         return None
     return Choice(best, history.limits[best])
+
+
+PRUNING, BANDIT = "pruning", "bandit"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the optimizer chose by now, and what its runs cost (in the cost's unit)."""
+
+    choice: Choice | None
+    expected_cost: float | None
+    """The bandit's posterior mean cost of a run of the chosen batch size; None without one."""
+    cost_so_far: float
+    """Every attempt's cost (a run that never started costs nothing)."""
+    recurrence_costs: tuple[float, ...]
+    recurrence_phases: tuple[str, ...]
+    """`pruning` or `bandit`: the phase when each recurrence's converged run arrived."""
+
+
+def summary(settings: ZeusSettings, job: Job, history: History) -> Summary:
+    """The recommendation with its expected cost, the cost so far, and each recurrence's cost
+    and phase."""
+    choice = recommendation(settings, job, history)
+    expected = None
+    if choice is not None:
+        mean_cost = -settings.bandit.posterior(_rewards(history, choice.batch_size)).mean
+        expected = mean_cost if math.isfinite(mean_cost) else None
+    over = pruning_over_at(settings, job, history.observations)
+    phases = tuple(PRUNING if at < over else BANDIT for at in history.converged_at)
+    cost = math.fsum(history.costs)
+    return Summary(choice, expected, cost, history.recurrence_costs, phases)
+
+
+def pruning_over_at(settings: ZeusSettings, job: Job, observations: Sequence[Observation]) -> int:
+    """How many observations pruning took (`len(observations) + 1` while it goes on, or when
+    it found no survivor): once over, it stays over, so a bisection finds it."""
+
+    def over(count: int) -> bool:
+        try:
+            state = pruning_state(
+                job.batch_sizes,
+                job.default_batch_size,
+                settings.num_pruning_rounds,
+                observations[:count],
+            )
+        except DiscospaceError:
+            return False
+        return isinstance(state, Pruned)
+
+    return bisect.bisect_left(range(len(observations) + 1), True, key=over)
