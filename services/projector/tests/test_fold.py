@@ -8,7 +8,14 @@ from typing import NamedTuple
 import pytest
 
 from discospace.core import PropertySpec, SpaceSpec
-from discospace.events import MeasurementRequested, OperationStarted, SamplesRequested, decode
+from discospace.events import (
+    MeasurementRequested,
+    OperationFailed,
+    OperationStarted,
+    SamplesRequested,
+    decode,
+    new_event,
+)
 from discospace.projector.fold import rows_of
 from discospace.projector.queries import ROW_TYPES
 from discospace.store.schema import Row, SchemaError, Table
@@ -145,6 +152,12 @@ def test_a_cancel_request_is_stored_without_a_space(story) -> None:
     cancel = story.op_a.cancel()
     row = _named(OPERATIONS, _only(rows_of(cancel), OPERATIONS))
     assert (row.type, row.space_id) == ("OperationCancelRequested", "")
+
+
+def test_an_operation_refused_at_start_is_stored_without_a_space() -> None:
+    failed = new_event(OperationFailed, operation_id="op-refused", reason="no such operator")
+    row = _named(OPERATIONS, _only(rows_of(failed), OPERATIONS))
+    assert (row.operation_id, row.type, row.space_id) == ("op-refused", "OperationFailed", "")
 
 
 def test_events_the_views_do_not_need_add_no_row(story) -> None:

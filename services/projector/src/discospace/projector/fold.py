@@ -156,7 +156,9 @@ def _operation_lifecycle(event: OperationLifecycleEvent) -> tuple[Row, ...]:
         event_id=event.event_id,
         type=event.type,
         occurred_at=event.occurred_at,
-        space_id="" if isinstance(event, OperationCancelRequested) else event.space_id,
+        space_id=""
+        if isinstance(event, OperationCancelRequested | OperationFailed)
+        else event.space_id,
         payload=event.model_dump_json(),
     )
     return (row,)
