@@ -35,6 +35,7 @@ from discospace.explorer.operators.zeus.policy import (
     ZeusSettings,
     read_history,
     recommendation,
+    summary,
 )
 from discospace.explorer.operators.zeus.pruning import Pruned, pruning_state
 from discospace.testing.loop import REPO, Loop
@@ -169,6 +170,7 @@ def test_zeus_bso_through_the_services_stops_runs_early_profiles_limits_and_reco
     )
     assert_first_runs_profiled_the_power_limits(results, controls)
     assert_the_recommendation_is_a_survivor(attempts, sim, settings)
+    assert_the_choice_is_shown_and_plotted(loop, operation_id, progress, attempts, sim, settings)
 
 
 def assert_early_stops_keep_under_beta_times_the_cheapest_recurrence(
@@ -238,6 +240,37 @@ def assert_the_recommendation_is_a_survivor(
     assert choice is not None
     assert choice.batch_size in state.survivors
     assert choice.power_limit == history.limits[choice.batch_size]
+
+
+def assert_the_choice_is_shown_and_plotted(
+    loop: Loop,
+    operation_id: str,
+    progress: dict[str, Any],
+    attempts: list[Attempt],
+    sim: Simulator,
+    settings: ZeusSettings,
+) -> None:
+    """The projector and the CLI show the recommendation, its expected cost and the cost so
+    far; the plot draws the cost per recurrence."""
+    told = summary(settings, sim.job, read_history(attempts, settings, sim.job))
+    choice = progress["choice"]
+    shown = loop.cli_ok("operation", "show", operation_id)
+    plot = loop.cli_ok("operation", "plot", operation_id, "-o", str(loop.workdir / "zeus.png"))
+
+    assert told.choice is not None
+    assert choice["values"] == {
+        "batch_size": told.choice.batch_size,
+        "power_limit": told.choice.power_limit,
+    }
+    assert choice["cost_so_far"] == pytest.approx(told.cost_so_far)
+    assert choice["expected_cost"] == pytest.approx(told.expected_cost)
+    assert choice["recurrence_costs"] == pytest.approx(list(told.recurrence_costs))
+    assert len(choice["recurrence_costs"]) == RECURRENCES
+    assert choice["recurrence_phases"] == list(told.recurrence_phases)
+    assert choice["recurrence_phases"][0] == "pruning"
+    assert "choice.batch_size" in shown
+    assert str(told.choice.batch_size) in shown
+    assert (loop.workdir / "zeus.png").read_bytes().startswith(b"\x89PNG"), plot
 
 
 def test_the_example_space_is_the_traces_job(trace: ZeusTrace) -> None:

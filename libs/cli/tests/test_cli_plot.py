@@ -19,12 +19,13 @@ from discospace.cli.main import app
 from discospace.cli.plot import (
     _best_so_far_drawing,
     _pareto_drawing,
+    _recurrence_cost_drawing,
     best_so_far,
     front_of,
     plot_operation,
     sources_of,
 )
-from discospace.client import OperationProgress, SpaceDetail
+from discospace.client import OperationProgress, OperatorChoice, SpaceDetail
 from discospace.core import Objective, ObjectiveSource, objective_source, pareto_front, result_value
 
 MAX_TPS = {"property": "tps", "direction": "max"}
@@ -249,3 +250,48 @@ def test_a_bare_target_cannot_be_placed_in_a_space_the_projector_does_not_know(t
 
     with pytest.raises(CliError, match="space None is not known to the projector"):
         plot_operation(projector, "op-1", tmp_path / "a.png")
+
+
+ZEUS_CHOICE = OperatorChoice(
+    values={"batch_size": 128, "power_limit": 175},
+    expected_cost=40000.0,
+    cost_so_far=123456.0,
+    recurrence_costs=(50000.0, 41000.0, 32456.0),
+    recurrence_phases=("pruning", "pruning", "bandit"),
+)
+
+
+def test_zeus_bsos_cost_per_recurrence_is_drawn_with_its_phases_and_expected_cost():
+    figure, axes = pyplot.subplots()
+    _recurrence_cost_drawing(ZEUS_CHOICE)(axes)
+
+    phases = {p.get_label(): p.get_x() for p in axes.patches if not p.get_label().startswith("_")}
+    [expected] = [line for line in axes.get_lines() if line.get_label().startswith("expected")]
+    points = [tuple(xy) for c in axes.collections for xy in c.get_offsets()]
+    assert phases == {"pruning (2)": 0.5, "bandit (1)": 2.5}
+    assert sorted(points) == [(1, 50000.0), (2, 41000.0), (3, 32456.0)]
+    assert list(expected.get_ydata()) == [40000.0, 40000.0]
+    assert expected.get_label() == "expected cost of batch_size=128, power_limit=175"
+    assert axes.get_xlim() == (0.5, 3.5)
+    pyplot.close(figure)
+
+
+def test_a_completed_zeus_bso_operation_is_plotted_without_an_objective(tmp_path: Path):
+    projector = Projector({"options": {"default_batch_size": 128}}, [])
+    projector.progress = projector.progress.model_copy(
+        update={"operator": "zeus_bso", "choice": ZEUS_CHOICE}
+    )
+
+    written = plot_operation(projector, "op-1", tmp_path / "zeus.png")
+
+    assert written.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_running_zeus_bso_operation_says_when_its_choice_can_be_plotted(tmp_path: Path):
+    projector = Projector({"options": {"default_batch_size": 128}}, [])
+    projector.progress = projector.progress.model_copy(
+        update={"operator": "zeus_bso", "status": "running"}
+    )
+
+    with pytest.raises(CliError, match="reports what it chose when it completes"):
+        plot_operation(projector, "op-1", tmp_path / "zeus.png")

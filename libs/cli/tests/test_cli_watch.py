@@ -9,7 +9,7 @@ from rich.console import Console
 
 from discospace.cli.errors import CliError
 from discospace.cli.watch import UNSEEN_GRACE_S, best_text, ending, follow, progress_rows
-from discospace.client import BestSoFar, OperationCounts, OperationProgress
+from discospace.client import BestSoFar, OperationCounts, OperationProgress, OperatorChoice
 
 
 def progress(
@@ -116,3 +116,30 @@ def test_show_lists_every_fact_every_count_and_the_best() -> None:
     assert values["counts.in_flight"] == 3
     assert values["best.value"] == 4210.5
     assert values["best.entity_id"] == "e1"
+
+
+ZEUS_CHOICE = OperatorChoice(
+    values={"batch_size": 128, "power_limit": 175},
+    expected_cost=41234.5,
+    cost_so_far=123456.0,
+    recurrence_costs=(50000.0, 41000.0, 32456.0),
+    recurrence_phases=("pruning", "pruning", "bandit"),
+)
+
+
+def test_show_lists_what_the_operator_chose_its_expected_cost_and_the_cost_so_far() -> None:
+    rows = progress_rows(progress("completed", 3, 3, choice=ZEUS_CHOICE))
+    values = {row["field"]: row["value"] for row in rows}
+
+    assert values["choice.batch_size"] == 128
+    assert values["choice.power_limit"] == 175
+    assert values["choice.expected_cost"] == 41234.5
+    assert values["choice.cost_so_far"] == 123456.0
+    assert values["choice.recurrences"] == "3 (2 pruning, 1 bandit)"
+    assert not any(field.startswith("choice.recurrence_") for field in values)
+
+
+def test_without_a_best_the_choice_is_what_the_operator_found() -> None:
+    assert best_text(progress("completed", 3, 3, choice=ZEUS_CHOICE)) == (
+        "batch_size=128, power_limit=175"
+    )

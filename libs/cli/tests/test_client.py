@@ -237,7 +237,14 @@ def test_a_projector_that_is_not_running_is_named_with_how_to_start_it() -> None
 
 @pytest.mark.parametrize(
     "name",
-    ["SpaceSummary", "SpaceDetail", "ActuatorPool", "BestSoFar", "OperationProgress"],
+    [
+        "SpaceSummary",
+        "SpaceDetail",
+        "ActuatorPool",
+        "BestSoFar",
+        "OperatorChoice",
+        "OperationProgress",
+    ],
 )
 def test_the_client_reads_every_field_the_projector_writes(name: str) -> None:
     ours = getattr(client_models, name).model_fields

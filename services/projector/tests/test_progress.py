@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from discospace.events import Objective, OperationParameters
+from discospace.events.operations import OperatorChoice
 from discospace.projector.progress import (
     best_so_far,
     operation_progress,
@@ -192,3 +193,33 @@ def test_an_ended_operation_lists_the_same_counts_it_shows(story) -> None:
 
     assert reported is not None
     assert reported.counts == _progress(story.history, "op-a").counts
+
+
+ZEUS_CHOICE = {
+    "values": {"batch_size": 128, "power_limit": 175},
+    "expected_cost": 41234.5,
+    "cost_so_far": 123456.0,
+    "recurrence_costs": (50000.0, 41000.0, 32456.0),
+    "recurrence_phases": ("pruning", "pruning", "bandit"),
+}
+
+
+def test_what_the_operator_chose_is_shown_and_listed_once_it_completed(story) -> None:
+    story.op_a.finish(
+        "operator_finished",
+        {"requested": 6, "measured": 3, "reused": 0, "failed": 1, "invalid": 1},
+        choice=OperatorChoice(**ZEUS_CHOICE),
+    )
+    rows = [r for r in story.history.folded().of("operations") if r.operation_id == "op-a"]
+
+    shown = _progress(story.history, "op-a").choice
+    listed = reported_progress("op-a", rows)
+
+    assert shown is not None
+    assert shown.model_dump() == ZEUS_CHOICE
+    assert listed is not None
+    assert listed.choice == shown
+
+
+def test_an_operation_without_a_choice_shows_none(story) -> None:
+    assert _progress(story.history, "op-b").choice is None

@@ -3,11 +3,15 @@
 One objective: every result of the objective's experiment in the order it arrived (valid values
 as dots, invalid ones as crosses along the bottom) and the best so far as a step line. Two
 objectives (`objectives`): a point per entity with a valid value for both, and the Pareto front
-drawn through the non-dominated ones. Which experiment's results hold an objective, a result's
-value, which is better and the front are the rules of `discospace.core.results`, the ones the
-explorer and the projector follow; the space's experiments, in their declared order, come from
-the projector with the results (`discospace.client`). matplotlib draws with the Agg backend (no
-display needed), imported only by this command.
+drawn through the non-dominated ones. An operator that reported what it chose (`zeus_bso`,
+which has no objective): the cost of each recurrence, the phases it went through (pruning,
+bandit) shaded, and the expected cost of its choice.
+
+Which experiment's results hold an objective, a result's value, which is better and the front
+are the rules of `discospace.core.results`, the ones the explorer and the projector follow; the
+space's experiments, in their declared order, come from the projector with the results
+(`discospace.client`). matplotlib draws with the Agg backend (no display needed), imported only
+by this command.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from discospace.events import OperationParameters
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from discospace.client import Client, OperationProgress
+    from discospace.client import Client, OperationProgress, OperatorChoice
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -71,7 +75,10 @@ def objectives_of(progress: OperationProgress) -> list[Objective]:
         ) from None
     objectives = parameters.objectives_to_optimise()
     if not objectives:
-        raise CliError(f"operation {progress.operation_id} has no objective to plot")
+        raise CliError(
+            f"operation {progress.operation_id} has no objective to plot, nor a choice (an "
+            "operator such as zeus_bso reports what it chose when it completes)"
+        )
     return objectives
 
 
@@ -174,10 +181,12 @@ def plot_operation(client: Client, operation_id: str, output: Path) -> Path:
     if output.suffix.lower() not in FORMATS:
         raise CliError(f"the plot file must end in {', '.join(FORMATS)}, not '{output.name}'")
     progress = client.operation(operation_id)
+    title = f"{operation_id} ({progress.operator or 'operator'}, {progress.status})"
+    if progress.choice is not None and progress.choice.recurrence_costs:
+        return save_figure(_recurrence_cost_drawing(progress.choice), title, output)
     objectives = objectives_of(progress)
     sources = sources_of(objectives, _observed_ids(client, progress.space_id), progress.space_id)
     results = _results(client, operation_id)
-    title = f"{operation_id} ({progress.operator or 'operator'}, {progress.status})"
     draw: Callable[[Axes], None]
     if len(objectives) == 1:
         measured = [r for r in results if r.experiment_id == sources[0].experiment_id]
@@ -280,6 +289,46 @@ def _pareto_drawing(front: Front, first: Objective, second: Objective) -> Callab
         axes.legend(loc="best")
 
     return draw
+
+
+PHASE_COLOURS = ("tab:orange", "tab:blue", "tab:purple", "tab:brown")
+
+
+def _recurrence_cost_drawing(choice: OperatorChoice) -> Callable[[Axes], None]:
+    costs, phases = choice.recurrence_costs, choice.recurrence_phases
+    numbers = list(range(1, len(costs) + 1))
+    order = list(dict.fromkeys(phases))
+    colours = {phase: PHASE_COLOURS[i % len(PHASE_COLOURS)] for i, phase in enumerate(order)}
+    chosen = ", ".join(f"{name}={value}" for name, value in choice.values.items())
+
+    def draw(axes: Axes) -> None:
+        axes.plot(numbers, costs, c="0.75", lw=0.8, zorder=1)
+        for phase in order:
+            mine = [n for n, p in zip(numbers, phases, strict=True) if p == phase]
+            for index, (first, last) in enumerate(_runs(mine)):
+                label = f"{phase} ({len(mine)})" if index == 0 else "_"
+                axes.axvspan(first - 0.5, last + 0.5, color=colours[phase], alpha=0.12, label=label)
+            axes.scatter(mine, [costs[n - 1] for n in mine], s=14, c=colours[phase], zorder=2)
+        if choice.expected_cost is not None:
+            axes.axhline(
+                choice.expected_cost, ls="--", c="tab:green", label=f"expected cost of {chosen}"
+            )
+        measurements_axis(axes, len(costs), "recurrence")
+        axes.set_ylabel("cost per recurrence")
+        axes.legend(loc="best")
+
+    return draw
+
+
+def _runs(numbers: Sequence[int]) -> list[tuple[int, int]]:
+    """Consecutive stretches of increasing numbers, as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for number in numbers:
+        if runs and runs[-1][1] == number - 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
 
 
 def save_figure(draw: Callable[[Axes], None], title: str, output: Path) -> Path:

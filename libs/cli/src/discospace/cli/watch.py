@@ -7,6 +7,7 @@ seen yet (the request is still on its way) is waited for, not reported as unknow
 """
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +27,14 @@ UNSEEN_GRACE_S = 60.0
 
 
 def best_text(progress: "OperationProgress") -> str:
-    """``property=value`` of the best result so far, or ``-``."""
-    best = progress.best
-    return "-" if best is None else f"{best.property}={best.value:.6g}"
+    """``property=value`` of the best result so far; else what the operator chose
+    (``batch_size=128, power_limit=175``); else ``-``."""
+    best, choice = progress.best, progress.choice
+    if best is not None:
+        return f"{best.property}={best.value:.6g}"
+    if choice is not None and choice.values:
+        return ", ".join(f"{name}={value}" for name, value in choice.values.items())
+    return "-"
 
 
 def ending(progress: "OperationProgress") -> str:
@@ -39,13 +45,32 @@ def ending(progress: "OperationProgress") -> str:
 
 
 def progress_rows(progress: "OperationProgress") -> list[dict[str, Any]]:
-    """``show``'s table: one (field, value) row per fact, counts and best spelled out."""
+    """``show``'s table: one (field, value) row per fact, counts, best and choice spelled out."""
     data = plain(progress)
     counts = data.pop("counts", None) or {}
     best = data.pop("best", None) or {}
+    data.pop("choice", None)
     rows = [{"field": key, "value": value} for key, value in data.items()]
     rows += [{"field": f"counts.{key}", "value": value} for key, value in counts.items()]
-    return rows + [{"field": f"best.{key}", "value": value} for key, value in best.items()]
+    rows += [{"field": f"best.{key}", "value": value} for key, value in best.items()]
+    return rows + [{"field": f"choice.{key}", "value": v} for key, v in choice_facts(progress)]
+
+
+def choice_facts(progress: "OperationProgress") -> list[tuple[str, Any]]:
+    """What the operator chose, its expected cost, the cost so far and how many recurrences
+    in which phase (the costs of each are for ``operation plot``)."""
+    choice = progress.choice
+    if choice is None:
+        return []
+    phases = Counter(choice.recurrence_phases)
+    split = ", ".join(f"{count} {phase}" for phase, count in phases.items())
+    recurrences = f"{len(choice.recurrence_costs)}" + (f" ({split})" if split else "")
+    return [
+        *choice.values.items(),
+        ("expected_cost", choice.expected_cost),
+        ("cost_so_far", choice.cost_so_far),
+        ("recurrences", recurrences),
+    ]
 
 
 def _bar(console: Console) -> Progress:

@@ -21,6 +21,7 @@ from discospace.client.models import (
     OperationProgress,
     OperationResult,
     OperationStatus,
+    OperatorChoice,
     SpaceDetail,
     SpaceSummary,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "OperationProgress",
     "OperationResult",
     "OperationStatus",
+    "OperatorChoice",
     "ProjectorUnavailableError",
     "SpaceDetail",
     "SpaceSummary",

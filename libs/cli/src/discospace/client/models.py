@@ -82,6 +82,16 @@ class BestSoFar(_Answer):
     values: dict[str, Scalar] = Field(default_factory=dict)
 
 
+class OperatorChoice(_Answer):
+    """What an operator that settles on one configuration chose (zeus_bso), with its costs."""
+
+    values: dict[str, Scalar] = Field(default_factory=dict)
+    expected_cost: float | None = None
+    cost_so_far: float = 0.0
+    recurrence_costs: tuple[float, ...] = ()
+    recurrence_phases: tuple[str, ...] = ()
+
+
 class OperationResult(_Answer):
     """One result an operation received, measured or reused from the store."""
 
@@ -110,6 +120,7 @@ class OperationProgress(_Answer):
     done: int = Field(default=0, description="measured + reused + failed.")
     total: int | None = None
     best: BestSoFar | None = None
+    choice: OperatorChoice | None = None
     stop_reason: str | None = None
     stop_detail: str = ""
     failure_reason: str | None = None

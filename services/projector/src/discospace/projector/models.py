@@ -94,6 +94,25 @@ class BestSoFar(_Answer):
     )
 
 
+class OperatorChoice(_Answer):
+    """What an operator that settles on one configuration chose (`zeus_bso`: a batch size and
+    a power limit), with the costs behind it, as its `OperationCompleted` reported them."""
+
+    values: dict[str, Scalar] = Field(
+        default_factory=dict, description="The chosen configuration (empty: nothing chosen)."
+    )
+    expected_cost: float | None = Field(
+        default=None, description="What a run of the choice is expected to cost."
+    )
+    cost_so_far: float = Field(description="What every run of the operation cost together.")
+    recurrence_costs: tuple[float, ...] = Field(
+        default=(), description="Each recurrence's cost, in order (its failed runs included)."
+    )
+    recurrence_phases: tuple[str, ...] = Field(
+        default=(), description="The phase each recurrence converged in (pruning, bandit)."
+    )
+
+
 class OperationResult(_Answer):
     """One result an operation received, measured or reused from the store."""
 
@@ -124,6 +143,11 @@ class OperationProgress(_Answer):
         default=None, description="Pairs the operation plans to settle; absent when unbounded."
     )
     best: BestSoFar | None = None
+    choice: OperatorChoice | None = Field(
+        default=None,
+        description="What the operator chose, once an operator that settles on one "
+        "configuration (zeus_bso) completed; absent otherwise.",
+    )
     stop_reason: str | None = None
     stop_detail: str = ""
     failure_reason: str | None = None

@@ -21,6 +21,9 @@ settled by then is `cancelled`, whatever comes of it later (the actuator's "oper
 failure, or a result that lands in the sample store but not in the operation's counts or best).
 The end is told by time: the `occurred_at` of the operation's end against that of each result.
 
+What an operator that settles on one configuration chose (`zeus_bso`) is read from its
+`OperationCompleted.choice`, as the explorer reported it, in the list and for one operation.
+
 The list of every operation shows an ended operation as the explorer reported it in its
 `OperationCompleted` (or `OperationFailed`) counts and best entity, so listing reads no
 results (what was in flight at the end is `cancelled` there too); one operation's progress is
@@ -167,6 +170,7 @@ def _progress(
         done=counts.done,
         total=planned_pairs(parameters, space),
         best=best,
+        choice=life.get("OperationCompleted", "choice"),
         stop_reason=life.get("OperationCompleted", "stop_reason"),
         stop_detail=life.get("OperationCompleted", "stop_detail") or "",
         failure_reason=life.get("OperationFailed", "reason"),
