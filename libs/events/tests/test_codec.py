@@ -162,3 +162,29 @@ def test_decode_as_refuses_a_valid_event_of_another_type(payloads: Payloads) -> 
 def test_decode_accepts_text_as_well_as_bytes(payloads: Payloads) -> None:
     text = json.dumps(_current(payloads, MeasurementStarted))
     assert decode(text) == decode(text.encode())
+
+
+POISON = {
+    "nested 5,000 levels deep": b'{"a":' * 5000 + b"1" + b"}" * 5000,
+    "a list nested 5,000 levels deep": b"[" * 5000 + b"]" * 5000,
+    "a 5,000-digit number": b'{"type": "SpaceSubmitted", "n": 1' + b"1" * 5000 + b"}",
+    "a 5,000-digit schema version": b'{"type": "SpaceSubmitted", "schema_version": 1'
+    + b"0" * 5000
+    + b"}",
+    "invalid UTF-8": b'{"type": "\xc3\x28"}',
+}
+
+
+@pytest.mark.parametrize("data", POISON.values(), ids=list(POISON))
+def test_whatever_json_cannot_read_is_a_decode_error_never_another_exception(data: bytes) -> None:
+    with pytest.raises(EventDecodeError, match=r"^not JSON: ") as caught:
+        decode(data)
+    assert caught.value.kind == "malformed"
+    assert len(caught.value.reason) < 300
+
+
+def test_a_decode_error_reason_quoting_a_huge_input_is_kept_short() -> None:
+    with pytest.raises(EventDecodeError) as caught:
+        decode(_bytes({"type": "x" * 100_000, "schema_version": 1}))
+    assert caught.value.kind == "unknown_type"
+    assert len(caught.value.reason) <= 500

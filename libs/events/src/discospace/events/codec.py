@@ -2,7 +2,11 @@
 
 `decode` never lets a pydantic or JSON traceback through: whatever is wrong with a message
 becomes one `EventDecodeError` whose message is a single sentence, fit for a dead letter or
-a person, and whose `kind` says which of the ways it went wrong.
+a person, and whose `kind` says which of the ways it went wrong. That holds for every exception
+reading raises (JSON nested too deep for the parser, a number with more digits than Python
+converts, an upcaster or a validator that fails in an unforeseen way), so no message can make
+a consumer fail on it forever. The sentence is kept short (`MAX_REASON_CHARS`) even when it
+quotes the message.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from discospace.events.event_types import UnknownEventTypeError, event_type
 from discospace.events.upcasting import MissingUpcasterError, upcast
 
 E = TypeVar("E", bound=Event)
+
+MAX_REASON_CHARS = 500
+"""The longest reason a decode error gives; longer ones are cut, marked with an ellipsis."""
 
 DecodeErrorKind = Literal[
     "malformed", "unknown_type", "unsupported_version", "invalid", "unexpected_type"
@@ -38,6 +45,7 @@ class EventDecodeError(ValueError):
         type_name: str | None = None,
         schema_version: int | None = None,
     ) -> None:
+        reason = _shortened(reason)
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
@@ -54,8 +62,19 @@ def decode(data: bytes | str) -> Event:
     """The event in `data`, upcast to the current version of its type.
 
     Raises `EventDecodeError` when `data` is not JSON, names no known type, carries a version
-    this code cannot read, or fails the schema.
+    this code cannot read, or fails the schema, and for whatever else goes wrong reading it.
     """
+    try:
+        return _decode(data)
+    except EventDecodeError:
+        raise
+    except Exception as error:  # any failure to read a message is a decode error
+        raise EventDecodeError(
+            f"unreadable: reading it raised {type(error).__name__}: {error}", "malformed"
+        ) from None
+
+
+def _decode(data: bytes | str) -> Event:
     payload = _json_object(data)
     cls = _event_class(payload)
     version = _version(payload, cls)
@@ -121,7 +140,9 @@ def describe_validation_error(error: ValidationError) -> str:
 def _json_object(data: bytes | str) -> dict[str, Any]:
     try:
         payload = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except RecursionError:
+        raise EventDecodeError("not JSON: nested too deeply to read", "malformed") from None
+    except ValueError as error:  # not UTF-8, not JSON, a number of over 4300 digits
         raise EventDecodeError(f"not JSON: {error}", "malformed") from None
     if not isinstance(payload, dict):
         raise EventDecodeError(
@@ -154,3 +175,9 @@ def _version(payload: dict[str, Any], cls: type[Event]) -> int:
             version,
         )
     return version
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= MAX_REASON_CHARS:
+        return text
+    return text[: MAX_REASON_CHARS - 1] + "…"
