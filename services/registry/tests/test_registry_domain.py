@@ -252,3 +252,14 @@ def test_the_catalog_counts_each_experiment_once_however_many_pools_offer_it():
     state = state_with(announced(THROUGHPUT, pool="a"), announced(THROUGHPUT, pool="b"))
     assert len(state.catalog) == 1
     assert state.actuators == {"synthetic"}
+
+
+def test_a_space_without_experiment_is_rejected_with_one_sentence() -> None:
+    empty = SpaceSpec(
+        sample_store="store-a",
+        entity_space=(PropertySpec(name="batch_size", values=(1, 2)),),
+        measurement_space=(),
+    )
+    answer = decide_submission(state_with(announced(THROUGHPUT)), submitted(empty), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == "the measurement space has no experiment: a space needs at least one"

@@ -38,6 +38,9 @@ def _ref_key(ref: ExperimentRef) -> tuple[str, str]:
     return (ref.actuator, parameterized_experiment_id(ref.experiment, ref.parameterization))
 
 
+NO_EXPERIMENT = "the measurement space has no experiment: a space needs at least one"
+
+
 @dataclass(frozen=True, eq=False)
 class DiscoverySpace:
     """A discovery space. Build it with :meth:`from_spec` (which validates the domains)."""
@@ -97,8 +100,18 @@ class DiscoverySpace:
             raise MeasurementSpaceError("; ".join(problems))
         return MeasurementSpace.from_refs(self.experiments, catalog)
 
+    def shape_problems(self) -> list[str]:
+        """Why the space could never be measured, whatever the catalog: it names no experiment.
+
+        A space without experiments can still be described (its entity space), but not be
+        registered or explored: nothing in it could ever be measured.
+        """
+        return [] if self.experiments else [NO_EXPERIMENT]
+
     def problems(self, catalog: ExperimentCatalog) -> list[str]:
         """Every reason the space cannot be measured with ``catalog`` (empty when it can)."""
+        if self.shape_problems():
+            return self.shape_problems()
         resolved, problems = [], []
         for ref in self.experiments:
             try:

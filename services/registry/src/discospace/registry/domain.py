@@ -115,6 +115,8 @@ def decide_submission(
 def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
     """Every reason the catalog cannot measure ``space``, one sentence each (as
     ``DiscoverySpace.problems``), an unknown experiment with a hint of what is offered."""
+    if space.shape_problems():
+        return space.shape_problems()
     resolved, problems = [], []
     for ref in space.experiments:
         try:
