@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from discospace.client import Client
 from discospace.testing.loop import REPO, Loop
 from discospace.traces.data import TraceDataMissingError, data_dir
 
@@ -222,3 +223,25 @@ def assert_measured_values_are_the_recorded_ones(
         key = tuple(row[name] for name in COLUMNS)
         throughput = [v for k, v in row.items() if k.endswith("train_tokens_per_second")]
         assert throughput == [float(recorded[key]["train_tokens_per_second"])], key
+
+
+def test_the_readme_tpe_example_spends_every_measurement_on_a_recorded_run(
+    loop: Loop, table_rows: list[dict[str, str]]
+) -> None:
+    """`examples/replay/fms-a100-tpe.yaml` on `fms-a100-space.yaml`, as the README runs them:
+    its candidates keep all 40 measurements on configurations the table records."""
+    recorded = {configuration(row) for row in table_rows}
+    space_id = loop.cli_ok("space", "create", "-f", str(EXAMPLES / "fms-a100-space.yaml"))
+    output = loop.cli_ok(
+        "operation", "create", "-f", str(EXAMPLES / "fms-a100-tpe.yaml"), "--space",
+        space_id.strip(), "--watch", "--interval", "0.5",
+    )  # fmt: skip
+    operation_id = output.strip().splitlines()[0]
+    progress = cli_json(loop, "operation", "show", operation_id, "--json")
+    with Client(loop.projector_url) as client:
+        results = client.operation_results(operation_id)
+    measured = [tuple(r.entity_values[name] for name in COLUMNS) for r in results]
+
+    assert progress["stop_reason"] == "max_measurements", progress
+    assert len(measured) >= 40
+    assert [point for point in measured if point not in recorded] == []
