@@ -129,3 +129,19 @@ def test_a_cancelled_operation_names_the_best_entity_found_so_far_even_after_a_r
     assert isinstance(completed, OperationCompleted)
     assert completed.stop_reason == "cancelled"
     assert completed.best_entity_id is not None
+
+
+def test_what_is_in_flight_at_the_stop_is_said_cancelled_in_the_stop_detail(
+    loop, eighty_space, make_request
+):
+    sim = loop(eighty_space)
+    sim.send(make_request(eighty_space, batch_size=4, seed=1))
+    sim.answer_draws()
+    sim.measure_next()
+    sim.answer_draws()
+    [completed] = sim.cancel()
+    counts = completed.counts
+    in_flight = counts.requested - counts.measured - counts.reused - counts.failed
+
+    assert in_flight > 0
+    assert completed.stop_detail.endswith(f"0 failed, {in_flight} cancelled (in flight)")

@@ -356,6 +356,8 @@ class _Running:
             f"{tally.measured} measured ({tally.invalid} invalid), {tally.reused} reused, "
             f"{tally.failed} failed"
         )
+        cancelled = tally.requested - tally.measured - tally.reused - tally.failed
+        summary += f", {cancelled} cancelled (in flight)" if cancelled > 0 else ""
         training = self._training()
         if training is not None and stop.reason != "max_training":
             summary = f"{training.summary()}; {summary}"
