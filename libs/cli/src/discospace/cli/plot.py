@@ -17,10 +17,10 @@ by this command.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
@@ -33,6 +33,7 @@ from discospace.core import (
     objective_source,
     pareto_front,
     result_value,
+    results,
 )
 from discospace.core.loading import describe_validation_error
 from discospace.events import OperationParameters
@@ -45,20 +46,9 @@ if TYPE_CHECKING:
 FORMATS = (".png", ".svg", ".pdf")
 
 
-class Result(Protocol):
-    """One result of an operation, as the projector lists them (in arrival order)."""
-
-    @property
-    def entity_id(self) -> str: ...
-
-    @property
-    def experiment_id(self) -> str: ...
-
-    @property
-    def is_valid(self) -> bool: ...
-
-    @property
-    def values(self) -> Mapping[str, Any]: ...
+class Result(results.Result, Protocol):
+    """One result of an operation, as the projector lists them (in arrival order): a result as
+    core's rules read it, and whether the store answered it."""
 
     @property
     def reused(self) -> bool: ...
