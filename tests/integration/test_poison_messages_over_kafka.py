@@ -42,11 +42,12 @@ def _registry(kafka_bootstrap, topics):
 
 
 async def test_every_kind_of_poison_is_dead_lettered_and_the_next_message_is_handled(
-    kafka, kafka_bootstrap, topics, run_service, make_submission, make_catalog
+    kafka, kafka_bootstrap, topics, run_service, wait_until, make_submission, make_catalog
 ):
     bad = poison(make_submission())
-    async with run_service(_registry(kafka_bootstrap, topics)):
+    async with run_service(_registry(kafka_bootstrap, topics)) as registry:
         await kafka.publish(make_catalog(), topics=topics)
+        await wait_until(lambda: len(registry.state) > 0)
         await kafka.produce(topics.space_submissions, *bad.values(), key=b"one-partition")
         good = make_submission()
         await kafka.produce(topics.space_submissions, encode(good), key=b"one-partition")

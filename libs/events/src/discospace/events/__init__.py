@@ -8,7 +8,15 @@ Modules: `envelope` (the `Event` base, deterministic ids), `topics` (topic names
 """
 
 from discospace.events.actuators import ActuatorRegistered
-from discospace.events.codec import EventDecodeError, decode, decode_as, encode
+from discospace.events.codec import (
+    MAX_MESSAGE_BYTES,
+    EventDecodeError,
+    EventTooLargeError,
+    decode,
+    decode_as,
+    encode,
+    encode_within,
+)
 from discospace.events.dead_letter import DeadLettered
 from discospace.events.envelope import Event, caused_event_id, content_id
 from discospace.events.event_types import all_event_types, event_type, json_schemas
@@ -36,10 +44,12 @@ from discospace.events.spaces import SpaceRegistered, SpaceRejected, SpaceSubmit
 from discospace.events.topics import Topic, TopicNames, measure_topic
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "ActuatorRegistered",
     "DeadLettered",
     "Event",
     "EventDecodeError",
+    "EventTooLargeError",
     "MeasurementCompleted",
     "MeasurementFailed",
     "MeasurementRequested",
@@ -68,6 +78,7 @@ __all__ = [
     "decode",
     "decode_as",
     "encode",
+    "encode_within",
     "event_type",
     "json_schemas",
     "measure_topic",

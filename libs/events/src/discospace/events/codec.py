@@ -16,14 +16,17 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from discospace.events.envelope import Event
+from discospace.events.envelope import (
+    MAX_MESSAGE_BYTES,
+    MAX_REASON_CHARS,
+    Event,
+    message_size,
+)
 from discospace.events.event_types import UnknownEventTypeError, event_type
 from discospace.events.upcasting import MissingUpcasterError, upcast
 
 E = TypeVar("E", bound=Event)
 
-MAX_REASON_CHARS = 500
-"""The longest reason a decode error gives; longer ones are cut, marked with an ellipsis."""
 
 DecodeErrorKind = Literal[
     "malformed", "unknown_type", "unsupported_version", "invalid", "unexpected_type"
@@ -53,9 +56,31 @@ class EventDecodeError(ValueError):
         self.schema_version = schema_version
 
 
+class EventTooLargeError(ValueError):
+    """An event whose message would be larger than the message size limit: refused where it
+    is produced, with the sizes in one sentence."""
+
+    def __init__(self, event: Event, size: int, limit: int) -> None:
+        super().__init__(
+            f"{event.type} {event.event_id} is {size} bytes as a message, over the "
+            f"{limit}-byte message limit; it was not sent"
+        )
+        self.size = size
+        self.limit = limit
+
+
 def encode(event: Event) -> bytes:
     """The event as UTF-8 JSON: the exact form its JSON Schema describes."""
     return event.model_dump_json().encode()
+
+
+def encode_within(event: Event, max_message_bytes: int = MAX_MESSAGE_BYTES) -> bytes:
+    """`encode(event)`, or `EventTooLargeError` when its message would not fit the limit."""
+    value = encode(event)
+    size = message_size(value, event.key())
+    if size > max_message_bytes:
+        raise EventTooLargeError(event, size, max_message_bytes)
+    return value
 
 
 def decode(data: bytes | str) -> Event:

@@ -13,6 +13,24 @@ from discospace.events.topics import DEFAULT_TOPICS, Topic, TopicNames
 
 EVENT_NAMESPACE = uuid.UUID("5b0b2c1e-8f0a-4c7e-9a57-6f1d2a4c0d15")
 
+MAX_MESSAGE_BYTES = 1_048_576
+"""The largest message, value, key and headers together, a service sends by default: Kafka's
+default producer `max.request.size`, which the broker's default `message.max.bytes`
+(1,048,588) takes. A service's `max_message_bytes` setting changes it."""
+
+FRAMING_BYTES = 512
+"""What a record adds to its value and key on the wire (record batch and record headers, the
+event headers), with room to spare."""
+
+MAX_REASON_CHARS = 500
+"""The longest reason a decode error or a dead letter gives; longer ones are cut, marked with
+an ellipsis."""
+
+
+def message_size(value: bytes, key: bytes | None) -> int:
+    """How many bytes a message of `value` under `key` takes at most, framing included."""
+    return len(value) + len(key or b"") + FRAMING_BYTES
+
 
 def caused_event_id(causation_id: str, index: int = 0, kind: str = "") -> str:
     """The id of the `index`-th event of `kind` caused by `causation_id`.

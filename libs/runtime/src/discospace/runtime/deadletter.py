@@ -4,8 +4,10 @@ The broker middleware of this module decides, once for every service:
 
 - handled: nothing to do here; FastStream commits the offset;
 - not an event this code can read (not JSON, unknown type, unreadable version, fails the
-  schema): published to the dead-letter topic as `DeadLettered` with the reason and the
-  original bytes, counted, then committed, and the consumer moves on;
+  schema, or anything else reading it raised): published to the dead-letter topic as
+  `DeadLettered` with the reason and the original bytes (cut short, with their size and sha256,
+  where the whole would not fit the message size limit), counted, then committed, and the
+  consumer moves on;
 - a valid event that no handler of this consumer takes: committed and counted as ignored;
 - a message the start-up fold of a consumer without a group read already (`AlreadyFolded`):
   passed over in silence;
@@ -27,7 +29,7 @@ from faststream import BaseMiddleware
 from faststream._internal.context.repository import ContextRepo
 from faststream.exceptions import HandlerException
 
-from discospace.events import DeadLettered, EventDecodeError
+from discospace.events import MAX_MESSAGE_BYTES, DeadLettered, EventDecodeError
 from discospace.events.factory import Clock
 from discospace.runtime.consuming import AlreadyFolded
 from discospace.runtime.metrics import RuntimeMetrics
@@ -47,6 +49,7 @@ class DeadLetterPolicy:
     metrics: RuntimeMetrics
     clock: Clock
     retry_backoff_s: float
+    max_message_bytes: int = MAX_MESSAGE_BYTES
 
     def __call__(self, msg: Any, /, *, context: ContextRepo) -> DeadLetterMiddleware:
         """FastStream builds one middleware per message through this call."""
@@ -63,6 +66,7 @@ class DeadLetterPolicy:
             consumer=self.consumer,
             reason=reason,
             occurred_at=self.clock(),
+            max_message_bytes=self.max_message_bytes,
         )
 
 

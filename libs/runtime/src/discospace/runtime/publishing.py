@@ -1,7 +1,9 @@
 """Publishing events: `to_<topic>(event)` sends the event's JSON under the event's key.
 
 A publisher is declared with the event types it sends, so the service's AsyncAPI document
-lists them; sending another type is a wiring bug and raises at once.
+lists them; sending another type is a wiring bug and raises at once. An event whose message
+would exceed the service's size limit (`max_message_bytes`) is refused before it is sent, with
+`EventTooLargeError` and its sentence, rather than by the producer after it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from faststream.kafka import KafkaBroker
 from faststream.kafka.publisher.usecase import DefaultPublisher
 
-from discospace.events import Event, encode
+from discospace.events import MAX_MESSAGE_BYTES, Event, encode_within
 
 
 def event_headers(event: Event) -> dict[str, str]:
@@ -37,24 +39,29 @@ class EventPublisher:
         title: str | None = None,
         description: str | None = None,
         route: Callable[[Event], str] | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         if not event_types:
             raise TypeError(f"The publisher of {topic} must name the event types it sends.")
         self.topic = topic
         self.event_types = event_types
         self.route = route
+        self.max_message_bytes = max_message_bytes
         schema: Any = reduce(or_, event_types) if len(event_types) > 1 else event_types[0]
         self.publisher: DefaultPublisher = broker.publisher(
             topic, schema=schema, title=title, description=description
         )
 
     async def __call__(self, event: Event) -> None:
-        """Publish `event` to the declared topic, or to the one `route` picks for it."""
+        """Publish `event` to the declared topic, or to the one `route` picks for it.
+
+        Raises `EventTooLargeError` when its message would not fit `max_message_bytes`.
+        """
         if not isinstance(event, self.event_types):
             expected = " or ".join(t.type_name() for t in self.event_types)
             raise TypeError(f"{self.topic} takes {expected}, not {event.type}.")
         await self.publisher.publish(
-            encode(event),
+            encode_within(event, self.max_message_bytes),
             topic=self.route(event) if self.route else self.topic,
             key=event.key(),
             headers=event_headers(event),

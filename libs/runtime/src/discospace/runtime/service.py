@@ -150,6 +150,7 @@ class Service:
             title=f"{topic}:to_{logical.replace('-', '_')}",
             description=description,
             route=route,
+            max_message_bytes=self.settings.max_message_bytes,
         )
 
     def on_startup(self, hook: Hook) -> Hook:
@@ -189,6 +190,7 @@ def _broker(settings: ServiceSettings, description: str) -> KafkaBroker:
         settings.kafka_bootstrap_servers,
         client_id=f"discospace-{name}",
         graceful_timeout=settings.graceful_timeout_s,
+        max_request_size=settings.max_message_bytes,
         # Pattern subscriptions (measure.<pool>) see a new pool's topic at the next refresh.
         metadata_max_age_ms=int(settings.metadata_max_age_s * 1000),
         logger=logging.getLogger(f"discospace.{name}.broker"),
@@ -233,6 +235,7 @@ def create_service(
             metrics=metrics,
             clock=clock,
             retry_backoff_s=settings.retry_backoff_s,
+            max_message_bytes=settings.max_message_bytes,
         )
     )
     app.on_startup(service.provision_topics)

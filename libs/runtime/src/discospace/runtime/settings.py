@@ -15,6 +15,7 @@ from pydantic import Field
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from discospace.events import MAX_MESSAGE_BYTES
 from discospace.events.topics import DEFAULT_PREFIX, TopicNames
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -87,6 +88,14 @@ class ServiceSettings(BaseSettings):
         gt=0,
         description="How often Kafka metadata is refreshed, so pattern subscriptions see new "
         "topics (a new pool's measure topic) within this time.",
+    )
+    max_message_bytes: int = Field(
+        default=MAX_MESSAGE_BYTES,
+        ge=64 * 1024,
+        description="Largest message this service sends, key and headers included (the "
+        "producer's max.request.size). An event over it is refused where it is produced, with "
+        "a sentence; a dead letter cuts its original short to fit. Keep it at most the "
+        "broker's message.max.bytes and the topics' max.message.bytes.",
     )
     health_timeout_s: float = Field(
         default=2.0, gt=0, description="How long /health waits for the broker to answer."

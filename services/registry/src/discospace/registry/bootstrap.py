@@ -24,4 +24,5 @@ def bootstrap(service: Service) -> RegistryDeps:
     )
     state = service.state = RegistryState()
     metrics = RegistryMetrics.create(service.metrics.registry)
-    return RegistryDeps(state, metrics, to_spaces, service.clock)
+    limit = service.settings.max_message_bytes
+    return RegistryDeps(state, metrics, to_spaces, service.clock, limit)

@@ -7,6 +7,10 @@ registration (its own, read back from the spaces topic): submitting a registered
 answers with the identical first registration, which every consumer drops as a duplicate. So a
 space is registered once, whoever submits it and however often. A rejection is caused by its
 submission, so a redelivered submission yields the same rejection.
+
+A registration carries the whole space, so it can be larger than the submission that fit the
+message size limit: a space whose registration would not fit is rejected with a sentence
+(registering it would fail to publish, and be retried forever).
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ from discospace.core import (
     MeasurementSpace,
 )
 from discospace.events import (
+    MAX_MESSAGE_BYTES,
     ActuatorRegistered,
     Event,
     SpaceRegistered,
     SpaceRejected,
     SpaceSubmitted,
     caused_event_id,
+    encode,
 )
+from discospace.events.envelope import message_size
 
 SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
@@ -90,9 +97,13 @@ def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
 
 
 def decide_submission(
-    state: RegistryState, event: SpaceSubmitted, occurred_at: datetime
+    state: RegistryState,
+    event: SpaceSubmitted,
+    occurred_at: datetime,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> SpaceAnswer:
-    """Register the submitted space when it is well formed and the catalog can measure it.
+    """Register the submitted space when it is well formed, the catalog can measure it and its
+    registration fits `max_message_bytes`.
 
     A space registered before gets its first registration back, unchanged. A new registration
     is folded into ``state`` at once, so a second submission arriving before the first
@@ -108,8 +119,20 @@ def decide_submission(
     if problems:
         return _rejected(event, occurred_at, "; ".join(problems), space_id=space.id)
     registered = _registered(state, event, space, occurred_at)
+    size = message_size(encode(registered), registered.key())
+    if size > max_message_bytes:
+        return _rejected(event, occurred_at, _too_large(space, size, max_message_bytes), space.id)
     evolve(state, registered)
     return registered
+
+
+def _too_large(space: DiscoverySpace, size: int, limit: int) -> str:
+    values = sum(len(spec.values or ()) for spec in space.entity_space.to_specs())
+    return (
+        f"the space is too large to register: its registration would be {size} bytes, over the "
+        f"{limit}-byte message limit ({values} listed values); give long runs of values as a "
+        "range with an interval, or split the space"
+    )
 
 
 def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:

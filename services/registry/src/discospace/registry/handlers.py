@@ -17,7 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from discospace.events import ActuatorRegistered, SpaceRegistered, SpaceSubmitted
+from discospace.events import (
+    MAX_MESSAGE_BYTES,
+    ActuatorRegistered,
+    SpaceRegistered,
+    SpaceSubmitted,
+)
 from discospace.events.factory import Clock
 from discospace.registry.domain import RegistryState, SpaceAnswer, decide_submission, evolve
 from discospace.registry.metrics import RegistryMetrics
@@ -33,6 +38,9 @@ class RegistryDeps:
     metrics: RegistryMetrics
     to_spaces: Callable[[SpaceAnswer], Awaitable[None]]
     clock: Clock
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    """The largest answer the registry can publish: a space whose registration would be
+    larger is rejected."""
 
 
 async def on_actuator_registered(event: ActuatorRegistered, deps: RegistryDeps) -> None:
@@ -44,7 +52,7 @@ async def on_space_registered(event: SpaceRegistered, deps: RegistryDeps) -> Non
 
 
 async def on_space_submitted(event: SpaceSubmitted, deps: RegistryDeps) -> None:
-    answer = decide_submission(deps.state, event, deps.clock())
+    answer = decide_submission(deps.state, event, deps.clock(), deps.max_message_bytes)
     await deps.to_spaces(answer)
     deps.metrics.answered(answer, event)
     deps.metrics.observe(deps.state)
