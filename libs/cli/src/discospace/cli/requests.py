@@ -11,7 +11,7 @@ from pydantic import Field
 from discospace.cli.errors import CliError, NoAnswerError
 from discospace.cli.kafka import AnswerReader, ensure_topics, publish
 from discospace.cli.settings import CliSettings
-from discospace.core.loading import parse_document, validate_document
+from discospace.core.loading import parse_document, read_document, validate_document
 from discospace.core.spec import SpaceSpec
 from discospace.events import (
     Event,
@@ -44,13 +44,9 @@ def new_id(kind: str) -> str:
 
 
 def load_operation_file(path: Path) -> OperationFile:
-    """An operation file (YAML or JSON); a :class:`SpecError` names the field at fault."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise CliError(f"{path}: cannot be read ({error})") from None
+    """An operation file (YAML or JSON), read within core's input limits (size, depth, values,
+    identifiers, integers, no duplicate keys); a :class:`SpecError` names the field at fault."""
+    text = read_document(path)
     return validate_document(parse_document(text, str(path)), OperationFile, str(path))
 
 

@@ -3,11 +3,16 @@
 Every failure becomes one :class:`SpecError` sentence naming the file, the field and the problem,
 e.g. ``space.yaml: entity_space[4] (property 'number_gpus'): values[1] should be a number``.
 YAML numbers such as ``1e-3`` are read as numbers (PyYAML's YAML 1.1 default reads them as text).
+
+Every input file is read within :class:`InputLimits` (size, nesting depth, number of values,
+identifier lengths, integer size, no duplicate keys), enforced before or while parsing, so a
+hostile file is refused with one sentence instead of a traceback or hours of work.
 """
 
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -24,8 +29,89 @@ FileFormat = Literal["yaml", "json"]
 _UNION_TAGS = {"bool", "int", "float", "str"}
 
 
+@dataclass(frozen=True)
+class InputLimits:
+    """What an input file (space, catalog, operation) may hold at most."""
+
+    max_bytes: int = 1 << 20
+    max_depth: int = 64
+    max_values: int = 200_000
+    max_identifier_chars: int = 256
+    max_int: int = 2**63 - 1
+
+
+DEFAULT_LIMITS = InputLimits()
+
+IDENTIFIER_FIELDS = frozenset(
+    {"sample_store", "name", "experiment", "actuator", "space_id", "operator", "property"}
+)
+"""Fields whose (string) value is an identifier, held to ``max_identifier_chars``."""
+
+_MAX_INT_TEXT = 64
+"""Longer integer text is refused before it is converted (Python refuses 4,300 digits)."""
+
+
+class _LimitError(Exception):
+    """An input limit broken while parsing; ``line`` is 1-based when known."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.line = problem, line
+
+
+def _too_large(text: str, line: int | None = None) -> _LimitError:
+    shown = text if len(text) <= 24 else f"{text[:20]}... ({len(text)} characters)"
+    return _LimitError(f"integer {shown} is too large", line)
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e-3`` and ``1E5`` as floats (YAML 1.2 does)."""
+    """SafeLoader that also reads ``1e-3`` and ``1E5`` as floats (YAML 1.2 does), and keeps to
+    :class:`InputLimits` while composing and constructing: depth, values, duplicate keys,
+    integer size."""
+
+    limits: InputLimits = DEFAULT_LIMITS
+    _depth = 0
+    _nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        self._nodes += 1
+        mark = self.peek_event().start_mark
+        if self._depth > self.limits.max_depth:
+            raise _LimitError(
+                f"is nested more than {self.limits.max_depth} levels deep", mark.line + 1
+            )
+        if self._nodes > self.limits.max_values:
+            raise _LimitError(f"has more than {self.limits.max_values} values", mark.line + 1)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    line = key_node.start_mark.line + 1
+                    raise _LimitError(f"key '{_short(key)}' is given twice", line)
+                if isinstance(key, str | int | float | bool):
+                    seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        text = str(self.construct_scalar(node))
+        line = node.start_mark.line + 1
+        if len(text) > _MAX_INT_TEXT:
+            raise _too_large(text, line)
+        value = super().construct_yaml_int(node)
+        if abs(value) > self.limits.max_int:
+            raise _too_large(text, line)
+        return value
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
 _Loader.add_implicit_resolver(
@@ -35,29 +121,130 @@ _Loader.add_implicit_resolver(
 )
 
 
-def _read(path: Path) -> str:
+def _short(text: Any, length: int = 40) -> str:
+    text = str(text)
+    return text if len(text) <= length else f"{text[:length]}..."
+
+
+def _over_size(size: int, limits: InputLimits) -> str:
+    return f"is {size} bytes, over the limit of {limits.max_bytes} bytes"
+
+
+def read_document(path: Path, limits: InputLimits = DEFAULT_LIMITS) -> str:
+    """A file's text, refused with one sentence if it is missing, unreadable or over
+    ``limits.max_bytes`` (checked before reading it)."""
     try:
-        return path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > limits.max_bytes:
+            raise SpecError(f"{path}: {_over_size(size, limits)}")
+        with path.open("rb") as file:
+            data = file.read(limits.max_bytes + 1)
+        if len(data) > limits.max_bytes:
+            raise SpecError(f"{path}: {_over_size(len(data), limits)}")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as error:
         raise SpecError(f"{path}: cannot be read ({error})") from None
 
 
-def parse_document(text: str, source: str, fmt: FileFormat | None = None) -> Any:
-    """The data of a YAML or JSON document (JSON when ``fmt`` says so or ``source`` ends .json)."""
+def _read(path: Path) -> str:
+    return read_document(path)
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _LimitError(f"key '{_short(key)}' is given twice")
+        result[key] = value
+    return result
+
+
+def _json_int(limits: InputLimits) -> Any:
+    def convert(text: str) -> int:
+        if len(text) > _MAX_INT_TEXT:
+            raise _too_large(text)
+        value = int(text)
+        if abs(value) > limits.max_int:
+            raise _too_large(text)
+        return value
+
+    return convert
+
+
+def _parse(text: str, source: str, fmt: FileFormat | None, limits: InputLimits) -> Any:
     if fmt == "json" or (fmt is None and source.lower().endswith(".json")):
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int(limits))
         except json.JSONDecodeError as error:
             raise SpecError(f"{source}: line {error.lineno}: {error.msg}") from None
+        except RecursionError:
+            raise _LimitError(f"is nested more than {limits.max_depth} levels deep") from None
+    loader = _Loader(text)
+    loader.limits = limits
     try:
-        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
+        return loader.get_single_data()
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error)
         raise SpecError(f"{source}: {where}{problem}") from None
+    except RecursionError:
+        raise _LimitError(f"is nested more than {limits.max_depth} levels deep") from None
+    finally:
+        loader.dispose()
+
+
+def parse_document(
+    text: str, source: str, fmt: FileFormat | None = None, limits: InputLimits = DEFAULT_LIMITS
+) -> Any:
+    """The data of a YAML or JSON document (JSON when ``fmt`` says so or ``source`` ends .json),
+    within ``limits``: a :class:`SpecError` sentence names what broke them."""
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > limits.max_bytes:
+        raise SpecError(f"{source}: {_over_size(size, limits)}")
+    try:
+        data = _parse(text, source, fmt, limits)
+        check_limits(data, limits)
+    except _LimitError as refused:
+        where = f"line {refused.line}: " if refused.line is not None else ""
+        raise SpecError(f"{source}: {where}{refused.problem}") from None
+    return data
+
+
+def check_limits(data: Any, limits: InputLimits = DEFAULT_LIMITS) -> None:
+    """Walk parsed data (aliases expanded) once, without recursion: depth, number of values,
+    identifier and key lengths, integer size; raises :class:`_LimitError` at the first excess."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > limits.max_values:
+            raise _LimitError(f"has more than {limits.max_values} values")
+        if depth > limits.max_depth:
+            raise _LimitError(f"is nested more than {limits.max_depth} levels deep")
+        if isinstance(node, bool):
+            continue
+        if isinstance(node, int) and abs(node) > limits.max_int:
+            raise _too_large(str(node) if node.bit_length() < 1000 else "(very long)")
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                _check_identifier(key, str(key), limits)
+                if str(key) in IDENTIFIER_FIELDS:
+                    _check_identifier(value, str(key), limits)
+                stack.append((value, depth + 1))
+        elif isinstance(node, list | tuple):
+            stack.extend((item, depth + 1) for item in node)
+
+
+def _check_identifier(value: Any, field: str, limits: InputLimits) -> None:
+    if isinstance(value, str) and len(value) > limits.max_identifier_chars:
+        raise _LimitError(
+            f"{_short(field)} is {len(value)} characters long, over the limit of "
+            f"{limits.max_identifier_chars} characters"
+        )
 
 
 def _label(item: Any) -> str:
