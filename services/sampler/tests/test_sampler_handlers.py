@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,3 +87,30 @@ async def test_a_rival_request_read_after_the_first_of_its_index_is_counted_and_
 
     assert parts.published == []
     assert parts.sample("discospace_sampler_conflicting_requests_total") == 1
+
+
+async def test_the_handler_answers_a_waiting_request_only_once_its_pair_lands(clock, make):
+    parts = Parts(clock)
+    await on_space_event(make.registered(), parts.deps)
+    await on_actuator_registered(make.pool("a100", "A100"), parts.deps)
+    first, second = (
+        make.request(
+            make.registered(), operation_id=op, points=({"batch_size": 2, "gpu_model": "A100"},)
+        )
+        for op in ("op-a", "op-b")
+    )
+    for request in (first, second):
+        await on_request_read(request, parts.deps)
+    await on_samples_requested(first, parts.deps)
+
+    answering = asyncio.create_task(on_samples_requested(second, parts.deps))
+    await asyncio.sleep(0.1)
+    pending = not answering.done()
+    await on_measurement_event(
+        make.completed({"batch_size": 2, "gpu_model": "A100"}, operation="op-a"), parts.deps
+    )
+    await asyncio.wait_for(answering, 2)
+
+    assert pending
+    kinds = [(type(e).__name__, e.operation_id) for e in parts.published[2:]]
+    assert sorted(kinds) == [("MeasurementReused", "op-b"), ("SamplesDrawn", "op-b")]

@@ -7,6 +7,9 @@ one of:
   is being handled again after a crash, and the explorer has that result);
 - `MeasurementReused` (index k), when the sample store holds a result and the operation
   measures each pair once (`single_measurement`);
+- `Waiting` (no event yet), when such an operation's pair is in flight for another request
+  (`inflight.py`): it is answered when that measurement lands (`MeasurementReused`, index k),
+  or sent to the pool (`MeasurementRequested`, index k) if it fails;
 - `MeasurementRequested` (index k) to the pool that runs the experiment;
 - `MeasurementFailed` (index k, retryable), when no pool can run it: a pool may announce itself
   later, and the explorer retries within its `max_retries`.
@@ -33,7 +36,8 @@ from discospace.events import (
 )
 from discospace.events.common import PropertyValues
 from discospace.sampler.drawing import Drawn
-from discospace.sampler.memo import Memo, MemoIndex
+from discospace.sampler.inflight import InFlight
+from discospace.sampler.memo import Memo, MemoIndex, MemoKey
 from discospace.sampler.routing import PoolDirectory, Unroutable
 
 SAMPLER_WORKER_ID = "sampler"
@@ -55,6 +59,19 @@ class Pair:
     @property
     def experiment_id(self) -> str:
         return parameterized_experiment_id(self.ref.experiment, self.ref.parameterization)
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A pair in flight for another request: answered when that measurement ends."""
+
+    context: Context
+    pair: Pair
+    request_id: str
+
+    @property
+    def key(self) -> MemoKey:
+        return (self.context.sample_store, self.pair.entity.id, self.pair.experiment_id)
 
 
 @dataclass(frozen=True)
@@ -91,9 +108,9 @@ def pairs_of(request: SamplesRequested, drawn: Drawn) -> list[Pair]:
 
 
 def answer_pair(
-    context: Context, pair: Pair, memo: MemoIndex, pools: PoolDirectory
-) -> PairAnswer | None:
-    """The event that answers one pair (see the module docstring), or None."""
+    context: Context, pair: Pair, memo: MemoIndex, pools: PoolDirectory, in_flight: InFlight
+) -> PairAnswer | Waiting | None:
+    """The event that answers one pair (see the module docstring), `Waiting`, or None."""
     request = context.request
     request_id = measurement_request_id(request.operation_id, pair.entity.id, pair.experiment_id)
     found = memo.lookup(context.sample_store, pair.entity.id, pair.experiment_id)
@@ -102,6 +119,9 @@ def answer_pair(
     subject = _subject(context, pair, request_id)
     if found is not None and request.single_measurement:
         return _reused(context, pair, found, subject)
+    holder = in_flight.holder((context.sample_store, pair.entity.id, pair.experiment_id))
+    if holder not in (None, request_id) and request.single_measurement:
+        return Waiting(context, pair, request_id)
     pool = pools.route(pair.ref, pair.entity)
     if isinstance(pool, Unroutable):
         return MeasurementFailed.caused_by(
@@ -139,6 +159,14 @@ def _subject(context: Context, pair: Pair, request_id: str) -> dict[str, Any]:
     }
 
 
+def reused_later(waiting: Waiting, found: Memo, now: datetime) -> MeasurementReused:
+    """The deferred answer of a waiting pair once its key's measurement landed: the same id
+    as an immediate reuse (the waiting request and its pair number)."""
+    context = Context(waiting.context.request, waiting.context.sample_store, now)
+    subject = _subject(context, waiting.pair, waiting.request_id)
+    return _reused(context, waiting.pair, found, subject)
+
+
 def _reused(
     context: Context, pair: Pair, found: Memo, subject: dict[str, Any]
 ) -> MeasurementReused:
@@ -154,11 +182,13 @@ def _reused(
     )
 
 
-def answer(context: Context, drawn: Drawn, memo: MemoIndex, pools: PoolDirectory) -> list[Answer]:
-    """`SamplesDrawn`, then the answer of every pair that needs one."""
-    answers: list[Answer] = [samples_drawn(context, drawn)]
+def answer(
+    context: Context, drawn: Drawn, memo: MemoIndex, pools: PoolDirectory, in_flight: InFlight
+) -> list[Answer | Waiting]:
+    """`SamplesDrawn`, then the answer of every pair that needs one (or its `Waiting`)."""
+    answers: list[Answer | Waiting] = [samples_drawn(context, drawn)]
     for pair in pairs_of(context.request, drawn):
-        event = answer_pair(context, pair, memo, pools)
+        event = answer_pair(context, pair, memo, pools, in_flight)
         if event is not None:
             answers.append(event)
     return answers

@@ -1,9 +1,12 @@
 """The sampler's state and its one decision, pure (no Kafka, clock or randomness).
 
-State is four folds: registered spaces (to draw from), pools (to route to), the memo of every
-sample store (to reuse from) and the first request of each operation and request index (the
-only one answered, `first.py`). `decide` answers one `SamplesRequested` with the events of
-`discospace.sampler.answers`.
+State is five folds: registered spaces (to draw from), pools (to route to), the memo of every
+sample store (to reuse from), the measurements in flight and the pairs waiting for them
+(`inflight.py`), and the first request of each operation and request index (the only one
+answered, `first.py`). `decide` answers one `SamplesRequested` with the events of
+`discospace.sampler.answers` (and the pairs that wait); `take` folds that answer into the
+in-flight set; `land`, `fail` and `end` answer (or drop) the waiters when a measurement lands,
+fails, or an operation ends.
 """
 
 from __future__ import annotations
@@ -14,13 +17,26 @@ from datetime import datetime
 from discospace.events import (
     ActuatorRegistered,
     MeasurementCompleted,
+    MeasurementFailed,
+    MeasurementRequested,
+    MeasurementReused,
+    MeasurementStarted,
     SamplesRequested,
     SpaceRegistered,
 )
-from discospace.sampler.answers import Answer, Context, answer
+from discospace.sampler.answers import (
+    Answer,
+    Context,
+    PairAnswer,
+    Waiting,
+    answer,
+    answer_pair,
+    reused_later,
+)
 from discospace.sampler.drawing import SpaceBook, draw_entities
 from discospace.sampler.first import FirstRequests
-from discospace.sampler.memo import MemoIndex
+from discospace.sampler.inflight import InFlight, Waiter
+from discospace.sampler.memo import MemoIndex, MemoKey
 from discospace.sampler.routing import PoolDirectory
 
 
@@ -39,6 +55,7 @@ class SamplerState:
     spaces: SpaceBook = field(default_factory=SpaceBook)
     pools: PoolDirectory = field(default_factory=PoolDirectory)
     memo: MemoIndex = field(default_factory=MemoIndex)
+    in_flight: InFlight = field(default_factory=InFlight)
     requests: FirstRequests = field(default_factory=FirstRequests)
 
 
@@ -55,11 +72,75 @@ def evolve_memo(state: SamplerState, event: MeasurementCompleted) -> bool:
     return state.memo.record(event)
 
 
-def decide(state: SamplerState, request: SamplesRequested, now: datetime) -> list[Answer]:
+def decide(state: SamplerState, request: SamplesRequested, now: datetime) -> list[Answer | Waiting]:
     """The answer to one request for samples; raises `UnknownSpaceError` for an unseen space."""
     space = state.spaces.get(request.space_id)
     if space is None:
         raise UnknownSpaceError(request.space_id)
     drawn = draw_entities(request, space)
     context = Context(request, space.sample_store, now)
-    return answer(context, drawn, state.memo, state.pools)
+    return answer(context, drawn, state.memo, state.pools, state.in_flight)
+
+
+def _key(event: MeasurementRequested | MeasurementStarted | MeasurementCompleted) -> MemoKey:
+    return (event.sample_store, event.entity_id, event.experiment_id)
+
+
+def take(state: SamplerState, answers: list[Answer | Waiting]) -> list[Answer]:
+    """Fold a decision into the in-flight set (what it sends to pools holds its key, what
+    waits waits); the events to publish now."""
+    events: list[Answer] = []
+    for item in answers:
+        if isinstance(item, Waiting):
+            state.in_flight.wait(_waiter(item))
+            continue
+        if isinstance(item, MeasurementRequested):
+            state.in_flight.hold(_key(item), item.request_id)
+        events.append(item)
+    return events
+
+
+def _waiter(waiting: Waiting) -> Waiter:
+    request = waiting.context.request
+    return Waiter(waiting.key, waiting.request_id, request.operation_id, request.event_id, waiting)
+
+
+def evolve_started(state: SamplerState, event: MeasurementStarted) -> None:
+    """A worker took a measurement: its key is in flight (unless the memo already holds it)."""
+    if state.memo.lookup(*_key(event)) is None:
+        state.in_flight.hold(_key(event), event.request_id)
+
+
+def land(
+    state: SamplerState, event: MeasurementCompleted, now: datetime
+) -> list[MeasurementReused]:
+    """Fold a completion into the memo; the deferred reuses of the pairs that waited for it."""
+    state.memo.record(event)
+    found = state.memo.lookup(*_key(event))
+    assert found is not None
+    waiters = state.in_flight.land(_key(event))
+    return [reused_later(_waiting(w), found, now) for w in waiters]
+
+
+def fail(state: SamplerState, event: MeasurementFailed, now: datetime) -> list[Answer]:
+    """The holder of a key failed: the first waiter is answered anew (sent to a pool)."""
+    key = (event.sample_store, event.entity_id, event.experiment_id)
+    waiter = state.in_flight.fail(key, event.request_id)
+    if waiter is None:
+        return []
+    waiting = _waiting(waiter)
+    context = Context(waiting.context.request, waiting.context.sample_store, now)
+    answered: PairAnswer | Waiting | None = answer_pair(
+        context, waiting.pair, state.memo, state.pools, state.in_flight
+    )
+    return take(state, [answered] if answered is not None else [])
+
+
+def end(state: SamplerState, operation_id: str) -> int:
+    """The operation ended: its waiting pairs are dropped; how many."""
+    return len(state.in_flight.end(operation_id))
+
+
+def _waiting(waiter: Waiter) -> Waiting:
+    assert isinstance(waiter.payload, Waiting)
+    return waiter.payload

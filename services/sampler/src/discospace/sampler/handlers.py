@@ -6,12 +6,16 @@ no broker.
 
 - Folds, on the sampler's followers (at start every event up to where the topics ended, once,
   before any request is answered; then live): `on_space_event` (registered spaces),
-  `on_actuator_registered` (pools), `on_measurement_event` (the memo), `on_request_read` (the
-  first request of each operation and request index, and the operations that ended; see
-  `first.py`).
+  `on_actuator_registered` (pools), `on_measurement_event` (the memo and what is in flight;
+  live, it also answers the pairs that waited for a measurement that landed or failed, see
+  `inflight.py`), `on_request_read` (the first request of each operation and request index,
+  and the operations that ended, whose waiting pairs are dropped; see `first.py`).
 - `on_samples_requested`, in the sampler's group: answers a request when it is the first of its
   slot in the log and its operation has not ended there, once its space is known (waiting up
-  to `space_wait_s` for one registered moments ago).
+  to `space_wait_s` for one registered moments ago). A request with pairs waiting for a
+  measurement in flight returns only once every one is answered (or its operation ended), so
+  its offset is committed only then: a sampler that restarts meanwhile answers it again, with
+  the same ids.
 """
 
 from __future__ import annotations
@@ -37,12 +41,17 @@ from discospace.events import (
     SpaceRejected,
 )
 from discospace.events.factory import Clock
+from discospace.sampler.answers import Answer
 from discospace.sampler.domain import (
     SamplerState,
     decide,
-    evolve_memo,
+    end,
     evolve_pools,
     evolve_space,
+    evolve_started,
+    fail,
+    land,
+    take,
 )
 from discospace.sampler.first import Verdict
 from discospace.sampler.metrics import SamplerMetrics
@@ -51,6 +60,7 @@ MeasurementEvent: TypeAlias = (
     MeasurementStarted | MeasurementCompleted | MeasurementFailed | MeasurementReused
 )
 SPACE_POLL_S = 0.05
+WAITING_POLL_S = 0.05
 logger = logging.getLogger("discospace.sampler")
 
 
@@ -78,8 +88,15 @@ async def on_actuator_registered(event: ActuatorRegistered, deps: SamplerDeps) -
 
 
 async def on_measurement_event(event: MeasurementEvent, deps: SamplerDeps) -> None:
-    if isinstance(event, MeasurementCompleted):
-        evolve_memo(deps.state, event)
+    """Fold the memo and what is in flight; answer the pairs that waited on this measurement."""
+    answers: list[Answer] = []
+    if isinstance(event, MeasurementStarted):
+        evolve_started(deps.state, event)
+    elif isinstance(event, MeasurementCompleted):
+        answers += land(deps.state, event, deps.clock())
+    elif isinstance(event, MeasurementFailed):
+        answers += fail(deps.state, event, deps.clock())
+    await _publish(answers, deps)
 
 
 async def on_request_read(
@@ -89,6 +106,7 @@ async def on_request_read(
     of operations."""
     if not isinstance(event, SamplesRequested):
         deps.state.requests.end(event.operation_id)
+        end(deps.state, event.operation_id)
     elif deps.state.requests.record(event) is Verdict.CONFLICT:
         deps.metrics.conflicting_requests.inc()
         logger.warning(
@@ -109,9 +127,17 @@ async def on_samples_requested(event: SamplesRequested, deps: SamplerDeps) -> No
     if verdict is not Verdict.FIRST:
         return
     await _space_registered(deps.state, event.space_id, deps.space_wait_s)
-    answers = decide(deps.state, event, deps.clock())
+    answers = take(deps.state, decide(deps.state, event, deps.clock()))
     await asyncio.gather(*(deps.publish(answer) for answer in answers))
     deps.metrics.observe(answers)
+    while deps.state.in_flight.waiting_for(event.event_id):
+        await asyncio.sleep(WAITING_POLL_S)
+
+
+async def _publish(answers: list[Answer], deps: SamplerDeps) -> None:
+    """Publish the deferred answers of waiting pairs."""
+    await asyncio.gather(*(deps.publish(answer) for answer in answers))
+    deps.metrics.observe_pairs(answers)
 
 
 async def _space_registered(state: SamplerState, space_id: str, wait_s: float) -> None:

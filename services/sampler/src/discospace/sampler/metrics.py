@@ -83,8 +83,12 @@ class SamplerMetrics:
         self.measurements_requested.labels(pool=pool)
 
     def observe(self, answers: Iterable[Answer]) -> None:
-        """Count what one answer held."""
+        """Count what one answer to a request held."""
         self.requests_answered.inc()
+        self.observe_pairs(answers)
+
+    def observe_pairs(self, answers: Iterable[Answer]) -> None:
+        """Count the answers of pairs (a request's, or deferred ones of waiting pairs)."""
         for event in answers:
             if isinstance(event, SamplesDrawn):
                 self.samples_drawn.inc(len(event.entity_ids))

@@ -1,0 +1,216 @@
+"""Measurements in flight: a pair of a shared store is measured once, however many operations
+ask for it at once (hand-worked event sequences through the pure rules and one handler)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from discospace.events import (
+    MeasurementFailed,
+    MeasurementRequested,
+    MeasurementReused,
+    MeasurementStarted,
+    SamplesRequested,
+    new_event,
+)
+from discospace.events.envelope import caused_event_id
+from discospace.sampler.answers import Waiting
+from discospace.sampler.domain import (
+    SamplerState,
+    decide,
+    end,
+    evolve_pools,
+    evolve_space,
+    evolve_started,
+    fail,
+    land,
+    take,
+)
+from discospace.sampler.inflight import InFlight, Waiter
+
+POINT = {"batch_size": 2, "gpu_model": "A100"}
+OTHER = {"batch_size": 4, "gpu_model": "A100"}
+KEY = ("store-a", "e-1", "bench")
+
+
+@pytest.fixture
+def state(make) -> SamplerState:
+    state = SamplerState()
+    evolve_space(state, make.registered())
+    evolve_pools(state, make.pool("a100", "A100"))
+    return state
+
+
+def _request(make, operation: str, *points: dict[str, Any]) -> SamplesRequested:
+    return make.request(make.registered(), operation_id=operation, points=points)
+
+
+def _decide_and_take(state: SamplerState, request: SamplesRequested, make) -> list[Any]:
+    return take(state, decide(state, request, make.at))
+
+
+def _failed(requested: MeasurementRequested, make, retryable: bool = False) -> MeasurementFailed:
+    subject = requested.model_dump(
+        include={"operation_id", "request_id", "space_id", "sample_store", "entity_id"}
+        | {"entity_values", "experiment_id"}
+    )
+    return MeasurementFailed.caused_by(
+        requested, make.at, worker_id="w0", reason="node lost", retryable=retryable, **subject
+    )
+
+
+def _started(requested: MeasurementRequested, make) -> MeasurementStarted:
+    subject = requested.model_dump(
+        include={"operation_id", "request_id", "space_id", "sample_store", "entity_id"}
+        | {"entity_values", "experiment_id"}
+    )
+    return new_event(MeasurementStarted, lambda: make.at, worker_id="w0", **subject)
+
+
+def _waiter(operation: str, request_id: str) -> Waiter:
+    return Waiter(KEY, request_id, operation, f"ev-{request_id}", payload=None)
+
+
+def test_a_key_in_flight_hands_its_waiters_back_once_when_a_completion_lands():
+    in_flight = InFlight()
+    in_flight.hold(KEY, "req-a")
+    in_flight.wait(_waiter("op-b", "req-b"))
+    in_flight.wait(_waiter("op-b", "req-b"))
+    in_flight.wait(_waiter("op-c", "req-c"))
+
+    landed = in_flight.land(KEY)
+
+    assert [w.request_id for w in landed] == ["req-b", "req-c"]
+    assert in_flight.land(KEY) == []
+    assert in_flight.holder(KEY) is None
+
+
+def test_only_the_holders_failure_frees_the_key_and_hands_back_the_first_waiter():
+    in_flight = InFlight()
+    in_flight.hold(KEY, "req-a")
+    in_flight.wait(_waiter("op-b", "req-b"))
+    in_flight.wait(_waiter("op-c", "req-c"))
+
+    assert in_flight.fail(KEY, "req-other") is None
+    first = in_flight.fail(KEY, "req-a")
+
+    assert first is not None
+    assert first.request_id == "req-b"
+    assert in_flight.holder(KEY) is None
+    assert in_flight.waiting_for("ev-req-c") == 1
+
+
+def test_an_ended_operation_drops_its_waiters_and_keeps_the_others():
+    in_flight = InFlight()
+    in_flight.hold(KEY, "req-a")
+    in_flight.wait(_waiter("op-b", "req-b"))
+    in_flight.wait(_waiter("op-c", "req-c"))
+
+    dropped = in_flight.end("op-b")
+
+    assert [w.request_id for w in dropped] == ["req-b"]
+    assert [w.request_id for w in in_flight.land(KEY)] == ["req-c"]
+
+
+def test_a_second_operation_waits_for_a_pair_in_flight_and_reuses_it_when_it_lands(state, make):
+    first = _request(make, "op-a", POINT)
+    second = _request(make, "op-b", OTHER, POINT)
+
+    [_, requested_a] = _decide_and_take(state, first, make)
+    decided = decide(state, second, make.at)
+    published = take(state, decided)
+    completed = make.completed(POINT, operation="op-a")
+
+    deferred = land(state, completed, make.at)
+
+    assert isinstance(requested_a, MeasurementRequested)
+    waiting = [item for item in decided if isinstance(item, Waiting)]
+    assert [w.pair.entity.as_dict() for w in waiting] == [POINT]
+    assert [(type(e), e.entity_values) for e in published[1:]] == [(MeasurementRequested, OTHER)]
+    assert state.in_flight.waiting_for(second.event_id) == 0
+    [reused] = deferred
+    assert isinstance(reused, MeasurementReused)
+    assert reused.reused_event_id == completed.event_id
+    assert reused.operation_id == "op-b"
+    assert reused.event_id == caused_event_id(second.event_id, 1, "MeasurementReused")
+    assert land(state, completed, make.at) == []
+
+
+def test_pairs_held_by_both_operations_wait_on_each_other_only_where_they_overlap(state, make):
+    _decide_and_take(state, _request(make, "op-a", POINT), make)
+
+    published = _decide_and_take(state, _request(make, "op-b", OTHER, POINT), make)
+
+    assert [(type(e), e.entity_values) for e in published[1:]] == [(MeasurementRequested, OTHER)]
+
+
+def test_when_the_measurement_in_flight_fails_the_first_waiter_is_sent_to_the_pool(state, make):
+    first = _request(make, "op-a", POINT)
+    second = _request(make, "op-b", POINT)
+    third = _request(make, "op-c", POINT)
+    [_, requested_a] = _decide_and_take(state, first, make)
+    _decide_and_take(state, second, make)
+    _decide_and_take(state, third, make)
+
+    [requested_b] = fail(state, _failed(requested_a, make), make.at)
+    again = fail(state, _failed(requested_a, make), make.at)
+    deferred = land(state, make.completed(POINT, operation="op-b"), make.at)
+
+    assert isinstance(requested_b, MeasurementRequested)
+    assert requested_b.operation_id == "op-b"
+    assert requested_b.event_id == caused_event_id(second.event_id, 0, "MeasurementRequested")
+    assert again == []
+    assert [(type(e), e.operation_id) for e in deferred] == [(MeasurementReused, "op-c")]
+
+
+def test_the_holders_own_retry_is_not_made_to_wait_for_itself(state, make):
+    first = _request(make, "op-a", POINT)
+    [_, requested] = _decide_and_take(state, first, make)
+    retry = first.model_copy(update={"attempt": 2})
+
+    [_, again] = _decide_and_take(state, retry, make)
+
+    assert isinstance(again, MeasurementRequested)
+    assert again.request_id == requested.request_id
+
+
+def test_a_measurement_started_before_a_restart_is_in_flight_after_it(state, make):
+    [_, requested] = _decide_and_take(state, _request(make, "op-a", POINT), make)
+    restarted = SamplerState(spaces=state.spaces, pools=state.pools)
+    evolve_started(restarted, _started(requested, make))
+
+    decided = decide(restarted, _request(make, "op-b", POINT), make.at)
+
+    assert isinstance(decided[1], Waiting)
+
+
+def test_a_start_read_after_its_completion_holds_nothing(state, make):
+    [_, requested] = _decide_and_take(state, _request(make, "op-a", POINT), make)
+    restarted = SamplerState(spaces=state.spaces, pools=state.pools)
+    land(restarted, make.completed(POINT, operation="op-a"), make.at)
+    evolve_started(restarted, _started(requested, make))
+
+    assert len(restarted.in_flight) == 0
+
+
+def test_a_waiting_request_handled_twice_is_answered_once(state, make):
+    _decide_and_take(state, _request(make, "op-a", POINT), make)
+    second = _request(make, "op-b", POINT)
+    _decide_and_take(state, second, make)
+    _decide_and_take(state, second, make)
+
+    deferred = land(state, make.completed(POINT, operation="op-a"), make.at)
+
+    assert [e.operation_id for e in deferred] == ["op-b"]
+
+
+def test_a_waiter_whose_operation_ended_is_dropped_unanswered(state, make):
+    _decide_and_take(state, _request(make, "op-a", POINT), make)
+    second = _request(make, "op-b", POINT)
+    _decide_and_take(state, second, make)
+
+    assert end(state, "op-b") == 1
+    assert state.in_flight.waiting_for(second.event_id) == 0
+    assert land(state, make.completed(POINT, operation="op-a"), make.at) == []
