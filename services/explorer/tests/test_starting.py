@@ -209,3 +209,20 @@ def test_an_operation_cancelled_while_waiting_for_its_space_completes_as_cancell
     assert completed.stop_detail == "cancelled by alice before it started"
     assert completed.counts.requested == 0
     assert explore(state, small_space, engine, small_space.occurred_at).events == []
+
+
+@pytest.mark.parametrize("duration", ["-5sec", "0sec"])
+def test_a_maximum_duration_that_is_not_positive_is_refused(
+    loop, small_space, make_request, duration
+) -> None:
+    request = make_request(small_space, stopping={"max_duration": duration})
+    failed = loop(small_space).send(request)[0]
+    assert isinstance(failed, OperationFailed)
+    assert failed.reason == f"max_duration must be above zero, not {duration}"
+
+
+def test_the_explorer_runs_exactly_the_operators_core_knows() -> None:
+    from discospace.core.operation_rules import OPERATORS
+    from discospace.explorer.operators.known import known_operators
+
+    assert known_operators().names == OPERATORS

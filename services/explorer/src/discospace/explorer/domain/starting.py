@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeAlias
 
+from discospace.core.operation_rules import unmeasured_objective
 from discospace.events import (
     OperationCancelRequested,
     OperationCompleted,
@@ -123,11 +124,8 @@ def check(parameters: OperationParameters, space: KnownSpace, operator: Operator
 def _unmeasured_objective(parameters: OperationParameters, space: KnownSpace) -> str | None:
     """The first objective no experiment of the space measures, in one sentence; None when every
     one is measured. Every objective counts: `objective` (its best entity and stopping rules)
-    and each of `objectives` (what an optimizer optimises)."""
-    for objective in (parameters.objective, *parameters.objectives_to_optimise()):
-        if objective is not None and space.measures(objective.property) is None:
-            return (
-                f"the objective '{objective.property}' is not measured by any experiment of "
-                f"space '{space.space_id}'"
-            )
-    return None
+    and each of `objectives` (what an optimizer optimises). The rule is core's, which the CLI
+    applies too before it publishes a request."""
+    objectives = (parameters.objective, *parameters.objectives_to_optimise())
+    names = (objective.property if objective is not None else None for objective in objectives)
+    return unmeasured_objective(names, space.observed_ids, space.space_id)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from discospace.core import Time, TimeUnit
+from discospace.core.operation_rules import stopping_problem
 from discospace.events import StoppingRules
 from discospace.events.operations import StopReason
 from discospace.explorer.domain.objective import ObjectiveTracker
@@ -45,38 +46,9 @@ class Stop:
 
 
 def check_rules(rules: StoppingRules) -> str | None:
-    """Why the rules cannot be applied, in one sentence, or None when they can."""
-    duration = rules.max_duration
-    if duration is not None and duration.unit is not TimeUnit.SECOND:
-        return (
-            f"max_duration must be a wall-clock time such as 2h or 90sec, not {duration}: "
-            "the explorer measures it with a clock"
-        )
-    return _check_measurement_time(rules) or _check_training(rules)
-
-
-def _check_measurement_time(rules: StoppingRules) -> str | None:
-    spent = rules.max_measurement_time
-    if spent is None:
-        return None
-    if spent.unit is TimeUnit.DURATION and rules.max_duration is None:
-        return (
-            f"max_measurement_time {spent} is a fraction of max_duration, which is not set: "
-            "give max_duration or a time in seconds"
-        )
-    if spent.unit not in (TimeUnit.SECOND, TimeUnit.DURATION) or spent.value <= 0:
-        return (
-            f"max_measurement_time must be a positive time in seconds such as 2h or 90sec, not "
-            f"{spent}: it is compared with the durations the actuators report"
-        )
-    return None
-
-
-def _check_training(rules: StoppingRules) -> str | None:
-    budget = rules.max_training
-    if budget is not None and budget.value <= 0:
-        return f"max_training must be above zero, not {budget}"
-    return None
+    """Why the rules cannot be applied, in one sentence, or None when they can (the rule is
+    core's `stopping_problem`, which the CLI applies too before it publishes a request)."""
+    return stopping_problem(rules)
 
 
 def duration(rules: StoppingRules) -> timedelta | None:

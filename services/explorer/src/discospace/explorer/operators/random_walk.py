@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from discospace.core import DiscospaceError, sampling
+from discospace.core.operation_rules import random_walk_problem
 from discospace.events import OperationParameters
 from discospace.explorer.domain.operator import Draw, Finish, OperationView, Proposal
 from discospace.explorer.domain.spaces import KnownSpace
@@ -21,21 +21,7 @@ class RandomWalk:
     name: ClassVar[str] = "random_walk"
 
     def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
-        if parameters.number_entities == "all" and math.isinf(space.size):
-            return (
-                f"number_entities 'all' needs a finite space, but space '{space.space_id}' "
-                "has continuous properties: give a number"
-            )
-        if parameters.options:
-            names = ", ".join(sorted(parameters.options))
-            return f"random_walk takes no options, but was given {names}"
-        try:
-            sampling(space.entity_space, parameters.sampler, 0, parameters.group_by)
-        except DiscospaceError as error:
-            return (
-                f"the {parameters.sampler} sampler cannot run on space '{space.space_id}': {error}"
-            )
-        return None
+        return random_walk_problem(parameters, space.entity_space, space.space_id)
 
     def propose(self, view: OperationView) -> Proposal:
         budget = _budget(view)

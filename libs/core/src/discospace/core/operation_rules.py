@@ -1,0 +1,134 @@
+"""The rules an operation request must meet that need only the parameters and the space's
+registered spec: one sentence for the first one broken, or None.
+
+The explorer applies them when it starts an operation (`domain/starting.py`), and the CLI before
+it publishes one (`operation create`), so a bad request is refused at the door with the same
+sentence the explorer would give. Rules that need an operator's own code (an optimizer's
+options, Zeus's knobs) or the explorer's training arithmetic stay in the explorer.
+
+The parameters are read structurally (:class:`RulesLike`, :class:`WalkLike`): core does not
+depend on the events package that defines them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from discospace.core.errors import DiscospaceError
+from discospace.core.results import objective_source
+from discospace.core.sampling import sampling
+from discospace.core.space import EntitySpace
+from discospace.core.time import Time, TimeUnit
+
+OPERATORS: tuple[str, ...] = (
+    "optuna_cmaes",
+    "optuna_gp",
+    "optuna_nsga2",
+    "optuna_tpe",
+    "random_walk",
+    "zeus_bso",
+)
+"""The operators the explorer runs (its registry holds exactly these; a test checks it)."""
+
+
+class RulesLike(Protocol):
+    """Stopping rules as `discospace.events.StoppingRules` holds them."""
+
+    @property
+    def max_duration(self) -> Time | None: ...
+    @property
+    def max_measurement_time(self) -> Time | None: ...
+    @property
+    def max_training(self) -> Time | None: ...
+
+
+class WalkLike(Protocol):
+    """What `random_walk` reads of `discospace.events.OperationParameters`."""
+
+    @property
+    def number_entities(self) -> int | str: ...
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+    @property
+    def sampler(self) -> Any: ...
+    @property
+    def group_by(self) -> Sequence[str]: ...
+
+
+def operator_problem(name: str, known: Sequence[str] = OPERATORS) -> str | None:
+    """Why ``name`` is not an operator that can run, or None."""
+    if name in known:
+        return None
+    return f"operator '{name}' is not known: use {', '.join(known)}"
+
+
+def stopping_problem(rules: RulesLike) -> str | None:
+    """Why the stopping rules cannot be applied, in one sentence, or None when they can."""
+    duration = rules.max_duration
+    if duration is not None and duration.unit is not TimeUnit.SECOND:
+        return (
+            f"max_duration must be a wall-clock time such as 2h or 90sec, not {duration}: "
+            "the explorer measures it with a clock"
+        )
+    if duration is not None and duration.value <= 0:
+        return f"max_duration must be above zero, not {duration}"
+    return _measurement_time_problem(rules) or _training_problem(rules)
+
+
+def _measurement_time_problem(rules: RulesLike) -> str | None:
+    spent = rules.max_measurement_time
+    if spent is None:
+        return None
+    if spent.unit is TimeUnit.DURATION and rules.max_duration is None:
+        return (
+            f"max_measurement_time {spent} is a fraction of max_duration, which is not set: "
+            "give max_duration or a time in seconds"
+        )
+    if spent.unit not in (TimeUnit.SECOND, TimeUnit.DURATION) or spent.value <= 0:
+        return (
+            f"max_measurement_time must be a positive time in seconds such as 2h or 90sec, not "
+            f"{spent}: it is compared with the durations the actuators report"
+        )
+    return None
+
+
+def _training_problem(rules: RulesLike) -> str | None:
+    budget = rules.max_training
+    if budget is not None and budget.value <= 0:
+        return f"max_training must be above zero, not {budget}"
+    return None
+
+
+def unmeasured_objective(
+    objectives: Iterable[str | None], observed_ids: Sequence[str], space_id: str
+) -> str | None:
+    """The first objective no experiment of the space measures, in one sentence; None when every
+    one is measured (the rule is `discospace.core.results.objective_source`)."""
+    for objective in objectives:
+        if objective is not None and objective_source(objective, observed_ids) is None:
+            return (
+                f"the objective '{objective}' is not measured by any experiment of "
+                f"space '{space_id}'"
+            )
+    return None
+
+
+def random_walk_problem(
+    parameters: WalkLike, entity_space: EntitySpace, space_id: str
+) -> str | None:
+    """Why `random_walk` cannot run with these parameters on this space, or None."""
+    if parameters.number_entities == "all" and math.isinf(entity_space.size):
+        return (
+            f"number_entities 'all' needs a finite space, but space '{space_id}' "
+            "has continuous properties: give a number"
+        )
+    if parameters.options:
+        names = ", ".join(sorted(parameters.options))
+        return f"random_walk takes no options, but was given {names}"
+    try:
+        sampling(entity_space, parameters.sampler, 0, parameters.group_by)
+    except DiscospaceError as error:
+        return f"the {parameters.sampler} sampler cannot run on space '{space_id}': {error}"
+    return None

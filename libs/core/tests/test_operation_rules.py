@@ -1,0 +1,91 @@
+"""The request rules the explorer and the CLI share (discospace.core.operation_rules)."""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from discospace.core import Time, parse_space_spec
+from discospace.core.loading import discovery_space_from_spec
+from discospace.core.operation_rules import (
+    operator_problem,
+    random_walk_problem,
+    stopping_problem,
+    unmeasured_objective,
+)
+
+SPACE = """sample_store: s
+entity_space:
+  - {name: x, values: [1, 2]}
+  - {name: y, values: [a, b]}
+measurement_space:
+  - {actuator: a, experiment: e}
+"""
+
+
+@dataclass
+class Rules:
+    max_duration: Time | None = None
+    max_measurement_time: Time | None = None
+    max_training: Time | None = None
+
+
+@dataclass
+class Walk:
+    number_entities: int | str = 10
+    options: dict[str, Any] = field(default_factory=dict)
+    sampler: str = "random"
+    group_by: tuple[str, ...] = ()
+
+
+def entity_space():
+    return discovery_space_from_spec(parse_space_spec(SPACE), "s").entity_space
+
+
+def test_an_unknown_operator_is_named_with_the_known_ones() -> None:
+    assert operator_problem("random_walk") is None
+    problem = operator_problem("rändom")
+    assert problem is not None
+    assert problem.startswith("operator 'rändom' is not known: use ")
+    assert "random_walk" in problem
+
+
+@pytest.mark.parametrize(
+    ("rules", "sentence"),
+    [
+        (Rules(max_duration=Time.parse("-5sec")), "max_duration must be above zero, not -5sec"),
+        (Rules(max_duration=Time.parse("0sec")), "max_duration must be above zero, not 0sec"),
+        (Rules(max_duration=Time.parse("3ep")), "max_duration must be a wall-clock time"),
+        (Rules(max_measurement_time=Time.parse("-1sec")), "max_measurement_time must be a posit"),
+        (Rules(max_measurement_time=Time.parse("0.5dur")), "max_measurement_time 0.5dur is a"),
+        (Rules(max_training=Time.parse("-3ep")), "max_training must be above zero"),
+    ],
+)
+def test_stopping_rules_must_be_valid_and_positive(rules: Rules, sentence: str) -> None:
+    problem = stopping_problem(rules)
+    assert problem is not None
+    assert problem.startswith(sentence)
+
+
+def test_valid_stopping_rules_pass() -> None:
+    rules = Rules(Time.parse("2h"), Time.parse("0.5dur"), Time.parse("3ep"))
+    assert stopping_problem(rules) is None
+
+
+def test_an_objective_no_experiment_measures_is_named() -> None:
+    observed = ("e.tps",)
+    assert unmeasured_objective(["tps", None], observed, "sp") is None
+    assert unmeasured_objective(["tps", "mem"], observed, "sp") == (
+        "the objective 'mem' is not measured by any experiment of space 'sp'"
+    )
+
+
+def test_random_walk_refuses_options_and_unknown_group_by() -> None:
+    space = entity_space()
+    assert random_walk_problem(Walk(), space, "sp") is None
+    assert random_walk_problem(Walk(options={"k": 1}), space, "sp") == (
+        "random_walk takes no options, but was given k"
+    )
+    problem = random_walk_problem(Walk(sampler="grouped", group_by=("nope",)), space, "sp")
+    assert problem is not None
+    assert problem.startswith("the grouped sampler cannot run")
