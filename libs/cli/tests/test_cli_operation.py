@@ -11,9 +11,18 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from typer.testing import CliRunner
 
+from discospace.cli.kafka import ensure_topics, publish
 from discospace.cli.main import app
-from discospace.events import OperationCancelRequested, OperationRequested, TopicNames, decode
+from discospace.events import (
+    OperationCancelRequested,
+    OperationRequested,
+    TopicNames,
+    decode,
+    new_event,
+)
 from discospace.testing.kafka import free_port
+
+from .conftest import registration
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 RANDOM_WALK = REPO_ROOT / "examples" / "random-walk.yaml"
@@ -48,6 +57,35 @@ async def _read(bootstrap: str, topic: str, count: int, timeout_s: float) -> lis
 def read_topic(bootstrap: str, topic: str, count: int, timeout_s: float = 15.0) -> list[bytes]:
     """What a plain consumer finds on ``topic`` from its beginning (up to ``count`` values)."""
     return asyncio.run(_read(bootstrap, topic, count, timeout_s))
+
+
+def _register(bootstrap: str, topics: TopicNames) -> str:
+    """A space registered on the spaces topic (``operation create`` checks it is); its id."""
+    space = registration()
+
+    async def put() -> None:
+        await ensure_topics(bootstrap, topics, [topics.spaces])
+        await publish(bootstrap, topics.spaces, space)
+
+    asyncio.run(put())
+    return space.space_id
+
+
+def _request(bootstrap: str, topics: TopicNames, operation_id: str) -> None:
+    """An operation requested on the operations topic, as `operation create` publishes it."""
+    requested = new_event(
+        OperationRequested,
+        operation_id=operation_id,
+        space_id="space-0123456789ab",
+        operator="random_walk",
+        requested_by="me",
+    )
+
+    async def put() -> None:
+        await ensure_topics(bootstrap, topics, [topics.operations])
+        await publish(bootstrap, topics.operations, requested)
+
+    asyncio.run(put())
 
 
 def _operation_file(tmp_path: Path, text: str) -> Path:
@@ -104,8 +142,9 @@ def test_operation_create_publishes_a_request_valid_against_the_published_schema
     kafka_bootstrap: str,
 ) -> None:
     topics = TopicNames.unique("cli-op")
+    space_id = _register(kafka_bootstrap, topics)
     result = cli(
-        "operation", "create", "-f", str(RANDOM_WALK), "--space", "space-0123456789ab",
+        "operation", "create", "-f", str(RANDOM_WALK), "--space", space_id,
         kafka=kafka_bootstrap, prefix=topics.prefix,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -117,7 +156,7 @@ def test_operation_create_publishes_a_request_valid_against_the_published_schema
     jsonschema.validate(json.loads(raw), schema)
     event = decode(raw)
     assert isinstance(event, OperationRequested)
-    assert (event.operation_id, event.space_id) == (operation_id, "space-0123456789ab")
+    assert (event.operation_id, event.space_id) == (operation_id, space_id)
     assert event.operator == "random_walk"
     assert event.parameters.number_entities == "all"
     assert event.parameters.batch_size == 4
@@ -128,9 +167,10 @@ def test_the_space_in_the_file_is_used_when_no_space_option_is_given(
     kafka_bootstrap: str, tmp_path: Path
 ) -> None:
     topics = TopicNames.unique("cli-op")
+    space_id = _register(kafka_bootstrap, topics)
     file = _operation_file(
         tmp_path,
-        "space_id: space-aaaaaaaaaaaa\noperator: random_walk\n"
+        f"space_id: {space_id}\noperator: random_walk\n"
         "parameters: {number_entities: 5, seed: 3}\n",
     )
     result = cli(
@@ -142,10 +182,27 @@ def test_the_space_in_the_file_is_used_when_no_space_option_is_given(
     event = decode(raw)
     assert isinstance(event, OperationRequested)
     assert (event.space_id, event.parameters.number_entities, event.parameters.seed) == (
-        "space-aaaaaaaaaaaa",
+        space_id,
         5,
         3,
     )
+
+
+@pytest.mark.integration
+def test_an_unregistered_space_is_refused_at_once_and_nothing_is_published(
+    kafka_bootstrap: str,
+) -> None:
+    topics = TopicNames.unique("cli-op")
+    _register(kafka_bootstrap, topics)
+    started = time.monotonic()
+    result = cli(
+        "operation", "create", "-f", str(RANDOM_WALK), "--space", "space-000000000000",
+        kafka=kafka_bootstrap, prefix=topics.prefix,
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: space space-000000000000 is not registered")
+    assert time.monotonic() - started < 30
+    assert read_topic(kafka_bootstrap, topics.operations, 1, timeout_s=2) == []
 
 
 @pytest.mark.integration
@@ -153,6 +210,7 @@ def test_operation_cancel_publishes_a_cancel_request_keyed_by_the_operation(
     kafka_bootstrap: str,
 ) -> None:
     topics = TopicNames.unique("cli-op")
+    _request(kafka_bootstrap, topics, "op-42")
     result = cli(
         "operation", "cancel", "op-42", "--reason", "wrong store",
         kafka=kafka_bootstrap, prefix=topics.prefix,
@@ -160,7 +218,34 @@ def test_operation_cancel_publishes_a_cancel_request_keyed_by_the_operation(
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "cancel requested for op-42"
 
-    [raw] = read_topic(kafka_bootstrap, topics.operations, 1)
+    [_, raw] = read_topic(kafka_bootstrap, topics.operations, 2)
     event = decode(raw)
     assert isinstance(event, OperationCancelRequested)
     assert (event.operation_id, event.reason, event.key()) == ("op-42", "wrong store", b"op-42")
+
+
+@pytest.mark.parametrize("operation_id", ["", "o" * 10_000])
+def test_cancelling_an_id_no_operation_could_have_is_refused_unread(operation_id: str) -> None:
+    result = cli("operation", "cancel", operation_id)  # Kafka at 127.0.0.1:9 answers nothing
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: operation '{operation_id[:40]}")
+    assert "is not known" in line
+
+
+@pytest.mark.integration
+def test_cancelling_an_operation_the_log_does_not_know_is_refused_publishing_nothing(
+    kafka_bootstrap: str,
+) -> None:
+    topics = TopicNames.unique("cli-op")
+    _request(kafka_bootstrap, topics, "op-0123456789ab")
+    space_id = _register(kafka_bootstrap, topics)
+    for unknown in ("op-000000000000", space_id, "op-ünïcødé", "o" * 10_000):
+        result = cli("operation", "cancel", unknown, kafka=kafka_bootstrap, prefix=topics.prefix)
+        assert result.exit_code == 2, result.output
+        [line] = result.stderr.strip().splitlines()
+        assert line == (
+            f"error: operation '{unknown if len(unknown) <= 40 else unknown[:40] + '...'}' is "
+            "not known: list the operations with `discospace operation list`"
+        )
+    assert len(read_topic(kafka_bootstrap, topics.operations, 2, timeout_s=3)) == 1

@@ -15,6 +15,7 @@ from rich.console import Console
 from discospace.cli.errors import CliError
 from discospace.cli.projector import projector_client
 from discospace.cli.requests import (
+    check_request,
     load_operation_file,
     operation_request,
     request_cancel,
@@ -26,6 +27,7 @@ from discospace.cli.watch import best_text, ending, progress_rows, watch_operati
 
 if TYPE_CHECKING:
     from discospace.client import OperationProgress
+    from discospace.events import OperationRequested
 
 operation_app = typer.Typer(
     help="Operations: run an operator on a registered space, follow it, cancel it.",
@@ -61,10 +63,19 @@ def create(
     """Request an operation and print its id; with --watch, show its progress until it ends."""
     settings = settings_of(ctx)
     request = operation_request(settings, load_operation_file(file), space)
-    asyncio.run(request_operation(settings, request))
+    asyncio.run(_check_and_request(settings, request))
     typer.echo(request.operation_id)
     if watch:
         _follow(settings, request.operation_id, interval)
+
+
+async def _check_and_request(settings: CliSettings, request: "OperationRequested") -> None:
+    """Publish the request only once it passes every check the CLI can make (nothing is
+    published otherwise): the space's registration is read from the spaces topic."""
+    from discospace.cli.store_import import KafkaStoreLink
+
+    await check_request(request, KafkaStoreLink(settings).registration)
+    await request_operation(settings, request)
 
 
 @operation_app.command("list")

@@ -1,17 +1,27 @@
 """What the CLI asks of the services through Kafka: submit a space, request or cancel an
 operation. Each builds the event, makes sure its topic exists and publishes it."""
 
+import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeAlias
 
+from aiokafka.errors import KafkaConnectionError, KafkaError
 from pydantic import Field
 
-from discospace.cli.errors import CliError, NoAnswerError
+from discospace.cli.errors import CliError, KafkaUnavailableError, NoAnswerError
 from discospace.cli.kafka import AnswerReader, ensure_topics, publish
 from discospace.cli.settings import CliSettings
+from discospace.core import DiscoverySpace, ExperimentCatalog
+from discospace.core.errors import DiscospaceError
 from discospace.core.loading import parse_document, read_document, validate_document
+from discospace.core.operation_rules import (
+    operator_problem,
+    random_walk_problem,
+    stopping_problem,
+    unmeasured_objective,
+)
 from discospace.core.spec import SpaceSpec
 from discospace.events import (
     Event,
@@ -21,9 +31,13 @@ from discospace.events import (
     SpaceRegistered,
     SpaceRejected,
     SpaceSubmitted,
+    decode,
     new_event,
 )
+from discospace.events.codec import EventDecodeError
 from discospace.events.envelope import Record
+from discospace.runtime.replay import Record as KafkaRecord
+from discospace.runtime.replay import existing_partitions, read_up_to, reader
 
 SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
@@ -114,9 +128,86 @@ def operation_request(
     )
 
 
+Registration: TypeAlias = Callable[[str], Awaitable[SpaceRegistered]]
+"""The registration of a space id; raises a :class:`CliError` when it is not registered."""
+
+
+async def check_request(request: OperationRequested, registration: Registration) -> None:
+    """Refuse, with the explorer's sentence, a request the explorer would refuse: an unknown
+    operator, invalid stopping rules, an unregistered space, an objective the space does not
+    measure, parameters `random_walk` cannot run with (the rules of
+    :mod:`discospace.core.operation_rules`). The checks that need no broker come first."""
+    problem = operator_problem(request.operator) or stopping_problem(request.parameters.stopping)
+    if problem is None:
+        problem = registered_problem(request, await registration(request.space_id))
+    if problem is not None:
+        raise CliError(problem)
+
+
+def registered_problem(request: OperationRequested, registered: SpaceRegistered) -> str | None:
+    """Why the request cannot run on its registered space, or None (as far as core can tell;
+    an optimizer's or Zeus's own options are checked by the explorer)."""
+    space_id, parameters = registered.space_id, request.parameters
+    try:
+        space = DiscoverySpace.from_spec(registered.spec)
+        measured = space.measurement_space(ExperimentCatalog(registered.experiments))
+    except DiscospaceError as error:
+        return f"space '{space_id}' cannot be explored: {error}"
+    objectives = (parameters.objective, *parameters.objectives_to_optimise())
+    names = (objective.property if objective is not None else None for objective in objectives)
+    problem = unmeasured_objective(names, measured.observed_property_ids, space_id)
+    if problem is None and request.operator == "random_walk":
+        problem = random_walk_problem(parameters, space.entity_space, space_id)
+    return problem
+
+
+MAX_OPERATION_ID_CHARS = 256
+"""Longer ids name no operation (the CLI's are ``op-`` and 12 hex digits): refused unread."""
+
+
+async def operation_requested(settings: CliSettings, operation_id: str) -> bool:
+    """Whether the operations topic holds an ``OperationRequested`` for ``operation_id`` (the
+    log, not the projector, so it holds without the projector running)."""
+    if not operation_id or len(operation_id) > MAX_OPERATION_ID_CHARS:
+        return False
+    bootstrap, topic = settings.kafka_bootstrap_servers, settings.topics.operations
+    needle = json.dumps(operation_id).encode()
+    found = False
+
+    async def take(record: KafkaRecord) -> None:
+        nonlocal found
+        value = record.value or b""
+        if found or b'"OperationRequested"' not in value or needle not in value:
+            return
+        try:
+            event = decode(value)
+        except EventDecodeError:
+            return
+        found = isinstance(event, OperationRequested) and event.operation_id == operation_id
+
+    try:
+        partitions = await existing_partitions(bootstrap, [topic])
+        if not partitions:
+            return False
+        async with reader(bootstrap, "discospace-cli") as consumer:
+            await read_up_to(consumer, await consumer.end_offsets(partitions), take)
+    except KafkaConnectionError:
+        raise KafkaUnavailableError(bootstrap) from None
+    except KafkaError as error:
+        raise CliError(f"Kafka at {bootstrap} could not be read ({error})") from None
+    return found
+
+
 async def request_cancel(settings: CliSettings, operation_id: str, reason: str) -> None:
-    """Publish an ``OperationCancelRequested``; the explorer stops the operation."""
+    """Publish an ``OperationCancelRequested``; the explorer stops the operation. An id no
+    operation was requested under is refused, publishing nothing."""
     bootstrap, topics = settings.kafka_bootstrap_servers, settings.topics
+    if not await operation_requested(settings, operation_id):
+        shown = operation_id if len(operation_id) <= 40 else f"{operation_id[:40]}..."
+        raise CliError(
+            f"operation '{shown}' is not known: list the operations with "
+            "`discospace operation list`"
+        )
     cancel = new_event(
         OperationCancelRequested,
         operation_id=operation_id,
