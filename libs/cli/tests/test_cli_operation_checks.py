@@ -52,6 +52,18 @@ SID = SPACE.space_id
         (request(SID, stopping={"max_duration": "-5sec"}), "max_duration must be above zero"),
         (request(SID, stopping={"max_duration": "3ep"}), "max_duration must be a wall-clock"),
         (request("space-000000000000"), "space space-000000000000 is not registered"),
+        (request(SID, "optuna_tpe"), "optuna_tpe needs an objective"),
+        (
+            request(
+                SID,
+                "optuna_cmaes",
+                objectives=[
+                    {"property": "throughput", "direction": "max"},
+                    {"property": "peak_memory", "direction": "min"},
+                ],
+            ),
+            "optuna_cmaes optimises one objective, but 2 were given",
+        ),
         (request(SID, options={"k": 1}), "random_walk takes no options, but was given k"),
         (
             request(SID, sampler="grouped", group_by=["nope"]),

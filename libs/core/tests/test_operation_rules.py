@@ -8,6 +8,7 @@ import pytest
 from discospace.core import Time, parse_space_spec
 from discospace.core.loading import discovery_space_from_spec
 from discospace.core.operation_rules import (
+    objectives_problem,
     operator_problem,
     random_walk_problem,
     stopping_problem,
@@ -89,3 +90,14 @@ def test_random_walk_refuses_options_and_unknown_group_by() -> None:
     problem = random_walk_problem(Walk(sampler="grouped", group_by=("nope",)), space, "sp")
     assert problem is not None
     assert problem.startswith("the grouped sampler cannot run")
+
+
+def test_optimizers_need_an_objective_and_cmaes_takes_only_one() -> None:
+    assert objectives_problem("random_walk", 0) is None
+    assert objectives_problem("optuna_tpe", 2) is None
+    assert objectives_problem("optuna_tpe", 0) == (
+        "optuna_tpe needs an objective: set parameters.objective (or parameters.objectives for two)"
+    )
+    assert objectives_problem("optuna_cmaes", 2) == (
+        "optuna_cmaes optimises one objective, but 2 were given"
+    )

@@ -226,3 +226,11 @@ def test_the_explorer_runs_exactly_the_operators_core_knows() -> None:
     from discospace.explorer.operators.known import known_operators
 
     assert known_operators().names == OPERATORS
+
+
+def test_core_knows_which_optimizers_take_several_objectives() -> None:
+    from discospace.core.operation_rules import OPTIMIZERS
+    from discospace.explorer.operators.optuna_search.operator import optuna_operators
+    from discospace.explorer.operators.optuna_search.samplers import MULTI_OBJECTIVE
+
+    assert {o.name: 2 if MULTI_OBJECTIVE[o.kind] else 1 for o in optuna_operators()} == OPTIMIZERS

@@ -17,6 +17,7 @@ from discospace.core import DiscoverySpace, ExperimentCatalog
 from discospace.core.errors import DiscospaceError
 from discospace.core.loading import parse_document, read_document, validate_document
 from discospace.core.operation_rules import (
+    objectives_problem,
     operator_problem,
     random_walk_problem,
     stopping_problem,
@@ -137,7 +138,12 @@ async def check_request(request: OperationRequested, registration: Registration)
     operator, invalid stopping rules, an unregistered space, an objective the space does not
     measure, parameters `random_walk` cannot run with (the rules of
     :mod:`discospace.core.operation_rules`). The checks that need no broker come first."""
-    problem = operator_problem(request.operator) or stopping_problem(request.parameters.stopping)
+    parameters = request.parameters
+    problem = (
+        operator_problem(request.operator)
+        or stopping_problem(parameters.stopping)
+        or objectives_problem(request.operator, len(parameters.objectives_to_optimise()))
+    )
     if problem is None:
         problem = registered_problem(request, await registration(request.space_id))
     if problem is not None:

@@ -33,6 +33,16 @@ OPERATORS: tuple[str, ...] = (
 """The operators the explorer runs (its registry holds exactly these; a test checks it)."""
 
 
+OPTIMIZERS: dict[str, int] = {
+    "optuna_cmaes": 1,
+    "optuna_gp": 2,
+    "optuna_nsga2": 2,
+    "optuna_tpe": 2,
+}
+"""The operators that optimise objectives, with how many objectives each can take at most
+(CMA-ES optimises one); each needs at least one."""
+
+
 class RulesLike(Protocol):
     """Stopping rules as `discospace.events.StoppingRules` holds them."""
 
@@ -62,6 +72,22 @@ def operator_problem(name: str, known: Sequence[str] = OPERATORS) -> str | None:
     if name in known:
         return None
     return f"operator '{name}' is not known: use {', '.join(known)}"
+
+
+def objectives_problem(operator: str, count: int) -> str | None:
+    """Why an optimizer cannot take ``count`` objectives, or None (and None for an operator
+    that optimises none: it ignores them)."""
+    most = OPTIMIZERS.get(operator)
+    if most is None:
+        return None
+    if count == 0:
+        return (
+            f"{operator} needs an objective: set parameters.objective "
+            "(or parameters.objectives for two)"
+        )
+    if count > 1 and most == 1:
+        return f"{operator} optimises one objective, but {count} were given"
+    return None
 
 
 def stopping_problem(rules: RulesLike) -> str | None:

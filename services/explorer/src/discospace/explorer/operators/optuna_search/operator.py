@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import ClassVar
 
 from discospace.core import DiscospaceError, Entity
+from discospace.core.operation_rules import objectives_problem
 from discospace.events import OperationParameters
 from discospace.explorer.domain.operator import Finish, Measure, OperationView, Proposal, Wait
 from discospace.explorer.domain.spaces import KnownSpace
@@ -21,7 +22,6 @@ from discospace.explorer.operators.optuna_search.candidates import Pool, pool_of
 from discospace.explorer.operators.optuna_search.history import History, Source, history_of
 from discospace.explorer.operators.optuna_search.options import SearchOptions, parse_options
 from discospace.explorer.operators.optuna_search.samplers import (
-    MULTI_OBJECTIVE,
     SamplerKind,
     missing_packages,
 )
@@ -126,17 +126,10 @@ def _sources(parameters: OperationParameters, space: KnownSpace) -> list[Source]
 
 
 def _objectives_problem(operator: OptunaOperator, parameters: OperationParameters) -> str | None:
-    """How many objectives this operator is given, if it cannot take them; whether the space
-    measures each is checked for every operator at start (`domain/starting.py`)."""
-    objectives = parameters.objectives_to_optimise()
-    if not objectives:
-        return (
-            f"{operator.name} needs an objective: set parameters.objective "
-            "(or parameters.objectives for two)"
-        )
-    if len(objectives) > 1 and not MULTI_OBJECTIVE[operator.kind]:
-        return f"{operator.name} optimises one objective, but {len(objectives)} were given"
-    return None
+    """How many objectives this operator is given, if it cannot take them (core's rule, which
+    the CLI applies too); whether the space measures each is checked for every operator at
+    start (`domain/starting.py`)."""
+    return objectives_problem(operator.name, len(parameters.objectives_to_optimise()))
 
 
 def _has_budget(parameters: OperationParameters) -> bool:
