@@ -26,6 +26,7 @@ from discospace.sampler.domain import (
     evolve_started,
     fail,
     land,
+    stop_waiting,
     take,
 )
 from discospace.sampler.inflight import InFlight, Waiter
@@ -214,3 +215,37 @@ def test_a_waiter_whose_operation_ended_is_dropped_unanswered(state, make):
     assert end(state, "op-b") == 1
     assert state.in_flight.waiting_for(second.event_id) == 0
     assert land(state, make.completed(POINT, operation="op-a"), make.at) == []
+
+
+def test_a_request_that_stops_waiting_sends_its_pairs_to_the_pool_and_keeps_the_holder(state, make):
+    first = _request(make, "op-a", POINT)
+    second = _request(make, "op-b", POINT)
+    [_, requested_a] = _decide_and_take(state, first, make)
+    _decide_and_take(state, second, make)
+
+    [requested_b] = stop_waiting(state, second.event_id, make.at)
+    again = stop_waiting(state, second.event_id, make.at)
+    key = (requested_a.sample_store, requested_a.entity_id, requested_a.experiment_id)
+    holder = state.in_flight.holder(key)
+    deferred = land(state, make.completed(POINT, operation="op-a"), make.at)
+
+    assert isinstance(requested_b, MeasurementRequested)
+    assert requested_b.operation_id == "op-b"
+    assert requested_b.event_id == caused_event_id(second.event_id, 0, "MeasurementRequested")
+    assert holder == requested_a.request_id
+    assert state.in_flight.waiting_for(second.event_id) == 0
+    assert again == []
+    assert deferred == []
+
+
+def test_only_the_released_requests_waiters_are_handed_back():
+    in_flight = InFlight()
+    in_flight.hold(KEY, "r-1")
+    in_flight.wait(_waiter("op-b", "r-2"))
+    in_flight.wait(_waiter("op-c", "r-3"))
+
+    released = in_flight.release("ev-r-2")
+
+    assert [w.request_id for w in released] == ["r-2"]
+    assert in_flight.waiting_for("ev-r-3") == 1
+    assert in_flight.holder(KEY) == "r-1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,3 +115,22 @@ async def test_the_handler_answers_a_waiting_request_only_once_its_pair_lands(cl
     assert pending
     kinds = [(type(e).__name__, e.operation_id) for e in parts.published[2:]]
     assert sorted(kinds) == [("MeasurementReused", "op-b"), ("SamplesDrawn", "op-b")]
+
+
+async def test_a_request_waits_at_most_in_flight_wait_s_then_its_pair_is_measured(clock, make):
+    parts = Parts(clock)
+    parts.deps = dataclasses.replace(parts.deps, in_flight_wait_s=0.2)
+    await on_space_event(make.registered(), parts.deps)
+    await on_actuator_registered(make.pool("a100", "A100"), parts.deps)
+    point = {"batch_size": 2, "gpu_model": "A100"}
+    first, second = (
+        make.request(make.registered(), operation_id=op, points=(point,)) for op in ("op-a", "op-b")
+    )
+    for request in (first, second):
+        await on_request_read(request, parts.deps)
+    await on_samples_requested(first, parts.deps)
+
+    await asyncio.wait_for(on_samples_requested(second, parts.deps), 2)
+
+    kinds = [(type(e).__name__, e.operation_id) for e in parts.published[2:]]
+    assert sorted(kinds) == [("MeasurementRequested", "op-b"), ("SamplesDrawn", "op-b")]

@@ -34,6 +34,7 @@ def bootstrap(service: Service, settings: SamplerSettings) -> SamplerDeps:
         clock=service.clock,
         space_wait_s=settings.space_wait_s,
         first_request_wait_s=settings.first_request_wait_s,
+        in_flight_wait_s=settings.in_flight_wait_s,
     )
 
 

@@ -136,6 +136,20 @@ def fail(state: SamplerState, event: MeasurementFailed, now: datetime) -> list[A
     return take(state, [answered] if answered is not None else [])
 
 
+def stop_waiting(state: SamplerState, request_event_id: str, now: datetime) -> list[Answer]:
+    """The request waited long enough: each of its pairs still waiting is sent to a pool on
+    its own (measured a second time rather than block the request's partition any longer);
+    the key's holder stays as it was."""
+    answers: list[Answer | Waiting] = []
+    for waiter in state.in_flight.release(request_event_id):
+        waiting = _waiting(waiter)
+        context = Context(waiting.context.request, waiting.context.sample_store, now)
+        answered = answer_pair(context, waiting.pair, state.memo, state.pools, InFlight())
+        if answered is not None:
+            answers.append(answered)
+    return take(state, answers)
+
+
 def end(state: SamplerState, operation_id: str) -> int:
     """The operation ended: its waiting pairs are dropped; how many."""
     return len(state.in_flight.end(operation_id))

@@ -51,6 +51,7 @@ from discospace.sampler.domain import (
     evolve_started,
     fail,
     land,
+    stop_waiting,
     take,
 )
 from discospace.sampler.first import Verdict
@@ -75,6 +76,7 @@ class SamplerDeps:
     clock: Clock
     space_wait_s: float
     first_request_wait_s: float
+    in_flight_wait_s: float = 60.0
 
 
 async def on_space_event(event: SpaceRegistered | SpaceRejected, deps: SamplerDeps) -> None:
@@ -130,7 +132,27 @@ async def on_samples_requested(event: SamplesRequested, deps: SamplerDeps) -> No
     answers = take(deps.state, decide(deps.state, event, deps.clock()))
     await asyncio.gather(*(deps.publish(answer) for answer in answers))
     deps.metrics.observe(answers)
+    await _wait_for_measurements_in_flight(event, deps)
+
+
+async def _wait_for_measurements_in_flight(event: SamplesRequested, deps: SamplerDeps) -> None:
+    """Hold the request (uncommitted) while pairs of it wait for another's measurement, for at
+    most `in_flight_wait_s`; then measure those pairs anyway, so no request blocks its
+    partition for as long as a measurement may run."""
+    deadline = time.monotonic() + deps.in_flight_wait_s
     while deps.state.in_flight.waiting_for(event.event_id):
+        if time.monotonic() >= deadline:
+            answers = stop_waiting(deps.state, event.event_id, deps.clock())
+            logger.info(
+                "request %d of operation %s waited %.0f s for measurements in flight: "
+                "%d pairs sent to a pool instead",
+                event.request_index,
+                event.operation_id,
+                deps.in_flight_wait_s,
+                len(answers),
+            )
+            await _publish(answers, deps)
+            return
         await asyncio.sleep(WAITING_POLL_S)
 
 

@@ -97,6 +97,18 @@ class InFlight:
                 del self._waiters[key]
         return dropped
 
+    def release(self, request_event_id: str) -> list[Waiter]:
+        """The pairs of the request (by its event id) stop waiting: removed and handed back."""
+        released: list[Waiter] = []
+        for key in list(self._waiters):
+            kept = [w for w in self._waiters[key] if w.request_event_id != request_event_id]
+            released += [w for w in self._waiters[key] if w.request_event_id == request_event_id]
+            if kept:
+                self._waiters[key] = kept
+            else:
+                del self._waiters[key]
+        return released
+
     def waiting_for(self, request_event_id: str) -> int:
         """How many pairs of the request (by its event id) still wait."""
         return sum(1 for w in self._all() if w.request_event_id == request_event_id)

@@ -24,6 +24,13 @@ class SamplerSettings(ServiceSettings):
         description="How long a request for a space not read yet waits for its registration "
         "before it is handed back (and delivered again after `retry_backoff_s`).",
     )
+    in_flight_wait_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long a request whose pairs wait for measurements already in flight "
+        "(for another request) is held before those pairs are sent to a pool anyway: the bound "
+        "on how long one request can hold up its partition of the operations topic.",
+    )
     first_request_wait_s: float = Field(
         default=10.0,
         ge=0,
