@@ -54,6 +54,10 @@ SID = SPACE.space_id
         (request("space-000000000000"), "space space-000000000000 is not registered"),
         (request(SID, "optuna_tpe"), "optuna_tpe needs an objective"),
         (
+            request(SID, "zeus_bso", options={"default_batch_size": 4}),
+            "zeus_bso needs a 'power_limit' property in the entity space",
+        ),
+        (
             request(
                 SID,
                 "optuna_cmaes",

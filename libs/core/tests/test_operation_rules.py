@@ -13,6 +13,7 @@ from discospace.core.operation_rules import (
     random_walk_problem,
     stopping_problem,
     unmeasured_objective,
+    zeus_space_problem,
 )
 
 SPACE = """sample_store: s
@@ -100,4 +101,26 @@ def test_optimizers_need_an_objective_and_cmaes_takes_only_one() -> None:
     )
     assert objectives_problem("optuna_cmaes", 2) == (
         "optuna_cmaes optimises one objective, but 2 were given"
+    )
+
+
+def test_zeus_needs_batch_sizes_power_limits_recurrences_and_one_workload() -> None:
+    text = """sample_store: s
+entity_space:
+  - {name: batch_size, values: [8, 16]}
+  - {name: power_limit, values: [200, 300]}
+  - {name: recurrence, range: [0, 100], interval: 1}
+  - {name: model, values: [m]}
+measurement_space:
+  - {actuator: a, experiment: e}
+"""
+    good = discovery_space_from_spec(parse_space_spec(text), "s").entity_space
+    assert zeus_space_problem(good) is None
+    assert zeus_space_problem(entity_space()) == (
+        "zeus_bso needs a 'batch_size' property in the entity space"
+    )
+    no_power = text.replace("  - {name: power_limit, values: [200, 300]}\n", "")
+    space = discovery_space_from_spec(parse_space_spec(no_power), "s").entity_space
+    assert (
+        zeus_space_problem(space) == "zeus_bso needs a 'power_limit' property in the entity space"
     )

@@ -22,6 +22,7 @@ from discospace.core.operation_rules import (
     random_walk_problem,
     stopping_problem,
     unmeasured_objective,
+    zeus_space_problem,
 )
 from discospace.core.spec import SpaceSpec
 from discospace.events import (
@@ -152,7 +153,7 @@ async def check_request(request: OperationRequested, registration: Registration)
 
 def registered_problem(request: OperationRequested, registered: SpaceRegistered) -> str | None:
     """Why the request cannot run on its registered space, or None (as far as core can tell;
-    an optimizer's or Zeus's own options are checked by the explorer)."""
+    an optimizer's or Zeus's options are checked by the explorer)."""
     space_id, parameters = registered.space_id, request.parameters
     try:
         space = DiscoverySpace.from_spec(registered.spec)
@@ -164,6 +165,8 @@ def registered_problem(request: OperationRequested, registered: SpaceRegistered)
     problem = unmeasured_objective(names, measured.observed_property_ids, space_id)
     if problem is None and request.operator == "random_walk":
         problem = random_walk_problem(parameters, space.entity_space, space_id)
+    if problem is None and request.operator == "zeus_bso":
+        problem = zeus_space_problem(space.entity_space)
     return problem
 
 

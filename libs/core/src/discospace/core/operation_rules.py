@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from discospace.core.canonical import Value
 from discospace.core.errors import DiscospaceError
 from discospace.core.results import objective_source
 from discospace.core.sampling import sampling
@@ -158,3 +159,60 @@ def random_walk_problem(
     except DiscospaceError as error:
         return f"the {parameters.sampler} sampler cannot run on space '{space_id}': {error}"
     return None
+
+
+ZEUS_BATCH_SIZE, ZEUS_POWER_LIMIT, ZEUS_RECURRENCE = "batch_size", "power_limit", "recurrence"
+"""The knobs `zeus_bso` needs in its space."""
+
+
+def zeus_whole_numbers(space: EntitySpace, name: str) -> tuple[int, ...]:
+    """The values of knob ``name`` (a finite set of whole numbers), sorted; raises
+    :class:`DiscospaceError` saying why the space does not have them."""
+    if name not in space.names:
+        raise DiscospaceError(f"zeus_bso needs a '{name}' property in the entity space")
+    domain = space.get_property(name).domain
+    values = domain.values if domain.is_finite else ()
+    if not values or not all(_is_whole(v) for v in values):
+        raise DiscospaceError(f"zeus_bso needs '{name}' to take a finite set of whole numbers")
+    return tuple(sorted(int(float(v)) for v in values))
+
+
+def zeus_check_recurrence(space: EntitySpace) -> None:
+    if ZEUS_RECURRENCE not in space.names:
+        raise DiscospaceError(
+            f"zeus_bso needs a '{ZEUS_RECURRENCE}' property (0, 1, 2, ...): each run is its own "
+            "entity"
+        )
+
+
+def zeus_fixed_values(space: EntitySpace) -> dict[str, Value]:
+    """The workload: every property but the knobs, each with exactly one value."""
+    fixed: dict[str, Value] = {}
+    for prop in space.properties:
+        if prop.name in (ZEUS_BATCH_SIZE, ZEUS_POWER_LIMIT, ZEUS_RECURRENCE):
+            continue
+        domain = prop.domain
+        if not domain.is_finite or domain.size != 1:
+            raise DiscospaceError(
+                f"zeus_bso optimises one job: property '{prop.name}' must have exactly one value"
+            )
+        fixed[prop.name] = domain.values[0]
+    return fixed
+
+
+def zeus_space_problem(space: EntitySpace) -> str | None:
+    """Why `zeus_bso` cannot run on this entity space whatever its options, or None."""
+    try:
+        zeus_whole_numbers(space, ZEUS_BATCH_SIZE)
+        zeus_whole_numbers(space, ZEUS_POWER_LIMIT)
+        zeus_check_recurrence(space)
+        zeus_fixed_values(space)
+    except DiscospaceError as error:
+        return str(error)
+    return None
+
+
+def _is_whole(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return float(value).is_integer()

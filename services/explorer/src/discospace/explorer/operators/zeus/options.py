@@ -25,9 +25,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from discospace.core import DiscospaceError, EntitySpace
 from discospace.core.canonical import Value
+from discospace.core.operation_rules import (
+    ZEUS_BATCH_SIZE,
+    ZEUS_POWER_LIMIT,
+    ZEUS_RECURRENCE,
+    zeus_check_recurrence,
+    zeus_fixed_values,
+    zeus_whole_numbers,
+)
 from discospace.explorer.operators.zeus.policy import Job, ZeusSettings
 
-BATCH_SIZE, POWER_LIMIT, RECURRENCE = "batch_size", "power_limit", "recurrence"
+BATCH_SIZE, POWER_LIMIT, RECURRENCE = ZEUS_BATCH_SIZE, ZEUS_POWER_LIMIT, ZEUS_RECURRENCE
 
 
 class ZeusOptions(BaseModel):
@@ -89,13 +97,11 @@ class ZeusSpace:
 
 
 def zeus_space(space: EntitySpace, options: ZeusOptions) -> ZeusSpace:
-    """The job the space describes, or `DiscospaceError` saying why it does not fit."""
-    batch_sizes = _whole_numbers(space, BATCH_SIZE)
-    power_limits = _whole_numbers(space, POWER_LIMIT)
-    if RECURRENCE not in space.names:
-        raise DiscospaceError(
-            f"zeus_bso needs a '{RECURRENCE}' property (0, 1, 2, ...): each run is its own entity"
-        )
+    """The job the space describes, or `DiscospaceError` saying why it does not fit (the rules
+    on the space alone are core's, which the CLI applies too)."""
+    batch_sizes = zeus_whole_numbers(space, BATCH_SIZE)
+    power_limits = zeus_whole_numbers(space, POWER_LIMIT)
+    zeus_check_recurrence(space)
     if options.default_batch_size not in batch_sizes:
         sizes = ", ".join(str(b) for b in batch_sizes)
         raise DiscospaceError(
@@ -104,34 +110,4 @@ def zeus_space(space: EntitySpace, options: ZeusOptions) -> ZeusSpace:
     max_power = options.max_power or float(max(power_limits))
     job = Job(batch_sizes, options.default_batch_size, power_limits, max_power)
     recurrences = options.recurrences or 2 * len(batch_sizes) * len(power_limits)
-    return ZeusSpace(job, _fixed_values(space), recurrences)
-
-
-def _whole_numbers(space: EntitySpace, name: str) -> tuple[int, ...]:
-    if name not in space.names:
-        raise DiscospaceError(f"zeus_bso needs a '{name}' property in the entity space")
-    domain = space.get_property(name).domain
-    values = domain.values if domain.is_finite else ()
-    if not values or not all(_is_whole(v) for v in values):
-        raise DiscospaceError(f"zeus_bso needs '{name}' to take a finite set of whole numbers")
-    return tuple(sorted(int(float(v)) for v in values))
-
-
-def _fixed_values(space: EntitySpace) -> dict[str, Value]:
-    fixed: dict[str, Value] = {}
-    for prop in space.properties:
-        if prop.name in (BATCH_SIZE, POWER_LIMIT, RECURRENCE):
-            continue
-        domain = prop.domain
-        if not domain.is_finite or domain.size != 1:
-            raise DiscospaceError(
-                f"zeus_bso optimises one job: property '{prop.name}' must have exactly one value"
-            )
-        fixed[prop.name] = domain.values[0]
-    return fixed
-
-
-def _is_whole(value: object) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return float(value).is_integer()
+    return ZeusSpace(job, zeus_fixed_values(space), recurrences)
