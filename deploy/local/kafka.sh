@@ -168,7 +168,11 @@ run_java() {
 format_storage() {
   [[ -f "$DATA_DIR/meta.properties" ]] && return 0
   local cluster_id
-  cluster_id="$(python3 -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')"
+  # Like Kafka's own Uuid.randomUuid: never one that starts with '-' (1 in 64 of them would),
+  # which the storage tool would read as an option ("argument --cluster-id: expected one argument").
+  cluster_id="$(python3 -c 'import base64, uuid
+while (i := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"): pass
+print(i)')"
   echo "$cluster_id" >"$STATE_DIR/cluster.id"
   run_java kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" >>"$LOG_DIR/format.log" 2>&1 ||
     { tail -n 20 "$LOG_DIR/format.log" >&2; die "formatting KRaft storage in $DATA_DIR failed."; }
