@@ -165,12 +165,16 @@ def test_the_operator_panels_show_what_the_two_walks_did(
         until=lambda samples: bool(samples) and all(s.value == 0 for s in samples),
     )
 
-    # Counts over a range are Prometheus's increase(): extrapolated to the range's ends, so
-    # within a sample interval's worth of the exact count.
+    # Counts over a range are Prometheus's increase(): extrapolated towards the range's ends
+    # (seen here up to 15% over on a loaded machine), so the panels are held to the right
+    # order of magnitude, and the exact counts are read from the counters they are built on.
     by_outcome = {(s.labels["pool"], s.labels["outcome"]): s.value for s in measured}
-    assert by_outcome[(POOL, "valid")] == pytest.approx(8, rel=0.15)
+    assert 7 <= by_outcome[(POOL, "valid")] <= 12
     assert by_outcome[(POOL, "timeout")] == 0
-    assert ratio.value == pytest.approx(4 / 12, rel=0.15)  # 4 pairs reused of 12 answered
-    assert sum(s.value for s in finished) == pytest.approx(2, rel=0.15)
+    assert 0.2 <= ratio.value <= 0.5  # exactly 4 pairs reused of 12 answered, below
+    assert 1.5 <= sum(s.value for s in finished) <= 3
+    [valid] = prometheus.query(f'discospace_measurements_total{{pool="{POOL}",outcome="valid"}}')
+    [hits] = prometheus.query('discospace_memo_hits_total{job="sampler"}')
+    assert (valid.value, hits.value) == (8, 4)
     groups = {f"{scraped_loop.topics.prefix}.{name}" for name in ("registry", "sampler")}
     assert groups | {"explorer (no group)"} <= {s.labels["group"] for s in lag}
