@@ -33,6 +33,9 @@ Key = tuple[str, str]
 
 INTERVAL_S = 5.0
 POSITION_TIMEOUT_S = 1.0
+PASS_TIMEOUT_S = 5.0
+"""The longest one consumer's lag may take to read (its end offsets), so a pass never hangs."""
+STOP_TIMEOUT_S = 2.0
 logger = logging.getLogger("discospace.runtime.lag")
 
 
@@ -54,10 +57,11 @@ class ConsumerLag:
         self._task = asyncio.create_task(self._every_interval(), name="discospace-consumer-lag")
 
     async def stop(self) -> None:
+        """Stop measuring; never waits more than `STOP_TIMEOUT_S` for a pass under way (a
+        shutdown must not hang on a request to a consumer that is closing)."""
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait({self._task}, timeout=STOP_TIMEOUT_S)
             self._task = None
 
     async def measure(self) -> dict[Key, int]:
@@ -68,7 +72,8 @@ class ConsumerLag:
                 group = subscriber.group_id or f"{self.service} (no group)"
                 for topic in subscriber.topic_names_for_subscribe:
                     lags.setdefault((group, topic), 0)
-                for topic, lag in (await _lag_of(subscriber.consumer)).items():
+                measured = await asyncio.wait_for(_lag_of(subscriber.consumer), PASS_TIMEOUT_S)
+                for topic, lag in measured.items():
                     lags[(group, topic)] = lags.get((group, topic), 0) + lag
         self._show(lags)
         return lags
