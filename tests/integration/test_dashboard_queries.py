@@ -123,6 +123,7 @@ def prometheus(scraped_loop: Loop, module_prometheus_server: PrometheusFactory) 
     walk(scraped_loop, "reused", [1, 2])
     client.wait_for('discospace_measurements_total{outcome="valid"} == 8')  # scraped: all 8
     client.wait_for('discospace_memo_hits_total{job="sampler"} == 4')  # and the 4 reused
+    client.wait_for("sum(discospace_operations_finished_total) == 2")  # both walks' ends
     return client
 
 
