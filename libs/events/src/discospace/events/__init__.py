@@ -1,9 +1,10 @@
 """discospace.events: the event contracts every service speaks.
 
 Modules: `envelope` (the `Event` base, deterministic ids), `topics` (topic names and keys),
-`spaces`, `actuators`, `operations`, `parameters`, `measurements`, `dead_letter` (the events),
-`event_types` (every type by name, JSON Schemas), `codec` (bytes <-> events, upcasting on read),
-`upcasting` (the upcaster registry), `factory` (building new and caused events).
+`spaces`, `actuators`, `operations`, `pipelines`, `parameters`, `measurements`, `dead_letter`
+(the events), `event_types` (every type by name, JSON Schemas), `codec` (bytes <-> events,
+upcasting on read), `upcasting` (the upcaster registry), `factory` (building new and caused
+events).
 `Objective` is the domain core's (`discospace.core.results`), re-exported here.
 """
 
@@ -40,6 +41,11 @@ from discospace.events.operations import (
     SamplesRequested,
 )
 from discospace.events.parameters import Objective, OperationParameters, StoppingRules
+from discospace.events.pipelines import (
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
+)
 from discospace.events.spaces import SpaceRegistered, SpaceRejected, SpaceSubmitted
 from discospace.events.topics import Topic, TopicNames, measure_topic
 
@@ -63,6 +69,9 @@ __all__ = [
     "OperationParameters",
     "OperationRequested",
     "OperationStarted",
+    "PipelineJobCompleted",
+    "PipelineJobFailed",
+    "PipelineJobStarted",
     "SamplesDrawn",
     "SamplesRequested",
     "SpaceRegistered",

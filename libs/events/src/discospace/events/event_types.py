@@ -23,6 +23,11 @@ from discospace.events.operations import (
     SamplesDrawn,
     SamplesRequested,
 )
+from discospace.events.pipelines import (
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
+)
 from discospace.events.spaces import SpaceRegistered, SpaceRejected, SpaceSubmitted
 
 SCHEMA_ID_BASE = "urn:discospace:event"
@@ -37,6 +42,9 @@ _ALL: tuple[type[Event], ...] = (
     OperationStarted,
     SamplesRequested,
     SamplesDrawn,
+    PipelineJobStarted,
+    PipelineJobCompleted,
+    PipelineJobFailed,
     OperationCompleted,
     OperationFailed,
     MeasurementRequested,

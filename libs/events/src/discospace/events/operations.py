@@ -42,7 +42,10 @@ StopReason = Literal[
 
 
 class OperationRequested(OperationEvent):
-    """Someone asked for an operator to run on a registered space."""
+    """Someone asked for an operator to run on a registered space.
+
+    The optional `parent_operation_id` (added without a new version) is written only when set.
+    """
 
     TOPIC = Topic.OPERATIONS
 
@@ -61,6 +64,21 @@ class OperationRequested(OperationEvent):
     requested_by: NonEmptyStr = Field(
         description="Who asked: a user name or a service.", examples=["alice"]
     )
+    parent_operation_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The pipeline operation that asked for this one as a job (or a trial); "
+        "absent for an operation a person asked for.",
+        examples=["op-3f2a9c1d"],
+    )
+
+    @model_serializer(mode="wrap")
+    def _parent_only_when_set(self, write: SerializerFunctionWrapHandler) -> Any:
+        """A request without a parent is written exactly as before the field existed."""
+        data = write(self)
+        if self.parent_operation_id is None and isinstance(data, dict):
+            data.pop("parent_operation_id", None)
+        return data
 
 
 class OperationCancelRequested(OperationEvent):
