@@ -14,6 +14,7 @@ from discospace.core.errors import (
     ExperimentError,
     MeasurementError,
     MeasurementSpaceError,
+    PipelineError,
     SpecError,
     TimeConversionError,
     TimeError,
@@ -35,6 +36,16 @@ from discospace.core.loading import (
 from discospace.core.measurement import InvalidMeasurement, MeasurementResult, ValidMeasurement
 from discospace.core.measurement_space import MeasurementSpace
 from discospace.core.permutation import Permutation
+from discospace.core.pipelines import (
+    JobSpec,
+    PipelineSpec,
+    Reference,
+    hook_names,
+    ordered_jobs,
+    pipeline_problem,
+    references,
+    resolve,
+)
 from discospace.core.properties import ConstitutiveProperty, domain_from_spec
 from discospace.core.property_domains import Probability, PropertyDomain
 from discospace.core.results import (
@@ -85,6 +96,7 @@ __all__ = [
     "ExperimentSpec",
     "GroupedSampling",
     "InvalidMeasurement",
+    "JobSpec",
     "MeasurementError",
     "MeasurementResult",
     "MeasurementSpace",
@@ -94,11 +106,14 @@ __all__ = [
     "ObjectiveSource",
     "ParameterizedExperiment",
     "Permutation",
+    "PipelineError",
+    "PipelineSpec",
     "Probability",
     "ProbabilitySpec",
     "PropertyDomain",
     "PropertySpec",
     "RandomSampling",
+    "Reference",
     "Scalar",
     "SequentialSampling",
     "SpaceRelation",
@@ -116,6 +131,7 @@ __all__ = [
     "entity_id",
     "entity_label",
     "gives_up",
+    "hook_names",
     "load_discovery_space",
     "load_experiment_specs",
     "load_space_spec",
@@ -123,9 +139,13 @@ __all__ = [
     "objective_points",
     "objective_source",
     "observed_property_id",
+    "ordered_jobs",
     "parameterized_experiment_id",
     "pareto_front",
     "parse_space_spec",
+    "pipeline_problem",
+    "references",
+    "resolve",
     "result_value",
     "sampling",
     "short_hash",

@@ -43,3 +43,8 @@ class TimeError(DiscospaceError):
 
 class TimeConversionError(TimeError):
     """A time value cannot be converted: the message names the missing fact."""
+
+
+class PipelineError(DiscospaceError):
+    """A pipeline is ill-formed, or one of its jobs cannot go on (a reference to a result that
+    is missing, a hook that cannot work on what it was given)."""

@@ -1,0 +1,580 @@
+"""Pipelines, the pure part: the spec of `operator: pipeline`, its references, and its rules.
+
+- `PipelineSpec` (`stages` of `JobSpec`s, optional `trials`): the shape of
+  `parameters.options` of a pipeline operation; `parse_pipeline` reads it with one sentence.
+- `ordered_jobs`: the jobs in the order they run (stage after stage, as written in each).
+- `references` / `resolve`: `${<job>.<key>...}` and `${trial.<property>}` in a JSON value, and
+  the value with every reference replaced by the result it names.
+- `pipeline_problem`: every rule a pipeline must meet before it is stored (shape, names,
+  hooks, references to earlier jobs only, experiments and trial properties the space has), as
+  one sentence, so the CLI refuses at the door what the explorer would refuse.
+- `hook_names`: the hooks installed (entry points of group `discospace.hooks`).
+
+A reference's first segment is a job name, never a stage name: `${narrowed.space_id}`.
+A string that is exactly one reference takes the referenced JSON value (a list stays a list);
+references inside a longer string are formatted into it (strings as they are, other values
+as compact JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
+
+from discospace.core.discovery import DiscoverySpace
+from discospace.core.errors import DiscospaceError, PipelineError
+from discospace.core.experiment import ExperimentCatalog
+from discospace.core.operation_rules import operator_problem
+from discospace.core.properties import domain_from_spec
+from discospace.core.results import Objective
+from discospace.core.spec import ExperimentRef, ProbabilitySpec, PropertySpec, Scalar, SpaceSpec
+
+HOOK_GROUP = "discospace.hooks"
+"""The entry-point group hooks are installed under."""
+
+JobKind = Literal["operation", "measure", "hook"]
+StageName = Literal["probe", "refine", "execute", "evaluate"]
+STAGES: tuple[StageName, ...] = ("probe", "refine", "execute", "evaluate")
+"""The stages, in the order they run."""
+
+TRIAL = "trial"
+"""The reserved first segment of a reference to the current trial's values."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+_RESERVED = re.compile(r"trial(-[0-9]+)?")
+_REFERENCE = re.compile(r"\$\{([^{}]*)\}")
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _direction(value: object) -> object:
+    """`min`/`max` (the spelling of operation objectives) read as `minimize`/`maximize`."""
+    return (
+        {"min": "minimize", "max": "maximize"}.get(value, value)
+        if isinstance(value, str)
+        else value
+    )
+
+
+Direction = Annotated[Literal["minimize", "maximize"], BeforeValidator(_direction)]
+
+
+def as_objective(prop: str, direction: str) -> Objective:
+    """The core objective (`discospace.core.results`) for a pipeline's property and direction."""
+    return Objective(
+        property=prop, direction="max" if _direction(direction) == "maximize" else "min"
+    )
+
+
+class JobSpec(_Frozen):
+    """One job of a stage: a child operation, a measure of explicit entities, or a hook."""
+
+    name: str = Field(description="Unique in the pipeline; later jobs read its result by it.")
+    kind: JobKind
+    optional: bool = Field(
+        default=False, description="A failure is recorded; the pipeline goes on."
+    )
+    space: str | None = Field(default=None, description="A space id or a reference.")
+    operator: str | None = None
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    entities: list[dict[str, Scalar]] | str | None = None
+    experiment: ExperimentRef | None = None
+    hook: str | None = None
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _shape(self) -> JobSpec:
+        problem = _name_problem(self.name) or _shape_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "operation": ("operator",),
+    "measure": ("entities", "experiment"),
+    "hook": ("hook",),
+}
+_TAKES: dict[str, tuple[str, ...]] = {
+    "operation": ("space", "operator", "parameters"),
+    "measure": ("space", "entities", "experiment", "parameters"),
+    "hook": ("hook", "args"),
+}
+_FIELDS = ("space", "operator", "parameters", "entities", "experiment", "hook", "args")
+
+
+def _name_problem(name: str) -> str | None:
+    if not _NAME.fullmatch(name):
+        return (
+            f"job name {name!r} must start with a letter or '_' and hold only letters, digits, "
+            "'_' and '-' (at most 64 characters)"
+        )
+    if _RESERVED.fullmatch(name):
+        return f"job name '{name}' is reserved for trials: choose another"
+    return None
+
+
+def _shape_problem(job: JobSpec) -> str | None:
+    """Why the job's fields do not fit its kind (a field it needs, or one it cannot use)."""
+    for needed in _NEEDS[job.kind]:
+        if getattr(job, needed) is None:
+            return f"{job.kind} job '{job.name}' needs {needed}"
+    for name in _FIELDS:
+        if name not in _TAKES[job.kind] and getattr(job, name) not in (None, {}):
+            where = " (give the space as args.space)" if name == "space" else ""
+            return f"{job.kind} job '{job.name}' takes no {name}{where}"
+    if isinstance(job.entities, str) and not _is_one_reference(job.entities):
+        return (
+            f"measure job '{job.name}' gives entities as {job.entities!r}: "
+            "give a list of entities or one reference"
+        )
+    return None
+
+
+class StagesSpec(_Frozen):
+    """The jobs of each stage, run stage after stage, each stage's jobs in the order written."""
+
+    probe: tuple[JobSpec, ...] = ()
+    refine: tuple[JobSpec, ...] = ()
+    execute: tuple[JobSpec, ...] = ()
+    evaluate: tuple[JobSpec, ...] = ()
+
+
+class TrialObjective(_Frozen):
+    """Which job's result ranks the trials, and in which direction."""
+
+    job: str
+    property: str = Field(min_length=1)
+    direction: Direction = "minimize"
+
+    def objective(self) -> Objective:
+        return as_objective(self.property, self.direction)
+
+
+class TrialDomain(_Frozen):
+    """The values a trial may give a property, written as a space file's property is."""
+
+    type: Literal["categorical", "discrete", "continuous"] | None = None
+    values: tuple[Scalar, ...] | None = None
+    range: tuple[int | float, int | float] | None = None
+    interval: int | float | None = None
+    probability: ProbabilitySpec | None = None
+
+    def property_spec(self, name: str) -> PropertySpec:
+        return PropertySpec(name=name, **self.model_dump(exclude_none=True))
+
+
+class TrialsSpec(_Frozen):
+    """Run the pipeline `count` times, each with recipe values the optimizer chooses."""
+
+    count: PositiveInt
+    optimizer: Literal["optuna_tpe", "random"] = "optuna_tpe"
+    over: dict[str, TrialDomain] = Field(min_length=1)
+    objective: TrialObjective
+
+
+class PipelineSpec(_Frozen):
+    """`parameters.options` of a pipeline operation."""
+
+    stages: StagesSpec
+    trials: TrialsSpec | None = None
+
+    @model_validator(mode="after")
+    def _jobs(self) -> PipelineSpec:
+        names = [job.name for _, job in ordered_jobs(self)]
+        if not names:
+            raise ValueError("the pipeline has no job: give at least one in stages")
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"job name '{twice[0]}' is used twice: job names must be unique")
+        return self
+
+
+def ordered_jobs(spec: PipelineSpec) -> list[tuple[str, JobSpec]]:
+    """(stage, job) for every job, in the order they run."""
+    return [(stage, job) for stage in STAGES for job in getattr(spec.stages, stage)]
+
+
+def parse_pipeline(options: Mapping[str, Any]) -> PipelineSpec:
+    """The pipeline `options` describe; a :class:`PipelineError` says what is wrong."""
+    try:
+        return PipelineSpec.model_validate(dict(options))
+    except ValidationError as error:
+        raise PipelineError(_first_problem(error, options)) from None
+
+
+def _first_problem(error: ValidationError, options: Mapping[str, Any]) -> str:
+    """The first problem: a rule's own sentence, or where it is and what is wrong there."""
+    first = error.errors()[0]
+    if first["type"] == "value_error":
+        return str(first["ctx"]["error"])
+    message = {"extra_forbidden": "is not a known field", "missing": "is required"}.get(
+        first["type"], str(first["msg"])[:1].lower() + str(first["msg"])[1:]
+    )
+    more = len(error.errors()) - 1
+    return f"pipeline: {_where(first['loc'], options)}: {message}" + (
+        f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    )
+
+
+def _where(loc: tuple[int | str, ...], data: Any) -> str:
+    """`stages.probe[0] (job 'search').operator`: list items named after the job they hold."""
+    text, node = "", data
+    for key in loc:
+        node = _child(node, key)
+        if isinstance(key, int):
+            name = node.get("name") if isinstance(node, Mapping) else None
+            text += f"[{key}]" + (f" (job {name!r})" if isinstance(name, str) else "")
+        else:
+            text += f".{key}" if text else str(key)
+    return text or "the options"
+
+
+def _child(node: Any, key: int | str) -> Any:
+    if isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+        return node[key]
+    return node.get(key) if isinstance(node, Mapping) else None
+
+
+# -- references -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reference:
+    """`${job.key.key}`: a job's name and the path of keys (or list indexes) in its result."""
+
+    job: str
+    path: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return "${" + ".".join((self.job, *self.path)) + "}"
+
+
+def _parse_reference(inner: str) -> Reference:
+    segments = inner.split(".")
+    if len(segments) < 2 or not all(_SEGMENT.fullmatch(s) for s in segments):
+        raise PipelineError(
+            f"reference ${{{inner}}} is not of the form ${{<job>.<key>}} (or ${{trial.<property>}})"
+        )
+    return Reference(segments[0], tuple(segments[1:]))
+
+
+def _strings(value: JsonValue) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def references(value: JsonValue) -> list[Reference]:
+    """Every reference in a JSON value (strings in mappings and lists, however deep), in order.
+
+    Raises :class:`PipelineError` for a `${...}` that is not a reference.
+    """
+    return [
+        _parse_reference(m.group(1)) for text in _strings(value) for m in _REFERENCE.finditer(text)
+    ]
+
+
+def _is_one_reference(text: str) -> bool:
+    match = _REFERENCE.fullmatch(text)
+    return match is not None and _SEGMENT.fullmatch(match.group(1).split(".")[0]) is not None
+
+
+def resolve(
+    value: JsonValue,
+    results: Mapping[str, Mapping[str, JsonValue]],
+    trial: Mapping[str, Scalar] | None = None,
+) -> JsonValue:
+    """`value` with every reference replaced by what it names in `results` (by job name) or in
+    the current `trial`'s values; a :class:`PipelineError` names a reference that has nothing."""
+    if isinstance(value, str):
+        return _resolve_text(value, results, trial)
+    if isinstance(value, Mapping):
+        return {key: resolve(item, results, trial) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [resolve(item, results, trial) for item in value]
+    return value
+
+
+def _resolve_text(
+    text: str, results: Mapping[str, Mapping[str, JsonValue]], trial: Mapping[str, Scalar] | None
+) -> JsonValue:
+    whole = _REFERENCE.fullmatch(text)
+    if whole is not None:
+        return _lookup(_parse_reference(whole.group(1)), results, trial)
+
+    def formatted(match: re.Match[str]) -> str:
+        found = _lookup(_parse_reference(match.group(1)), results, trial)
+        return found if isinstance(found, str) else json.dumps(found, separators=(",", ":"))
+
+    return _REFERENCE.sub(formatted, text)
+
+
+def _lookup(
+    ref: Reference,
+    results: Mapping[str, Mapping[str, JsonValue]],
+    trial: Mapping[str, Scalar] | None,
+) -> JsonValue:
+    if ref.job == TRIAL:
+        return _trial_value(ref, trial)
+    if ref.job not in results:
+        raise PipelineError(f"reference {ref.text} names job '{ref.job}', which has no result yet")
+    node: JsonValue = dict(results[ref.job])
+    for depth, key in enumerate(ref.path):
+        node = _step(node, key)
+        if node is _MISSING:
+            where = ".".join(ref.path[: depth + 1])
+            raise PipelineError(
+                f"reference {ref.text}: the result of job '{ref.job}' has no '{where}'"
+            )
+    return node
+
+
+_MISSING: Any = object()
+
+
+def _step(node: JsonValue, key: str) -> JsonValue:
+    """`node[key]` (a list is indexed by a whole number), or `_MISSING`."""
+    if isinstance(node, Mapping):
+        return node.get(key, _MISSING)
+    if isinstance(node, list | tuple) and key.isdigit() and int(key) < len(node):
+        return node[int(key)]
+    return _MISSING
+
+
+def _trial_value(ref: Reference, trial: Mapping[str, Scalar] | None) -> JsonValue:
+    if trial is None:
+        raise PipelineError(f"reference {ref.text} reads a trial's value outside trials")
+    if len(ref.path) != 1 or ref.path[0] not in trial:
+        known = ", ".join(sorted(trial)) or "none"
+        raise PipelineError(f"reference {ref.text} names no property of the trial (it has {known})")
+    return trial[ref.path[0]]
+
+
+def job_references(job: JobSpec) -> list[Reference]:
+    """The references a job makes: in its space, parameters, entities and args."""
+    return references([job.space, job.parameters, job.entities, job.args])  # type: ignore[list-item]
+
+
+def read_jobs(job: JobSpec) -> list[str]:
+    """The earlier jobs whose results `job` reads: its references, and a hook's `args.job`."""
+    named = [ref.job for ref in job_references(job) if ref.job != TRIAL]
+    if job.kind == "hook" and isinstance(job.args.get("job"), str):
+        named.append(str(job.args["job"]))
+    return list(dict.fromkeys(named))
+
+
+# -- the rules --------------------------------------------------------------------------------
+
+
+def hook_names() -> tuple[str, ...]:
+    """The names of the installed hooks (entry points of group `discospace.hooks`), sorted."""
+    return tuple(sorted({point.name for point in entry_points(group=HOOK_GROUP)}))
+
+
+def pipeline_problem(
+    spec_options: Mapping[str, Any],
+    space: SpaceSpec | DiscoverySpace,
+    hooks: Collection[str],
+    catalog: ExperimentCatalog | None = None,
+    operators: Collection[str] | None = None,
+) -> str | None:
+    """Why the pipeline cannot run on `space`, in one sentence; None when it can.
+
+    `hooks` are the installed hooks' names (:func:`hook_names`); with a `catalog` (the space's
+    registered experiments) a measure job's parameterization is checked too, and with
+    `operators` the operators of operation jobs.
+    """
+    try:
+        spec = parse_pipeline(spec_options)
+        space = space if isinstance(space, DiscoverySpace) else DiscoverySpace.from_spec(space)
+        return (
+            _hooks_problem(spec, hooks)
+            or _operators_problem(spec, operators)
+            or _order_problem(spec)
+            or _measure_problem(spec, space, catalog)
+            or _trials_problem(spec, space)
+        )
+    except DiscospaceError as error:
+        return str(error)
+
+
+def _hooks_problem(spec: PipelineSpec, hooks: Collection[str]) -> str | None:
+    for _, job in ordered_jobs(spec):
+        if job.kind == "hook" and job.hook not in hooks:
+            known = ", ".join(sorted(hooks)) or "none is installed"
+            return f"hook job '{job.name}' uses hook '{job.hook}', which is not known: use {known}"
+    return None
+
+
+def _operators_problem(spec: PipelineSpec, operators: Collection[str] | None) -> str | None:
+    if operators is None:
+        return None
+    for _, job in ordered_jobs(spec):
+        problem = job.operator and operator_problem(job.operator, sorted(operators))
+        if problem:
+            return f"operation job '{job.name}': {problem}"
+    return None
+
+
+def _order_problem(spec: PipelineSpec) -> str | None:
+    """A job that reads a job that does not exist, itself, or one that runs after it; and a
+    `${trial...}` outside trials or naming a property trials are not over."""
+    jobs = ordered_jobs(spec)
+    position = {job.name: index for index, (_, job) in enumerate(jobs)}
+    reads = {job.name: read_jobs(job) for _, job in jobs}
+    for index, (_, job) in enumerate(jobs):
+        problem = _trial_reference_problem(job, spec.trials)
+        for name in reads[job.name]:
+            problem = problem or _read_problem(job.name, name, index, position, reads)
+        if problem:
+            return problem
+    if spec.trials is not None and spec.trials.objective.job not in position:
+        return (
+            f"the trials' objective reads job '{spec.trials.objective.job}', which does not exist"
+        )
+    return None
+
+
+def _read_problem(
+    reader: str, name: str, index: int, position: Mapping[str, int], reads: Mapping[str, list[str]]
+) -> str | None:
+    target = position.get(name)
+    if target is None:
+        return f"job '{reader}' reads job '{name}', which does not exist"
+    if target == index:
+        return f"job '{reader}' reads its own result: a cycle"
+    if target < index:
+        return None
+    if _reaches(name, reader, reads):
+        return f"job '{reader}' reads job '{name}', which reads '{reader}' back: a cycle"
+    return f"job '{reader}' reads job '{name}', which runs after it: a job reads earlier jobs only"
+
+
+def _reaches(start: str, goal: str, reads: Mapping[str, list[str]]) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        if name == goal:
+            return True
+        if name not in seen:
+            seen.add(name)
+            todo.extend(reads.get(name, ()))
+    return False
+
+
+def _trial_reference_problem(job: JobSpec, trials: TrialsSpec | None) -> str | None:
+    for ref in job_references(job):
+        if ref.job != TRIAL:
+            continue
+        if trials is None:
+            return f"job '{job.name}' reads {ref.text}, but the pipeline has no trials"
+        if len(ref.path) != 1 or ref.path[0] not in trials.over:
+            over = ", ".join(sorted(trials.over))
+            return f"job '{job.name}' reads {ref.text}, but the trials are over {over} only"
+    return None
+
+
+def _measure_problem(
+    spec: PipelineSpec, space: DiscoverySpace, catalog: ExperimentCatalog | None
+) -> str | None:
+    """A measure job on the pipeline's space (or a space refined from it, which keeps its
+    measurement space) must use an experiment that space measures, with entities inside it."""
+    offered = {(ref.actuator, ref.experiment) for ref in space.experiments}
+    for _, job in ordered_jobs(spec):
+        if job.kind != "measure" or not _on_pipeline_space(job, space):
+            continue
+        ref = job.experiment
+        assert ref is not None  # a measure job's shape
+        if (ref.actuator, ref.experiment) not in offered:
+            known = ", ".join(f"{e} ({a})" for a, e in sorted(offered))
+            return (
+                f"measure job '{job.name}' uses experiment '{ref.experiment}' of actuator "
+                f"'{ref.actuator}', which space '{space.id}' does not measure: use {known}"
+            )
+        problem = _experiment_problem(job.name, ref, catalog) or _entities_problem(job, space)
+        if problem:
+            return problem
+    return None
+
+
+def _on_pipeline_space(job: JobSpec, space: DiscoverySpace) -> bool:
+    return job.space is None or job.space == space.id or _is_one_reference(job.space)
+
+
+def _experiment_problem(
+    name: str, ref: ExperimentRef, catalog: ExperimentCatalog | None
+) -> str | None:
+    if catalog is None:
+        return None
+    try:
+        catalog.resolve(ref)
+    except DiscospaceError as error:
+        return f"measure job '{name}': {error}"
+    return None
+
+
+def _entities_problem(job: JobSpec, space: DiscoverySpace) -> str | None:
+    if not isinstance(job.entities, list):
+        return None
+    if not job.entities:
+        return f"measure job '{job.name}' lists no entity"
+    for number, point in enumerate(job.entities, start=1):
+        why = space.entity_space.why_not(point)
+        if why is not None:
+            return f"measure job '{job.name}': entity {number} is not in space '{space.id}': {why}"
+    return None
+
+
+def _trials_problem(spec: PipelineSpec, space: DiscoverySpace) -> str | None:
+    """Trials must be over properties the space has, with values inside its domains."""
+    if spec.trials is None:
+        return None
+    properties = {prop.name: prop for prop in space.entity_space.properties}
+    for name, written in spec.trials.over.items():
+        prop = properties.get(name)
+        if prop is None:
+            known = ", ".join(properties)
+            return (
+                f"trials are over '{name}', which space '{space.id}' does not have: it has {known}"
+            )
+        domain = domain_from_spec(written.property_spec(name))
+        if not domain.is_subdomain_of(prop.domain):
+            return (
+                f"trials over '{name}' give {domain.describe()}, which is not within its domain "
+                f"{prop.domain.describe()} in space '{space.id}'"
+            )
+    return None
+
+
+def trial_space(space: SpaceSpec, values: Mapping[str, Scalar]) -> SpaceSpec:
+    """`space` with each property of `values` fixed to that one value (a trial's space)."""
+    fixed = [
+        PropertySpec(name=prop.name, values=(values[prop.name],)) if prop.name in values else prop
+        for prop in space.entity_space
+    ]
+    return space.model_copy(update={"entity_space": tuple(fixed)})
