@@ -218,11 +218,12 @@ def parse_pipeline(options: Mapping[str, Any]) -> PipelineSpec:
     try:
         return PipelineSpec.model_validate(dict(options))
     except ValidationError as error:
-        raise PipelineError(_first_problem(error, options)) from None
+        raise PipelineError(first_problem(error, options, "pipeline")) from None
 
 
-def _first_problem(error: ValidationError, options: Mapping[str, Any]) -> str:
-    """The first problem: a rule's own sentence, or where it is and what is wrong there."""
+def first_problem(error: ValidationError, data: Any, source: str) -> str:
+    """The first problem of `data` read as a pipeline model, in one sentence: a rule's own
+    sentence, or `<source>: <where>: <what is wrong>`."""
     first = error.errors()[0]
     if first["type"] == "value_error":
         return str(first["ctx"]["error"])
@@ -230,7 +231,7 @@ def _first_problem(error: ValidationError, options: Mapping[str, Any]) -> str:
         first["type"], str(first["msg"])[:1].lower() + str(first["msg"])[1:]
     )
     more = len(error.errors()) - 1
-    return f"pipeline: {_where(first['loc'], options)}: {message}" + (
+    return f"{source}: {_where(first['loc'], data)}: {message}" + (
         f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     )
 
