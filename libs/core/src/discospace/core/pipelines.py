@@ -563,7 +563,10 @@ def _trials_problem(spec: PipelineSpec, space: DiscoverySpace) -> str | None:
             return (
                 f"trials are over '{name}', which space '{space.id}' does not have: it has {known}"
             )
-        domain = domain_from_spec(written.property_spec(name))
+        try:
+            domain = domain_from_spec(written.property_spec(name))
+        except DiscospaceError as error:
+            return f"trials over '{name}': {error}"
         if not domain.is_subdomain_of(prop.domain):
             return (
                 f"trials over '{name}' give {domain.describe()}, which is not within its domain "

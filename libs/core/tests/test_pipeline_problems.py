@@ -1,0 +1,291 @@
+"""pipeline_problem: every malformed pipeline is one sentence, before anything is stored."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from discospace.core import DiscoverySpace, ExperimentCatalog
+from discospace.core.pipelines import hook_names, pipeline_problem
+from discospace.core.spec import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
+
+SPACE = SpaceSpec(
+    sample_store="hw",
+    entity_space=(
+        PropertySpec(name="model_size", values=("tiny", "small", "medium")),
+        PropertySpec(name="batch_size", values=(1, 4, 16, 64)),
+        PropertySpec(name="lr", range=(0.0001, 0.01)),
+    ),
+    measurement_space=(
+        ExperimentRef(
+            actuator="cpu_train", experiment="train", parameterization={"duration": "2sec"}
+        ),
+    ),
+)
+SPACE_ID = DiscoverySpace.from_spec(SPACE).id
+CATALOG = ExperimentCatalog(
+    [
+        ExperimentSpec(
+            actuator="cpu_train",
+            experiment="train",
+            target_properties=("tps",),
+            required_properties=("model_size", "batch_size", "lr"),
+            optional_properties={"duration": "2sec"},
+        )
+    ]
+)
+HOOKS = ("k_sigma", "prune_invalid", "top_k")
+
+GOOD: dict[str, Any] = {
+    "stages": {
+        "probe": [
+            {"name": "probe", "kind": "operation", "operator": "random_walk"},
+        ],
+        "refine": [
+            {"name": "pruned", "kind": "hook", "hook": "prune_invalid", "args": {"job": "probe"}},
+            {
+                "name": "narrowed",
+                "kind": "hook",
+                "hook": "k_sigma",
+                "args": {"job": "probe", "space": "${pruned.space_id}"},
+            },
+        ],
+        "execute": [
+            {
+                "name": "search",
+                "kind": "operation",
+                "space": "${narrowed.space_id}",
+                "operator": "optuna_tpe",
+                "parameters": {"objective": {"property": "tps", "direction": "max"}},
+            }
+        ],
+        "evaluate": [
+            {"name": "best", "kind": "hook", "hook": "top_k", "args": {"job": "search", "k": 3}},
+            {
+                "name": "longer",
+                "kind": "measure",
+                "space": "${narrowed.space_id}",
+                "entities": "${best.entities}",
+                "experiment": {
+                    "actuator": "cpu_train",
+                    "experiment": "train",
+                    "parameterization": {"duration": "10sec"},
+                },
+            },
+        ],
+    },
+    "trials": {
+        "count": 4,
+        "over": {"batch_size": {"values": [4, 16]}, "lr": {"range": [0.001, 0.005]}},
+        "objective": {"job": "longer", "property": "tps", "direction": "max"},
+    },
+}
+
+
+def changed(path: str, value: Any) -> dict[str, Any]:
+    """GOOD with the item at a dotted path (list items by index) replaced by `value`."""
+    options = copy.deepcopy(GOOD)
+    *parents, last = path.split(".")
+    node: Any = options
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    node[int(last) if isinstance(node, list) else last] = value
+    return options
+
+
+def problem(options: dict[str, Any], **kwargs: Any) -> str | None:
+    return pipeline_problem(options, SPACE, HOOKS, **kwargs)
+
+
+def test_a_well_formed_pipeline_has_no_problem() -> None:
+    assert problem(GOOD) is None
+    assert problem(GOOD, catalog=CATALOG, operators=("random_walk", "optuna_tpe")) is None
+    assert pipeline_problem(GOOD, DiscoverySpace.from_spec(SPACE), hook_names()) is None
+
+
+def test_an_unknown_hook_is_refused() -> None:
+    options = changed("stages.refine.1.hook", "k_sigmaa")
+
+    assert problem(options) == (
+        "hook job 'narrowed' uses hook 'k_sigmaa', which is not known: "
+        "use k_sigma, prune_invalid, top_k"
+    )
+
+
+def test_a_reference_to_a_job_that_does_not_exist_is_refused() -> None:
+    options = changed("stages.execute.0.space", "${narowed.space_id}")
+
+    assert problem(options) == "job 'search' reads job 'narowed', which does not exist"
+
+
+def test_a_hook_reading_a_job_that_does_not_exist_is_refused() -> None:
+    options = changed("stages.evaluate.0.args", {"job": "serach", "k": 3})
+
+    assert problem(options) == "job 'best' reads job 'serach', which does not exist"
+
+
+def test_a_job_reading_itself_is_a_cycle() -> None:
+    options = changed("stages.execute.0.parameters", {"seed": "${search.seed}"})
+
+    assert problem(options) == "job 'search' reads its own result: a cycle"
+
+
+def test_two_jobs_reading_each_other_are_a_cycle() -> None:
+    options = changed("stages.probe.0.space", "${search.space_id}")
+
+    assert problem(options) == "job 'probe' reads job 'search', which reads 'probe' back: a cycle"
+
+
+def test_a_job_reading_a_later_job_is_refused() -> None:
+    options = {
+        "stages": {
+            "probe": [
+                {
+                    "name": "walk",
+                    "kind": "operation",
+                    "operator": "random_walk",
+                    "space": "${grid.x}",
+                }
+            ],
+            "execute": [{"name": "grid", "kind": "operation", "operator": "random_walk"}],
+        }
+    }
+
+    assert problem(options) == (
+        "job 'walk' reads job 'grid', which runs after it: a job reads earlier jobs only"
+    )
+
+
+def test_a_job_reading_a_later_job_that_depends_on_it_is_a_cycle() -> None:
+    # best -> search -> narrowed -> pruned: pruned reading best closes the loop.
+    options = changed("stages.refine.0.args", {"job": "probe", "k": "${best.values.0}"})
+
+    assert problem(options) == "job 'pruned' reads job 'best', which reads 'pruned' back: a cycle"
+
+
+def test_a_malformed_reference_is_refused() -> None:
+    options = changed("stages.execute.0.space", "${narrowed}")
+
+    assert problem(options) == (
+        "reference ${narrowed} is not of the form ${<job>.<key>} (or ${trial.<property>})"
+    )
+
+
+def test_a_measure_job_on_an_experiment_the_space_does_not_have_is_refused() -> None:
+    options = changed(
+        "stages.evaluate.1.experiment", {"actuator": "gpu_train", "experiment": "train"}
+    )
+
+    assert problem(options) == (
+        f"measure job 'longer' uses experiment 'train' of actuator 'gpu_train', which space "
+        f"'{SPACE_ID}' does not measure: use train (cpu_train)"
+    )
+
+
+def test_a_measure_job_with_a_parameter_the_experiment_does_not_take_is_refused() -> None:
+    longer = {"actuator": "cpu_train", "experiment": "train", "parameterization": {"epochs": 3}}
+    options = changed("stages.evaluate.1.experiment", longer)
+
+    assert problem(options) is None  # without the catalog, only the experiment is known
+    assert problem(options, catalog=CATALOG) == (
+        "measure job 'longer': experiment 'train' has no optional property 'epochs' to parameterize"
+    )
+
+
+def test_a_measure_job_listing_an_entity_outside_the_space_is_refused() -> None:
+    entities = [{"model_size": "tiny", "batch_size": 4, "lr": 0.001}, {"model_size": "huge"}]
+    options = changed("stages.evaluate.1.entities", entities)
+
+    assert problem(options) == (
+        f"measure job 'longer': entity 2 is not in space '{SPACE_ID}': property 'model_size' "
+        "has the value huge, which is not in its domain [tiny, small, medium]"
+    )
+
+
+def test_a_measure_job_on_another_registered_space_is_left_to_the_explorer() -> None:
+    elsewhere = changed("stages.evaluate.1.space", "space-000000000000")
+    other = changed("stages.evaluate.1.experiment", {"actuator": "gpu_train", "experiment": "x"})
+
+    assert problem(elsewhere) is None
+    assert problem(other) is not None
+
+
+def test_trials_over_a_property_the_space_does_not_have_are_refused() -> None:
+    options = changed("trials.over", {"batch_sise": {"values": [4, 16]}})
+
+    assert problem(options) == (
+        f"trials are over 'batch_sise', which space '{SPACE_ID}' does not have: it has "
+        "model_size, batch_size, lr"
+    )
+
+
+def test_trials_over_values_outside_the_spaces_domain_are_refused() -> None:
+    options = changed("trials.over", {"batch_size": {"values": [4, 32]}})
+
+    assert problem(options) == (
+        f"trials over 'batch_size' give [4, 32], which is not within its domain [1, 4, 16, 64] "
+        f"in space '{SPACE_ID}'"
+    )
+
+
+def test_trials_over_an_ill_formed_domain_are_refused() -> None:
+    options = changed("trials.over", {"lr": {"range": [0.01, 0.001]}})
+
+    assert problem(options) == (
+        "trials over 'lr': property 'lr' has a range whose low (0.01) is not below its high (0.001)"
+    )
+
+
+def test_a_trials_objective_on_a_job_that_does_not_exist_is_refused() -> None:
+    options = changed("trials.objective", {"job": "evaluate", "property": "tps"})
+
+    assert problem(options) == "the trials' objective reads job 'evaluate', which does not exist"
+
+
+def test_a_trial_reference_outside_trials_or_to_another_property_is_refused() -> None:
+    seeded = changed("stages.probe.0.parameters", {"seed": "${trial.seed}"})
+    no_trials = {"stages": seeded["stages"]}
+
+    assert problem(seeded) == (
+        "job 'probe' reads ${trial.seed}, but the trials are over batch_size, lr only"
+    )
+    assert problem(no_trials) == "job 'probe' reads ${trial.seed}, but the pipeline has no trials"
+    assert problem(changed("stages.probe.0.parameters", {"seed": "${trial.lr}"})) is None
+
+
+@pytest.mark.parametrize(
+    ("options", "sentence"),
+    [
+        ({"stages": {}}, "the pipeline has no job: give at least one in stages"),
+        ({}, "pipeline: stages: is required"),
+        ({"stages": {"probe": "walk"}}, "pipeline: stages.probe: input should be a valid tuple"),
+        ({"stages": {"later": []}}, "pipeline: stages.later: is not a known field"),
+        (changed("stages.probe.0.kind", "walk"), "pipeline: stages.probe[0] (job 'probe').kind: "),
+        (
+            changed("stages.probe.0", {"name": "probe", "kind": "operation"}),
+            "operation job 'probe' needs operator",
+        ),
+        (changed("stages.evaluate.1.entities", None), "measure job 'longer' needs entities"),
+        (changed("stages.refine.0.hook", None), "hook job 'pruned' needs hook"),
+        (changed("trials.count", 0), "pipeline: trials.count: input should be greater than 0"),
+        (changed("trials.optimizer", "grid"), "pipeline: trials.optimizer: input should be"),
+        (changed("stages.refine.1.name", "probe"), "job name 'probe' is used twice"),
+    ],
+)
+def test_a_pipeline_of_the_wrong_shape_is_one_sentence(options: Any, sentence: str) -> None:
+    found = problem(options)
+
+    assert found is not None
+    assert found.startswith(sentence), found
+    assert "\n" not in found
+
+
+def test_an_operation_job_with_an_operator_the_explorer_does_not_run_is_refused() -> None:
+    options = changed("stages.probe.0.operator", "random_wlak")
+
+    assert problem(options) is None  # operators are checked only when they are given
+    assert problem(options, operators=("optuna_tpe", "random_walk")) == (
+        "operation job 'probe': operator 'random_wlak' is not known: use optuna_tpe, random_walk"
+    )
