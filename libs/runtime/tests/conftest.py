@@ -46,8 +46,8 @@ class Probe:
     failures_left: int = 0
 
 
-def make_probe(topics: TopicNames) -> Probe:
-    settings = ServiceSettings(topic_prefix=topics.prefix, retry_backoff_s=0)
+def make_probe(topics: TopicNames, **overrides: Any) -> Probe:
+    settings = ServiceSettings(topic_prefix=topics.prefix, **({"retry_backoff_s": 0} | overrides))
     probe = Probe(create_service(settings, description="A probe.", clock=fixed_clock))
 
     @probe.service.consumer(topics.actuators)

@@ -1,4 +1,15 @@
-"""/health: 200 while the service reaches its Kafka broker, 503 otherwise."""
+"""/health: 200 while the service reaches its Kafka broker and no consumer of it is stalled.
+
+The body of a healthy service is `{"service": ..., "status": "ok", "kafka": "connected"}`.
+503 otherwise, with a JSON body that says why: `"kafka": "unreachable"`, or
+`"status": "stalled"` and `"stalled"`, one entry per stalled partition naming the consumer
+group, the topic, the partition, the offset and the reason (see `stalls.py` for the rules):
+
+    {"service": "registry", "status": "stalled", "kafka": "connected",
+     "stalled": [{"group": "discospace.registry", "topic": "discospace.space-submissions",
+                  "partition": 0, "offset": 12, "reason": "the message at offset 12 failed
+                  11 times in 10 s and is still retried (last error: ConnectionError: ...)"}]}
+"""
 
 from __future__ import annotations
 
@@ -9,6 +20,12 @@ from faststream.asgi import AsgiResponse, get
 from faststream.asgi.handlers import GetHandler
 from faststream.asgi.types import Scope
 from faststream.kafka import KafkaBroker
+from faststream.kafka.subscriber.usecase import LogicSubscriber
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from discospace.runtime.lag import group_of
+from discospace.runtime.stalls import StallWatch
 
 
 def _json(status: int, body: dict[str, Any]) -> AsgiResponse:
@@ -17,13 +34,65 @@ def _json(status: int, body: dict[str, Any]) -> AsgiResponse:
     )
 
 
-def make_health(broker: KafkaBroker, service: str, timeout_s: float) -> GetHandler:
-    """The /health handler of `service`; it asks the broker for its cluster description."""
+def health_of(service: str, kafka_reached: bool, watch: StallWatch) -> tuple[int, dict[str, Any]]:
+    """The status code and body of /health, from whether the broker answered and the stalls."""
+    stalled = [stall.as_json() for stall in watch.stalls()]
+    body: dict[str, Any]
+    if not kafka_reached:
+        body = {"service": service, "status": "unavailable", "kafka": "unreachable"}
+    else:
+        body = {"service": service, "status": "stalled" if stalled else "ok", "kafka": "connected"}
+    if stalled:
+        body["stalled"] = stalled
+    return (200 if body["status"] == "ok" else 503), body
+
+
+def make_health(
+    broker: KafkaBroker, service: str, timeout_s: float, watch: StallWatch | None = None
+) -> GetHandler:
+    """The /health handler of `service`; it asks the broker for its cluster description and
+    `watch` for stalled consumers."""
+    watch = watch or StallWatch()
 
     @get(include_in_schema=False)
     async def health(scope: Scope) -> AsgiResponse:
-        if await broker.ping(timeout_s):
-            return _json(200, {"service": service, "status": "ok", "kafka": "connected"})
-        return _json(503, {"service": service, "status": "unavailable", "kafka": "unreachable"})
+        return _json(*health_of(service, await broker.ping(timeout_s), watch))
 
     return health
+
+
+class StalledConsumers(Collector):
+    """`discospace_consumer_stalled{group, topic}`: 1 while a partition of that consumer is
+    stalled, else 0; read at each scrape. Every (group, topic) a subscriber of the broker names
+    is listed from the start (at 0), and the topics of a pattern once it reads them."""
+
+    NAME = "discospace_consumer_stalled"
+    HELP = (
+        "1 while a consumer (group, topic) of this process is stalled: it keeps retrying one "
+        "message, holds one too long, or does not move on while messages wait; else 0."
+    )
+
+    def __init__(self, broker: KafkaBroker, service: str, watch: StallWatch) -> None:
+        self.broker = broker
+        self.service = service
+        self.watch = watch
+
+    def describe(self) -> list[Metric]:
+        return [GaugeMetricFamily(self.NAME, self.HELP, labels=["group", "topic"])]
+
+    def collect(self) -> list[Metric]:
+        values = dict.fromkeys(self._consumers(), 0)
+        values.update({(stall.group, stall.topic): 1 for stall in self.watch.stalls()})
+        family = GaugeMetricFamily(self.NAME, self.HELP, labels=["group", "topic"])
+        for (group, topic), value in sorted(values.items()):
+            family.add_metric([group, topic], value)
+        return [family]
+
+    def _consumers(self) -> set[tuple[str, str]]:
+        named = {
+            (group_of(subscriber, self.service), topic)
+            for subscriber in self.broker.subscribers
+            if isinstance(subscriber, LogicSubscriber)
+            for topic in subscriber.topic_names_for_subscribe
+        }
+        return named | {(group, topic) for group, topic, _ in self.watch.progress}

@@ -13,6 +13,10 @@ A consumer without a group (one that folds its topics at every start) is shown a
 while this process owns none of their partitions, so a dashboard reads 0 rather than "No
 data"; a topic whose partitions moved to another member drops back to 0. A pass that fails
 is logged and the next one tries again: measuring the lag never stops a service.
+
+Each pass also tells the service's `StallWatch` (`stalls.py`) every assigned partition's
+position and end, and which partitions this process owns now; after each pass, a consumer that
+began or ended a stall is logged once.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from aiokafka.errors import IllegalStateError
 from faststream.kafka import KafkaBroker
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from prometheus_client import Gauge
+
+from discospace.runtime.stalls import PartitionKey, StallWatch
 
 Key = tuple[str, str]
 """(group, topic)"""
@@ -43,12 +49,18 @@ class ConsumerLag:
     """Sets the lag gauge of one service every `interval_s`, from `start` until `stop`."""
 
     def __init__(
-        self, broker: KafkaBroker, gauge: Gauge, service: str, interval_s: float = INTERVAL_S
+        self,
+        broker: KafkaBroker,
+        gauge: Gauge,
+        service: str,
+        interval_s: float = INTERVAL_S,
+        watch: StallWatch | None = None,
     ) -> None:
         self.broker = broker
         self.gauge = gauge
         self.service = service
         self.interval_s = interval_s
+        self.watch = watch or StallWatch()
         self._shown: set[Key] = set()
         self._task: asyncio.Task[None] | None = None
 
@@ -67,14 +79,19 @@ class ConsumerLag:
     async def measure(self) -> dict[Key, int]:
         """Set the gauge from every subscriber's consumer; the lag of each (group, topic)."""
         lags: dict[Key, int] = {}
+        assigned: list[PartitionKey] = []
         for subscriber in self.broker.subscribers:
             if isinstance(subscriber, LogicSubscriber):
-                group = subscriber.group_id or f"{self.service} (no group)"
+                group = group_of(subscriber, self.service)
                 for topic in subscriber.topic_names_for_subscribe:
                     lags.setdefault((group, topic), 0)
-                measured = await asyncio.wait_for(_lag_of(subscriber.consumer), PASS_TIMEOUT_S)
-                for topic, lag in measured.items():
-                    lags[(group, topic)] = lags.get((group, topic), 0) + lag
+                seen = await asyncio.wait_for(_partitions_of(subscriber.consumer), PASS_TIMEOUT_S)
+                for partition, position, end in seen:
+                    key = (group, partition.topic)
+                    lags[key] = lags.get(key, 0) + max(end - position, 0)
+                    self.watch.saw((group, partition.topic, partition.partition), position, end)
+                assigned += _assigned(group, subscriber.consumer)
+        self.watch.keep_only(assigned)
         self._show(lags)
         return lags
 
@@ -89,24 +106,36 @@ class ConsumerLag:
         while True:
             try:
                 await self.measure()
+                self.watch.log_changes()
             except Exception:
                 logger.warning("consumer lag not measured; trying again", exc_info=True)
             await asyncio.sleep(self.interval_s)
 
 
-async def _lag_of(consumer: object) -> dict[str, int]:
-    """Messages after the consumer's position, per topic, over the partitions it is assigned."""
+def group_of(subscriber: LogicSubscriber[object], service: str) -> str:
+    """The consumer group a subscriber is shown as: its own, or `<service> (no group)`."""
+    return subscriber.group_id or f"{service} (no group)"
+
+
+def _assigned(group: str, consumer: object) -> list[PartitionKey]:
     if not isinstance(consumer, AIOKafkaConsumer):
-        return {}
+        return []
+    return [(group, tp.topic, tp.partition) for tp in consumer.assignment()]
+
+
+async def _partitions_of(consumer: object) -> list[tuple[TopicPartition, int, int]]:
+    """(partition, position, end offset) of each partition the consumer is assigned and knows
+    its position in."""
+    if not isinstance(consumer, AIOKafkaConsumer):
+        return []
     partitions = consumer.assignment()
     if not partitions:
-        return {}
+        return []
     ends = await consumer.end_offsets(list(partitions))
-    lags: dict[str, int] = {}
-    for partition, position in await _positions(consumer, partitions):
-        lag = max(ends.get(partition, position) - position, 0)
-        lags[partition.topic] = lags.get(partition.topic, 0) + lag
-    return lags
+    return [
+        (partition, position, ends.get(partition, position))
+        for partition, position in await _positions(consumer, partitions)
+    ]
 
 
 async def _positions(

@@ -83,7 +83,8 @@ def server(service: Service) -> uvicorn.Server:
 
 def run(service: Service) -> None:
     """Serve `service` until SIGTERM or SIGINT; exit 0 after a clean shutdown."""
-    configure_logging(service.name, service.settings.log_level)
+    settings = service.settings
+    configure_logging(service.name, settings.log_level, settings.log_repeat_interval_s)
     _check_kafka(service)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _note_signal)

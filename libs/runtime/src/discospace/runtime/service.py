@@ -32,12 +32,13 @@ from discospace.events.topics import TopicNames
 from discospace.runtime.consuming import Consumer
 from discospace.runtime.deadletter import DeadLetterPolicy
 from discospace.runtime.folding import FoldReport, fold_then_follow
-from discospace.runtime.health import make_health
+from discospace.runtime.health import StalledConsumers, make_health
 from discospace.runtime.lag import ConsumerLag
 from discospace.runtime.metrics import RuntimeMetrics
 from discospace.runtime.provisioning import provision_topics
 from discospace.runtime.publishing import EventPublisher
 from discospace.runtime.settings import ServiceSettings
+from discospace.runtime.stalls import StallRules, StallWatch
 
 CONTRACTS_VERSION = "1.0.0"
 """Version written in every AsyncAPI document; bump it with the event contracts."""
@@ -64,6 +65,8 @@ class Service:
     """What the start-up fold of the followers read (None before it ran)."""
     lag: ConsumerLag | None = None
     """Sets `discospace_consumer_lag` while the service runs."""
+    stalls: StallWatch = field(default_factory=StallWatch)
+    """Which consumer is stalled, for /health and `discospace_consumer_stalled`."""
 
     @property
     def name(self) -> str:
@@ -206,11 +209,13 @@ def create_service(
     name = settings.service_name
     metrics = RuntimeMetrics.create(name)
     broker = _broker(settings, description)
+    stalls = StallWatch(StallRules(settings.stall_after_s, settings.stall_failures))
+    metrics.register(StalledConsumers(broker, name, stalls))
     app = AsgiFastStream(
         broker,
         asgi_routes=[
             ("/metrics", metrics.asgi_app()),
-            ("/health", make_health(broker, name, settings.health_timeout_s)),
+            ("/health", make_health(broker, name, settings.health_timeout_s, stalls)),
         ],
         logger=logging.getLogger(f"discospace.{name}"),
         specification=AsyncAPI(
@@ -221,7 +226,7 @@ def create_service(
         ),
     )
     prometheus = KafkaPrometheusMiddleware(registry=metrics.registry, app_name=name)
-    service = Service(settings, broker, app, metrics, clock, prometheus)
+    service = Service(settings, broker, app, metrics, clock, prometheus, stalls=stalls)
     to_dead_letter = service.publisher(
         settings.topics.dead_letter,
         DeadLettered,
@@ -236,10 +241,11 @@ def create_service(
             clock=clock,
             retry_backoff_s=settings.retry_backoff_s,
             max_message_bytes=settings.max_message_bytes,
+            watch=stalls,
         )
     )
     app.on_startup(service.provision_topics)
-    service.lag = ConsumerLag(broker, metrics.consumer_lag, name)
+    service.lag = ConsumerLag(broker, metrics.consumer_lag, name, watch=stalls)
     service.after_startup(service.lag.start)
     service.before_shutdown(service.lag.stop)
     return service

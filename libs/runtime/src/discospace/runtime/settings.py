@@ -100,6 +100,26 @@ class ServiceSettings(BaseSettings):
     health_timeout_s: float = Field(
         default=2.0, gt=0, description="How long /health waits for the broker to answer."
     )
+    stall_after_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="A consumer is stalled (/health answers 503 naming it) when a message has "
+        "kept failing this long, or messages wait and its position has not moved this long, "
+        "or a handler has held one message this long (and longer than its max poll interval).",
+    )
+    stall_failures: int = Field(
+        default=10,
+        ge=1,
+        description="A consumer whose handler failed on the same message more than this many "
+        "times in a row is stalled.",
+    )
+    log_repeat_interval_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="Warnings and errors of one kind (same logger, level and message template) "
+        "are written at most once per this many seconds; the next one written says how many "
+        "were left out. 0 writes every one.",
+    )
 
     @classmethod
     def settings_customise_sources(
