@@ -143,7 +143,10 @@ async def test_a_child_over_its_memory_limit_gives_an_invalid_out_of_memory_resu
     fits = await _result(unlimited, _ask(make_request, "allocate"))
 
     assert isinstance(over, MeasurementCompleted)
-    assert (over.is_valid, over.invalid_reason) == (False, "out of memory")
+    assert (over.is_valid, over.invalid_reason) == (
+        False,
+        "out of memory: the measurement exceeded its memory limit of 300 MiB",
+    )
     assert isinstance(fits, MeasurementCompleted)
     assert fits.is_valid
     assert fits.values["megabytes"] == 512

@@ -8,7 +8,9 @@ test runs one with hand-built parts, no app and no broker.
   hands it every end the operations topic holds at start, before any request is taken, then
   the live ones;
 - `on_measurement_requested`: measures one request of the pool and publishes what became of
-  it as it happens (`worker.py`); its offset is committed after the result is out;
+  it as it happens (`worker.py`); its offset is committed after the result is out. A result
+  the publisher refuses as too large for one message (`EventTooLargeError`) is replaced by a
+  failure saying so, so the request is answered and its partition moves on;
 - `announce`: the worker's catalog on the actuators topic, once the broker is connected.
 """
 
@@ -23,7 +25,13 @@ from discospace.actuator.domain import Result, announcement
 from discospace.actuator.plugin import AnyActuator
 from discospace.actuator.settings import ActuatorSettings
 from discospace.actuator.worker import Worker
-from discospace.events import ActuatorRegistered, MeasurementRequested, MeasurementStarted
+from discospace.events import (
+    ActuatorRegistered,
+    EventTooLargeError,
+    MeasurementCompleted,
+    MeasurementRequested,
+    MeasurementStarted,
+)
 
 logger = logging.getLogger("discospace.actuator")
 
@@ -45,7 +53,12 @@ async def on_operation_ended(event: OperationEnd, deps: ActuatorDeps) -> None:
 
 async def on_measurement_requested(event: MeasurementRequested, deps: ActuatorDeps) -> None:
     async for answer in deps.worker.handle(event):
-        await deps.to_measurements(answer)
+        try:
+            await deps.to_measurements(answer)
+        except EventTooLargeError as error:
+            if not isinstance(answer, MeasurementCompleted):
+                raise
+            await deps.to_measurements(deps.worker.too_large(event, error))
 
 
 async def announce(deps: ActuatorDeps) -> None:

@@ -7,17 +7,22 @@ forked from the worker itself, which runs an event loop and Kafka threads.
 
 What the child does becomes an outcome:
 
-- its plugin's result (valid, invalid, transient) passes through;
-- `MemoryError` (the optional memory limit, `RLIMIT_AS`, was hit) -> invalid, "out of memory":
-  a configuration that cannot run is a finding;
+- its plugin's result (valid, invalid, transient) passes through (the worker checks it);
+- `MemoryError` -> invalid, "out of memory: the measurement exceeded its memory limit of
+  300 MiB" (the optional limit, `RLIMIT_AS`, was hit; "out of memory" without a limit): a
+  configuration that cannot run within what the pool gives is a finding;
 - an exception -> `ChildRaisedError`, which the worker reports as a failure that is not retried;
-- the child dies without an answer (segfault, `os._exit`, killed) -> `ProcessLost`, a transient
-  failure the explorer retries.
+- a result that cannot come back (it cannot be pickled, or is over `REPLY_LIMIT_BYTES`) ->
+  `ChildResultError`, a failure that is not retried: the plugin broke its contract;
+- the child dies without an answer (segfault, `os._exit`, killed, the kernel's out-of-memory
+  killer) -> `ProcessLost`, a transient failure the explorer retries.
 
-The child holds a lifeline, the read end of a pipe whose write end only the worker holds: when
-the worker dies (even by SIGKILL) the pipe closes and the child kills itself, so no measurement
-outlives its worker. Cancelling `ChildProcessRunner.__call__` (a timeout, a cancelled operation,
-the worker stopping) kills the child.
+The child raises its own `oom_score_adj` to the maximum, so when the machine runs out of memory
+the kernel kills a measurement rather than its worker. It holds a lifeline, the read end of a
+pipe whose write end only the worker holds: when the worker dies (even by SIGKILL) the pipe
+closes and the child kills itself, so no measurement outlives its worker. Cancelling
+`ChildProcessRunner.__call__` (a timeout, a cancelled operation, the worker stopping) kills the
+child.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import pickle
 import resource
 import signal
 import threading
@@ -35,6 +41,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -44,6 +51,7 @@ from discospace.actuator.plugin import (
     MeasurementTask,
     Outcome,
     TransientFailure,
+    described,
 )
 from discospace.core import Entity, Experiment, ExperimentSpec
 from discospace.core.canonical import Value
@@ -52,6 +60,10 @@ from discospace.core.measurement import InvalidMeasurement
 OUT_OF_MEMORY = "out of memory"
 EXIT_GRACE_S = 5.0
 """How long a child that answered may take to exit before it is killed."""
+REPLY_LIMIT_BYTES = 64 * 1024 * 1024
+"""The largest (pickled) result a child may send back: far above what fits in an event (1 MiB
+by default), so only a runaway result is refused, before the worker reads it."""
+MIB = 1024 * 1024
 
 
 class ProcessLost(TransientFailure):
@@ -60,6 +72,18 @@ class ProcessLost(TransientFailure):
 
 class ChildRaisedError(Exception):
     """The plugin raised in its child process; the message is `<type>: <message>`."""
+
+
+class ChildResultError(Exception):
+    """The plugin's result could not come back from its child process; the message says why,
+    to follow "returned" ("a result that cannot be sent back ...")."""
+
+
+def out_of_memory(limit_mb: int | None) -> str:
+    """The reason of a measurement that ran out of memory, naming the limit it hit."""
+    if limit_mb is None:
+        return OUT_OF_MEMORY
+    return f"{OUT_OF_MEMORY}: the measurement exceeded its memory limit of {limit_mb} MiB"
 
 
 @dataclass(frozen=True)
@@ -107,12 +131,32 @@ def child_main(job: ChildJob, answer: Connection, lifeline: Connection) -> None:
     """The child process: measure once, send the reply, exit."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the worker's to handle
     threading.Thread(target=_die_with_worker, args=(lifeline,), daemon=True).start()
-    reply = _reply(job)
-    try:
-        answer.send(reply)
-    except Exception as error:  # the plugin's result cannot be pickled
-        answer.send(("raised", f"its result cannot be sent back ({type(error).__name__}: {error})"))
+    _first_to_go_out_of_memory()
+    answer.send_bytes(_packed(_reply(job)))
     answer.close()
+
+
+def _first_to_go_out_of_memory() -> None:
+    """Make this process the kernel's first choice when the machine runs out of memory (Linux:
+    an unprivileged process may raise its own score), so a measurement dies, not its worker."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/oom_score_adj").write_text("1000")
+
+
+def _packed(reply: tuple[str, Any]) -> bytes:
+    """The reply pickled, or a "garbage" reply saying why it cannot go back."""
+    try:
+        data = pickle.dumps(reply)
+    except Exception as error:  # the plugin's result cannot be pickled
+        why = f"a result that cannot be sent back from its process ({described(error)})"
+        return pickle.dumps(("garbage", why))
+    if len(data) > REPLY_LIMIT_BYTES:
+        why = (
+            f"a result of {len(data) // MIB} MiB from its process, over the "
+            f"{REPLY_LIMIT_BYTES // MIB} MiB one may send back"
+        )
+        return pickle.dumps(("garbage", why))
+    return data
 
 
 def _die_with_worker(lifeline: Connection) -> None:
@@ -130,9 +174,9 @@ def _reply(job: ChildJob) -> tuple[str, Any]:
         with _memory_limit(job.memory_limit_mb):
             outcome = plugin.measure_blocking(task)
     except MemoryError:
-        return ("outcome", InvalidMeasurement(reason=OUT_OF_MEMORY))
+        return ("outcome", InvalidMeasurement(reason=out_of_memory(job.memory_limit_mb)))
     except Exception as error:
-        return ("raised", f"{type(error).__name__}: {error}")
+        return ("raised", described(error))
     return ("outcome", outcome)
 
 
@@ -245,9 +289,15 @@ async def _receive(answers: Connection) -> tuple[str, Any] | None:
     """The child's reply, or None when it died without one."""
     await _readable(answers.fileno())
     try:
-        reply: tuple[str, Any] = answers.recv()
-    except (EOFError, OSError):
+        data = answers.recv_bytes(REPLY_LIMIT_BYTES)
+    except EOFError:
         return None
+    except OSError as error:  # over the limit (the child checks it first), or a broken pipe
+        return ("garbage", f"a reply the worker cannot take from its process ({error})")
+    try:
+        reply: tuple[str, Any] = pickle.loads(data)
+    except Exception as error:  # e.g. a class the worker cannot import
+        return ("garbage", f"a result the worker cannot read back ({described(error)})")
     return reply
 
 
@@ -272,6 +322,8 @@ def _outcome(reply: tuple[str, Any] | None, exitcode: int | None) -> Outcome:
     kind, content = reply
     if kind == "raised":
         raise ChildRaisedError(content)
+    if kind == "garbage":
+        raise ChildResultError(content)
     outcome: Outcome = content
     return outcome
 

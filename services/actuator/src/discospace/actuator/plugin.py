@@ -19,6 +19,13 @@ measures one entity with one of them (`measure(task)`). A measurement ends in on
 error the plugin did not classify is not known to be transient). A cancelled measurement
 (the worker stopping) publishes nothing, so another worker of the pool takes the request.
 
+What a plugin returns is checked before it becomes an event (`checked_outcome`): a valid
+measurement holds a value for every target its experiment declares and nothing else, each a
+string, a whole number within 64 bits, a finite real number or a boolean; an invalid one and a
+transient failure carry a reason. Anything else is the plugin breaking this contract, not a
+finding about the configuration: the worker fails the measurement without a retry and without
+memoising it, saying what was wrong ("actuator 'x' returned no value for target 'y' ...").
+
 A plugin that runs code (a benchmark, a training job) is *isolated*: it sets
 `isolated: ClassVar[bool] = True`, keeps its validated `Parameters` as `self.parameters` and
 implements a synchronous `measure_blocking(task) -> Outcome` instead of `measure`. The worker
@@ -28,15 +35,19 @@ crash, a hang or a memory blow-up ends the child, never the worker.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel
 
-from discospace.core import Entity, ExperimentSpec, ParameterizedExperiment
+from discospace.core import Entity, Experiment, ExperimentSpec, ParameterizedExperiment
 from discospace.core.canonical import Value
+from discospace.core.loading import DEFAULT_LIMITS
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
+from discospace.events.envelope import MAX_REASON_CHARS
 
 ENTRY_POINT_GROUP = "discospace.actuators"
 """Where actuator plugins are registered (Python entry points)."""
@@ -123,3 +134,132 @@ class ActuatorPlugin(Protocol):
     Parameters: ClassVar[type[BaseModel]]
 
     def __call__(self, parameters: BaseModel) -> AnyActuator: ...
+
+
+# -- what a plugin may return ----------------------------------------------------------------
+
+_VALUE_KINDS = "a string, a whole number, a real number or a boolean"
+
+
+def checked_outcome(outcome: object, experiment: Experiment) -> Outcome | str:
+    """The outcome as an event can carry it, or what is wrong with it, to follow "returned"
+    in a sentence ("no value for target 'y' of experiment 'e'").
+
+    The outcome is rebuilt from its parts, so one made without validation (`model_construct`,
+    or unpickled from a child process) is held to the same rules as one made with it.
+    """
+    if isinstance(outcome, TransientFailure):
+        reason = _reason(outcome)
+        if reason is None:
+            return "a transient failure without a reason"
+        return dataclasses.replace(outcome, reason=reason)
+    if isinstance(outcome, InvalidMeasurement):
+        reason = _reason(outcome)
+        if reason is None:
+            return "an invalid measurement without a reason"
+        return InvalidMeasurement(reason=reason)
+    if isinstance(outcome, ValidMeasurement):
+        return _checked_valid(outcome, experiment)
+    return f"{type(outcome).__name__}, not an outcome"
+
+
+def _reason(outcome: object) -> str | None:
+    """The outcome's reason, cut to `MAX_REASON_CHARS`; None when it has none (or not text)."""
+    reason = getattr(outcome, "reason", None)
+    if not isinstance(reason, str) or not reason.strip() or _not_utf8(reason):
+        return None
+    return shortened(reason)
+
+
+def shortened(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """`text`, cut to `limit` characters (with "…"), as every reason in an event is."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _checked_valid(outcome: ValidMeasurement, experiment: Experiment) -> Outcome | str:
+    values = getattr(outcome, "values", None)
+    if not isinstance(values, Mapping) or not values:
+        return "a valid measurement without values"
+    problem = _values_problem(values, experiment)
+    if problem is None:
+        uncertainty = getattr(outcome, "uncertainty", None) or {}
+        problem = _uncertainty_problem(uncertainty, values)
+    if problem is not None:
+        return problem
+    plain = {str(name): _plain(value) for name, value in values.items()}
+    spreads = {str(name): float(spread) for name, spread in uncertainty.items()}
+    return ValidMeasurement(values=plain, uncertainty=spreads or None)
+
+
+def _values_problem(values: Mapping[object, object], experiment: Experiment) -> str | None:
+    """What is wrong with a valid measurement's values: a target missing, a name the
+    experiment does not declare, a value an event cannot carry."""
+    targets = experiment.target_properties
+    for name in targets:
+        if name not in values:
+            return f"no value for target '{name}' of experiment '{experiment.identifier}'"
+    for name, value in values.items():
+        if name not in targets:
+            return (
+                f"a value for {name!r}, which experiment '{experiment.identifier}' does not "
+                "declare as a target"
+            )
+        problem = _value_problem(value)
+        if problem is not None:
+            return f"a value for '{name}' {problem}"
+    return None
+
+
+def _value_problem(value: object) -> str | None:
+    """Why `value` is no property value an event can carry (JSON, 64-bit integers), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        if not -DEFAULT_LIMITS.max_int - 1 <= value <= DEFAULT_LIMITS.max_int:
+            return f"of {value.bit_length()} bits, outside 64-bit integers"
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"that is not a finite number ({value})"
+    if isinstance(value, str):
+        return "that is not UTF-8 text (a lone surrogate)" if _not_utf8(value) else None
+    return f"of type {type(value).__name__}, not {_VALUE_KINDS}"
+
+
+def _uncertainty_problem(uncertainty: object, values: Mapping[object, object]) -> str | None:
+    if not isinstance(uncertainty, Mapping):
+        return f"an uncertainty of type {type(uncertainty).__name__}, not a mapping"
+    for name, spread in uncertainty.items():
+        if name not in values:
+            return f"an uncertainty for {name!r}, which has no value"
+        number = isinstance(spread, int | float) and not isinstance(spread, bool)
+        if not number or not math.isfinite(spread) or spread < 0:
+            return f"an uncertainty for '{name}' that is not a finite number >= 0"
+    return None
+
+
+def described(error: BaseException, limit: int = MAX_REASON_CHARS) -> str:
+    """`ValueError: bad batch`, at most `limit` characters, even for an exception whose message
+    is huge or cannot be built."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "(its message cannot be shown)"
+    return shortened(
+        f"{type(error).__name__}: {message}" if message else type(error).__name__, limit
+    )
+
+
+def _not_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _plain(value: object) -> Value:
+    """A checked value as the built-in type it is a subclass of (numpy's float64 is a float)."""
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    raise TypeError(f"not a property value: {type(value).__name__}")

@@ -7,27 +7,46 @@ request stays uncommitted and another worker of the pool measures it.
 
 A measurement races the worker's timeout and the end of its operation:
 
-- the plugin answers first -> its outcome;
+- the plugin answers first -> its outcome, checked (`plugin.checked_outcome`): garbage (a
+  wrong type, a target missing, a value that is not finite or an event cannot carry) fails
+  for good, "actuator 'x' returned no value for target 'y' ...";
 - the timeout passes first -> `MeasurementFailed(retryable)`, "timed out after 30sec";
 - the operation ends first (cancelled, completed, failed) -> `MeasurementFailed`, not retried,
   "operation cancelled".
 
-The loser is cancelled: for an isolated plugin, that kills its child process. A request of an
-operation that already ended is answered at once, without `MeasurementStarted`.
+The loser is cancelled: for an isolated plugin, that kills its child process; an in-process
+plugin that ignores its cancellation is left behind after `stop_grace_s`, so it never holds the
+worker. An in-process plugin that holds the event loop (a `time.sleep`, a busy loop) cannot
+lose a race, since nothing else runs: the stall guard (`cancellation.StallGuard`) interrupts
+it past its timeout ("timed out after 30sec", retried) or once it has held the loop for 5 s
+("held the worker's event loop ...", not retried: the plugin must await or be isolated).
+Whatever a plugin raises (`SystemExit` too) fails the measurement for good; a `MemoryError`
+in the worker's own process is retried ("the worker ran out of memory measuring it"): its
+memory is the worker's, shared, so it says nothing sure about the configuration. A result too
+large for one message fails for good, saying so. A request of an operation that already ended
+is answered at once, without `MeasurementStarted`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import logging
+import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
-from discospace.actuator.cancellation import EndedOperations
+from discospace.actuator.cancellation import STALLS, EndedOperations, Stalled, Watch
 from discospace.actuator.domain import Result, failed, result_of, started, task_of
-from discospace.actuator.isolation import ChildProcessRunner, ChildRaisedError, ProcessLost
+from discospace.actuator.isolation import (
+    ChildProcessRunner,
+    ChildRaisedError,
+    ChildResultError,
+    ProcessLost,
+)
 from discospace.actuator.metrics import OUTCOMES, WorkerMetrics
 from discospace.actuator.plugin import (
     Actuator,
@@ -35,12 +54,21 @@ from discospace.actuator.plugin import (
     IsolatedActuator,
     MeasurementTask,
     Outcome,
-    TransientFailure,
+    checked_outcome,
+    described,
     is_isolated,
+    shortened,
 )
 from discospace.core import ExperimentCatalog, Time
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
-from discospace.events import MeasurementRequested, MeasurementStarted
+from discospace.events import (
+    MAX_MESSAGE_BYTES,
+    EventTooLargeError,
+    MeasurementFailed,
+    MeasurementRequested,
+    MeasurementStarted,
+    encode_within,
+)
 from discospace.events.factory import Clock
 
 __all__ = ["Failure", "Runner", "Worker", "WorkerMetrics", "runner_for"]
@@ -49,6 +77,12 @@ logger = logging.getLogger("discospace.actuator.worker")
 
 Runner = Callable[[MeasurementTask], Awaitable[Outcome]]
 """Runs one measurement: the plugin's `measure`, or its `measure_blocking` in a child process."""
+
+STOP_GRACE_S = 5.0
+"""How long a stopped measurement may take to end before the worker leaves it behind."""
+STALL_GRACE_S = 1.0
+"""How long past its timeout a measurement that holds the event loop runs before it is
+interrupted (a measurement that does not hold it has been stopped by then)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +126,8 @@ class Worker:
         runner: Runner | None = None,
         timeout: Time | None = None,
         operations: EndedOperations | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        stop_grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.actuator = actuator
         self.worker_id = worker_id
@@ -100,6 +136,8 @@ class Worker:
         self.runner = runner or runner_for(actuator)
         self.timeout = timeout
         self.operations = operations or EndedOperations()
+        self.max_message_bytes = max_message_bytes
+        self.stop_grace_s = stop_grace_s
         self.catalog = ExperimentCatalog(actuator.catalog())
         self._timer = timer
         for label in OUTCOMES:  # every series listed from the start, at zero
@@ -127,67 +165,151 @@ class Worker:
             return
         yield started(request, self.worker_id, self.clock())
         outcome, elapsed = await self._measure(task, request.operation_id)
+        answer, label = self._answer(request, outcome, elapsed)
+        name = self.actuator.name
+        self.metrics.duration.labels(actuator=name).observe(elapsed)
+        self.metrics.calls.labels(actuator=name, outcome=label).inc()
+        yield answer
+
+    def too_large(
+        self, request: MeasurementRequested, error: EventTooLargeError
+    ) -> MeasurementFailed:
+        """The failure that replaces a result too large for one message (not retried: the
+        plugin would return the same values again)."""
+        reason = (
+            f"actuator '{self.actuator.name}' returned a result of {error.size} bytes as a "
+            f"message, over the {error.limit}-byte message limit"
+        )
+        return failed(request, self.worker_id, self.clock(), reason, retryable=False)
+
+    def _answer(
+        self, request: MeasurementRequested, outcome: Outcome | Failure, elapsed: float
+    ) -> tuple[Result, str]:
+        """The event that says what measuring gave, and its outcome label."""
+        now = self.clock()
         if isinstance(outcome, Failure):
-            now = self.clock()
-            yield failed(request, self.worker_id, now, outcome.reason, outcome.retryable)
-            return
-        yield result_of(request, outcome, self.worker_id, self.clock(), elapsed)
+            reason = shortened(outcome.reason)
+            return failed(request, self.worker_id, now, reason, outcome.retryable), outcome.label
+        result = result_of(request, outcome, self.worker_id, now, elapsed)
+        try:
+            encode_within(result, self.max_message_bytes)
+        except EventTooLargeError as error:
+            return self.too_large(request, error), "error"
+        return result, outcome_label(outcome)
 
     async def _measure(
         self, task: MeasurementTask, operation_id: str
     ) -> tuple[Outcome | Failure, float]:
         """What measuring gave (or why it gave nothing), and how long it took."""
-        name = self.actuator.name
         self.metrics.in_flight.inc()
         begun = self._timer()
         try:
             outcome = await self._race(task, operation_id)
-        except Exception as error:
-            logger.exception("actuator %s failed on request %s", name, task.request_id)
-            outcome = Failure(f"actuator '{name}' raised {_described(error)}", False, "error")
         finally:
             self.metrics.in_flight.dec()
-        elapsed = self._timer() - begun
-        self.metrics.duration.labels(actuator=name).observe(elapsed)
-        self.metrics.calls.labels(actuator=name, outcome=outcome_label(outcome)).inc()
-        return outcome, elapsed
+        return outcome, self._timer() - begun
 
     async def _race(self, task: MeasurementTask, operation_id: str) -> Outcome | Failure:
         """The plugin against the timeout and the end of the operation; the loser is stopped."""
-        measuring = asyncio.ensure_future(self.runner(task))
-        ending = asyncio.ensure_future(self.operations.ended(operation_id))
-        try:
-            done, _ = await asyncio.wait(
-                (measuring, ending), timeout=self._timeout_s, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            await _stop(measuring, ending)
+        timeout_s = self._timeout_s
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s + STALL_GRACE_S
+        with self._watched(deadline) as watch:
+            measuring = asyncio.ensure_future(self._call(task, watch))
+            ending = asyncio.ensure_future(self.operations.ended(operation_id))
+            try:
+                done, _ = await asyncio.wait(
+                    (measuring, ending), timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                await _stop((measuring, ending), self.stop_grace_s, self.actuator.name)
         if measuring in done:
-            return self._checked(measuring.result())
+            return self._result(measuring)
         if ending in done:
             return Failure(ending.result(), retryable=False, label="cancelled")
+        return self._timed_out()
+
+    async def _call(self, task: MeasurementTask, watch: Watch) -> Outcome | Failure:
+        """The plugin's checked outcome, or the failure whatever it raised (SystemExit and a
+        stall included) comes to; only a cancellation passes."""
+        watch.frame = sys._getframe()
+        name = self.actuator.name
+        try:
+            outcome: object = self.runner(task)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except Stalled as stall:
+            return self._stalled(stall)
+        except MemoryError as error:
+            reason = f"the worker ran out of memory measuring it ({described(error)})"
+            return Failure(reason, retryable=True, label="transient")
+        except ChildResultError as error:
+            return Failure(f"actuator '{name}' returned {error}", retryable=False, label="error")
+        except (Exception, SystemExit) as error:
+            logger.exception("actuator %s failed on request %s", name, task.request_id)
+            reason = f"actuator '{name}' raised {_described(error)}"
+            return Failure(reason, retryable=False, label="error")
+        return self._checked(outcome, task)
+
+    def _watched(self, deadline: float | None) -> contextlib.AbstractContextManager[Watch]:
+        """The stall guard's watch over an in-process measurement (a child process cannot
+        hold the loop, so an isolated one is not watched)."""
+        if isinstance(self.runner, ChildProcessRunner):
+            return contextlib.nullcontext(Watch(deadline or 0.0))
+        return STALLS.watch(deadline)
+
+    def _result(self, measuring: asyncio.Future[Outcome | Failure]) -> Outcome | Failure:
+        try:
+            return measuring.result()
+        except Stalled as stall:  # interrupted outside `_call`'s handlers
+            return self._stalled(stall)
+
+    def _stalled(self, stall: Stalled) -> Failure:
+        """A measurement interrupted for holding the event loop: past its timeout, or for
+        longer than the guard allows whatever its timeout (the plugin's fault)."""
+        if stall.timed_out:
+            return self._timed_out()
+        reason = (
+            f"actuator '{self.actuator.name}' held the worker's event loop for over "
+            f"{STALLS.block_limit_s:g} s (an in-process plugin must await, not block: make it "
+            "isolated)"
+        )
+        return Failure(reason, retryable=False, label="error")
+
+    def _timed_out(self) -> Failure:
         return Failure(f"timed out after {self.timeout}", retryable=True, label="timeout")
 
     @property
     def _timeout_s(self) -> float | None:
         return None if self.timeout is None else float(self.timeout.to("sec").value)
 
-    def _checked(self, outcome: object) -> Outcome | Failure:
-        if isinstance(outcome, ValidMeasurement | InvalidMeasurement | TransientFailure):
-            return outcome
-        reason = (
-            f"actuator '{self.actuator.name}' returned {type(outcome).__name__}, not an outcome"
-        )
-        return Failure(reason, retryable=False, label="error")
+    def _checked(self, outcome: object, task: MeasurementTask) -> Outcome | Failure:
+        checked = checked_outcome(outcome, task.experiment.experiment)
+        if isinstance(checked, str):
+            reason = f"actuator '{self.actuator.name}' returned {checked}"
+            return Failure(reason, retryable=False, label="error")
+        return checked
 
 
-async def _stop(*futures: asyncio.Future[object]) -> None:
-    """Cancel what has not finished and wait until it has stopped (a child process killed)."""
-    for future in futures:
+async def _stop(futures: Iterable[asyncio.Future[object]], grace_s: float, name: str) -> None:
+    """Cancel what has not finished and wait until it has stopped (a child process killed),
+    for at most `grace_s`: what ignores its cancellation is left behind, logged."""
+    pending = {future for future in futures if not future.done()}
+    for future in pending:
         future.cancel()
-    await asyncio.gather(*futures, return_exceptions=True)
+    if not pending:
+        return
+    _, stuck = await asyncio.wait(pending, timeout=grace_s)
+    for future in stuck:
+        logger.warning("actuator %s ignored being stopped for %s s: left behind", name, grace_s)
+        future.add_done_callback(_retrieved)
 
 
-def _described(error: Exception) -> str:
+def _retrieved(future: asyncio.Future[object]) -> None:
+    """Read a left-behind measurement's end, so asyncio does not report it as unretrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _described(error: BaseException) -> str:
     """`RuntimeError: driver crashed`, whether raised here or in a child process."""
-    return str(error) if isinstance(error, ChildRaisedError) else f"{type(error).__name__}: {error}"
+    return str(error) if isinstance(error, ChildRaisedError) else described(error)
