@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TypeAlias
 
 from aiokafka.errors import KafkaConnectionError, KafkaError
-from pydantic import Field
+from pydantic import Field, JsonValue, model_validator
+from pydantic_core import PydanticCustomError
 
 from discospace.cli.errors import CliError, KafkaUnavailableError, NoAnswerError
 from discospace.cli.kafka import AnswerReader, ensure_topics, publish
@@ -17,6 +18,7 @@ from discospace.core import DiscoverySpace, ExperimentCatalog
 from discospace.core.errors import DiscospaceError
 from discospace.core.loading import parse_document, read_document, validate_document
 from discospace.core.operation_rules import (
+    OPERATORS,
     objectives_problem,
     operator_problem,
     random_walk_problem,
@@ -24,6 +26,7 @@ from discospace.core.operation_rules import (
     unmeasured_objective,
     zeus_space_problem,
 )
+from discospace.core.pipelines import hook_names, pipeline_problem, pipeline_shape_problem
 from discospace.core.spec import SpaceSpec
 from discospace.events import (
     Event,
@@ -44,14 +47,49 @@ from discospace.runtime.replay import existing_partitions, read_up_to, reader
 SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
 
+PIPELINE = "pipeline"
+"""The operator whose file may give `stages:` and `trials:` next to `operator:`."""
+
+
 class OperationFile(Record):
-    """An operation file: which operator to run on which space, with which parameters."""
+    """An operation file: which operator to run on which space, with which parameters.
+
+    A pipeline's `stages` and `trials` may be written at the top, next to `operator: pipeline`;
+    the request carries them in `parameters.options` (:meth:`request_parameters`).
+    """
 
     space_id: str | None = Field(
         default=None, min_length=1, description="The space; `--space` may give it instead."
     )
     operator: str = Field(min_length=1, examples=["random_walk"])
     parameters: OperationParameters = Field(default_factory=OperationParameters)
+    stages: JsonValue = Field(default=None, description="A pipeline's stages (operator pipeline).")
+    trials: JsonValue = Field(default=None, description="A pipeline's trials (operator pipeline).")
+
+    @model_validator(mode="after")
+    def _pipeline_fields(self) -> "OperationFile":
+        written = [name for name in ("stages", "trials") if getattr(self, name) is not None]
+        if written and self.operator != PIPELINE:
+            raise PydanticCustomError(
+                "pipeline_fields",
+                f"{' and '.join(written)} are written only with operator: pipeline",
+            )
+        twice = [name for name in written if name in self.parameters.options]
+        if twice:
+            raise PydanticCustomError(
+                "pipeline_fields",
+                f"{twice[0]} is given both at the top and in parameters.options: give it once",
+            )
+        return self
+
+    def request_parameters(self) -> OperationParameters:
+        """The parameters the request carries: a pipeline's `stages` and `trials` in options."""
+        moved = {name: getattr(self, name) for name in ("stages", "trials")}
+        moved = {name: value for name, value in moved.items() if value is not None}
+        if not moved:
+            return self.parameters
+        options = {**self.parameters.options, **moved}
+        return self.parameters.model_copy(update={"options": options})
 
 
 def new_id(kind: str) -> str:
@@ -125,9 +163,13 @@ def operation_request(
         operation_id=new_id("op"),
         space_id=chosen,
         operator=file.operator,
-        parameters=file.parameters,
+        parameters=file.request_parameters(),
         requested_by=settings.user,
     )
+
+
+DOOR_OPERATORS: tuple[str, ...] = tuple(sorted({*OPERATORS, PIPELINE}))
+"""The operators a request may name: the explorer's, and pipeline (its jobs run the others)."""
 
 
 Registration: TypeAlias = Callable[[str], Awaitable[SpaceRegistered]]
@@ -138,17 +180,26 @@ async def check_request(request: OperationRequested, registration: Registration)
     """Refuse, with the explorer's sentence, a request the explorer would refuse: an unknown
     operator, invalid stopping rules, an unregistered space, an objective the space does not
     measure, parameters `random_walk` cannot run with (the rules of
-    :mod:`discospace.core.operation_rules`). The checks that need no broker come first."""
+    :mod:`discospace.core.operation_rules`), a pipeline that is malformed or does not fit the
+    space (:func:`discospace.core.pipelines.pipeline_problem`). The checks that need no broker
+    come first."""
     parameters = request.parameters
     problem = (
-        operator_problem(request.operator)
+        operator_problem(request.operator, DOOR_OPERATORS)
         or stopping_problem(parameters.stopping)
         or objectives_problem(request.operator, len(parameters.objectives_to_optimise()))
+        or _pipeline_shape(request)
     )
     if problem is None:
         problem = registered_problem(request, await registration(request.space_id))
     if problem is not None:
         raise CliError(problem)
+
+
+def _pipeline_shape(request: OperationRequested) -> str | None:
+    if request.operator != PIPELINE:
+        return None
+    return pipeline_shape_problem(request.parameters.options, hook_names(), OPERATORS)
 
 
 def registered_problem(request: OperationRequested, registered: SpaceRegistered) -> str | None:
@@ -167,6 +218,11 @@ def registered_problem(request: OperationRequested, registered: SpaceRegistered)
         problem = random_walk_problem(parameters, space.entity_space, space_id)
     if problem is None and request.operator == "zeus_bso":
         problem = zeus_space_problem(space.entity_space)
+    if problem is None and request.operator == PIPELINE:
+        catalog = ExperimentCatalog(registered.experiments)
+        problem = pipeline_problem(
+            parameters.options, space, hook_names(), catalog=catalog, operators=OPERATORS
+        )
     return problem
 
 

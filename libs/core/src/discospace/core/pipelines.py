@@ -7,7 +7,8 @@
   the value with every reference replaced by the result it names.
 - `pipeline_problem`: every rule a pipeline must meet before it is stored (shape, names,
   hooks, references to earlier jobs only, experiments and trial properties the space has), as
-  one sentence, so the CLI refuses at the door what the explorer would refuse.
+  one sentence, so the CLI refuses at the door what the explorer would refuse;
+  `pipeline_shape_problem` the rules that need no space.
 - `hook_names`: the hooks installed (entry points of group `discospace.hooks`).
 
 A reference's first segment is a job name, never a stage name: `${narrowed.space_id}`.
@@ -408,17 +409,33 @@ def pipeline_problem(
 
     `hooks` are the installed hooks' names (:func:`hook_names`); with a `catalog` (the space's
     registered experiments) a measure job's parameterization is checked too, and with
-    `operators` the operators of operation jobs.
+    `operators` the operators of operation jobs. The rules that need no space come first
+    (:func:`pipeline_shape_problem`).
     """
+    problem = pipeline_shape_problem(spec_options, hooks, operators)
+    if problem is not None:
+        return problem
     try:
         spec = parse_pipeline(spec_options)
         space = space if isinstance(space, DiscoverySpace) else DiscoverySpace.from_spec(space)
+        return _measure_problem(spec, space, catalog) or _trials_problem(spec, space)
+    except DiscospaceError as error:
+        return str(error)
+
+
+def pipeline_shape_problem(
+    spec_options: Mapping[str, Any],
+    hooks: Collection[str],
+    operators: Collection[str] | None = None,
+) -> str | None:
+    """Why the pipeline is malformed whatever its space, in one sentence, or None: its shape,
+    unknown hooks (and operators, when given), references to no job, itself or a later job."""
+    try:
+        spec = parse_pipeline(spec_options)
         return (
             _hooks_problem(spec, hooks)
             or _operators_problem(spec, operators)
             or _order_problem(spec)
-            or _measure_problem(spec, space, catalog)
-            or _trials_problem(spec, space)
         )
     except DiscospaceError as error:
         return str(error)
