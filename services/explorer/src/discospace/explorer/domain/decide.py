@@ -29,7 +29,7 @@ from discospace.explorer.domain.entity_progress import (
     inputs_for,
 )
 from discospace.explorer.domain.objective import ObjectiveTracker
-from discospace.explorer.domain.operation import Decision, OperationState, evolve
+from discospace.explorer.domain.operation import Decision, OperationState, Published, evolve
 from discospace.explorer.domain.operator import (
     Chooser,
     Draw,
@@ -72,7 +72,7 @@ class Engine:
 class Decided:
     """Decisions to publish, in order, and when to decide again if nothing arrives before."""
 
-    events: list[Decision] = field(default_factory=list)
+    events: list[Published] = field(default_factory=list)
     wake_at: datetime | None = None
 
     def wake(self, at: datetime | None) -> None:
@@ -96,22 +96,34 @@ def decide(
     `store` holds the results of the sample stores, which operators may warm-start from.
     """
     decided = Decided()
+    if begin(state, spaces, engine, now, decided):
+        _run(state, spaces, engine, now, decided, store)
+    return decided
+
+
+def begin(
+    state: OperationState,
+    spaces: dict[str, SpaceEntry],
+    engine: Engine,
+    now: datetime,
+    decided: Decided,
+) -> bool:
+    """Start the operation when it has not started (or refuse it, or note when to decide
+    again); True when it runs: started and not finished."""
     if state.requested is None or state.finished is not None:
-        return decided
+        return False
     if state.started is None and state.cancel is not None:
         _emit(state, decided, cancelled_before_start(state.requested, state.cancel, now))
-        return decided
+        return False
     if state.started is None:
         wait = timedelta(seconds=engine.timing.space_wait_s)
         deadline = (state.noticed_at or now) + wait
         first = start(state.requested, spaces, engine.operators, deadline, now)
         if isinstance(first, WaitForSpace):
             decided.wake(first.until)
-            return decided
+            return False
         _emit(state, decided, first)
-    if state.finished is None:
-        _run(state, spaces, engine, now, decided, store)
-    return decided
+    return state.finished is None
 
 
 def _emit(state: OperationState, decided: Decided, event: Decision) -> None:
@@ -131,7 +143,7 @@ def _run(
     started = state.started
     assert started is not None
     space, operator = spaces.get(started.space_id), engine.operators.get(started.operator)
-    if not isinstance(space, KnownSpace) or operator is None:
+    if not isinstance(space, KnownSpace) or not isinstance(operator, Operator):
         reason = f"space '{started.space_id}' or operator '{started.operator}' is no longer known"
         event = OperationFailed.caused_by(
             started, now, operation_id=state.operation_id, reason=reason

@@ -4,6 +4,11 @@
 operation's history in order, but nothing orders one topic against the other): a measurement
 may be folded before the request that caused it. Events already folded (same event id) are
 dropped, so the explorer can fold its own decisions at once and again when it reads them back.
+
+A pipeline's job events (`PipelineJobStarted`, `PipelineJobCompleted`, `PipelineJobFailed`)
+are folded into `jobs`, by (trial, job): the first start and the first end of each job count.
+A child operation (its request names a parent) keeps its results once finished, for its
+parent to read (`keep_results`, `kept_results`); other operations forget them.
 """
 
 from __future__ import annotations
@@ -25,8 +30,12 @@ from discospace.events import (
     OperationFailed,
     OperationRequested,
     OperationStarted,
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
     SamplesDrawn,
     SamplesRequested,
+    SpaceSubmitted,
 )
 from discospace.events.common import OperationEvent, PropertyValues
 from discospace.explorer.domain.objective import ObjectiveTracker
@@ -41,11 +50,38 @@ OperationInput: TypeAlias = (
     | SamplesDrawn
     | OperationCompleted
     | OperationFailed
+    | PipelineJobStarted
+    | PipelineJobCompleted
+    | PipelineJobFailed
 )
 MeasurementInput: TypeAlias = (
     MeasurementStarted | MeasurementCompleted | MeasurementFailed | MeasurementReused
 )
 Decision: TypeAlias = OperationStarted | SamplesRequested | OperationCompleted | OperationFailed
+"""The decisions every operation makes (the engine's), compared slot by slot (`conflicts.py`)."""
+Conducting: TypeAlias = (
+    PipelineJobStarted
+    | PipelineJobCompleted
+    | PipelineJobFailed
+    | OperationRequested
+    | OperationCancelRequested
+    | SpaceSubmitted
+)
+"""What an operator that runs other operations (a pipeline) decides besides: its jobs, its
+child operations' requests and cancellations, and the spaces it submits to the registry."""
+Published: TypeAlias = Decision | Conducting
+"""Everything the explorer publishes."""
+JobKey = tuple[int | None, str]
+"""(trial or None, job name): a job of a pipeline."""
+JobEnd: TypeAlias = PipelineJobCompleted | PipelineJobFailed
+
+
+@dataclass
+class JobFacts:
+    """What a pipeline's log says of one of its jobs: the first start and the first end."""
+
+    started: PipelineJobStarted | None = None
+    ended: JobEnd | None = None
 
 
 @dataclass
@@ -95,6 +131,15 @@ class OperationState:
     """Derived when deciding: what the results trained, for `max_training`, read likewise."""
     unconfirmed: set[str] = field(default_factory=set)
     """Ids of the decisions this explorer made and has not read back from the log yet."""
+    jobs: dict[JobKey, JobFacts] = field(default_factory=dict)
+    """A pipeline's jobs, in the order they started (kept once finished: its parent reads them)."""
+    kept: set[PairKey] | None = None
+    """Once a child operation finished: the pairs of `outcomes`, which it keeps (None: not kept)."""
+
+    @property
+    def parent_id(self) -> str | None:
+        """The operation that asked for this one (a pipeline), if any."""
+        return self.requested.parent_operation_id if self.requested else None
 
     def pair(self, key: PairKey) -> PairFacts:
         return self.pairs.setdefault(key, PairFacts())
@@ -111,16 +156,60 @@ class OperationState:
         """Requested on `space_id` and not started: the space may be what it waits for."""
         return self.started is None and bool(self.requested and self.requested.space_id == space_id)
 
-    def forget_details(self) -> None:
-        """Once finished, only the request, start and end matter: free the rest."""
+    def forget_details(self, keep_results: bool = False) -> None:
+        """Once finished, only the request, start and end matter: free the rest. A child
+        operation keeps its results (`keep_results`): its parent reads them."""
         for details in (self.requests, self.drawn, self.entities, self.pairs, self.open):
             details.clear()
         self.seen.clear()
         self.unconfirmed.clear()
-        self.outcomes.clear()
+        if keep_results:
+            self.kept = {(o.entity_id, o.experiment_id) for o in self.outcomes}
+        else:
+            self.drop_results()
         self.draws = Draws()
         self.tracker = None
         self.training = None
+
+    def drop_results(self) -> None:
+        self.outcomes = []
+        self.kept = None
+
+    def would_keep(self, event: OperationEvent) -> bool:
+        """Whether a finished child operation keeps this result: the first of its pair."""
+        return (
+            self.kept is not None
+            and isinstance(event, MeasurementCompleted | MeasurementReused)
+            and (event.entity_id, event.experiment_id) not in self.kept
+        )
+
+    def keep(self, event: MeasurementCompleted | MeasurementReused) -> bool:
+        """Keep a result read after the operation finished; False when it keeps none."""
+        if not self.would_keep(event):
+            return False
+        assert self.kept is not None
+        self.kept.add((event.entity_id, event.experiment_id))
+        self.outcomes.append(PairResult.of(event))
+        return True
+
+    def kept_results(self) -> tuple[PairResult, ...] | None:
+        """A finished operation's results: those it counted at its end, in the order of the
+        measurements topic; None while some of them are still to be read.
+
+        The end counts `measured + reused` results: the first that many results of the
+        operation's partition (first per pair), the same set for every reader, however the
+        topics interleave and whatever landed after the end.
+        """
+        finished = self.finished
+        if finished is None:
+            return None
+        counted = finished.counts
+        if counted is None:
+            return tuple(self.outcomes)
+        wanted = counted.measured + counted.reused
+        if len(self.outcomes) < wanted:
+            return None
+        return tuple(self.outcomes[:wanted])
 
 
 def evolve(state: OperationState, event: OperationEvent) -> bool:
@@ -224,6 +313,19 @@ def _reject_points_not_drawn(
             facts = state.pair((entity, experiment_id_of(ref)))
             if facts.request_index == request.request_index:
                 facts.rejected = reason
+
+
+@_fold.register
+def _(event: PipelineJobStarted, state: OperationState) -> None:
+    facts = state.jobs.setdefault((event.trial, event.job), JobFacts())
+    facts.started = facts.started or event
+
+
+@_fold.register(PipelineJobCompleted)
+@_fold.register(PipelineJobFailed)
+def _(event: JobEnd, state: OperationState) -> None:
+    facts = state.jobs.setdefault((event.trial, event.job), JobFacts())
+    facts.ended = facts.ended or event
 
 
 @_fold.register

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
@@ -35,6 +35,9 @@ from discospace.events.operations import OperatorChoice, StopReason
 from discospace.explorer.domain.objective import Best
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
+
+if TYPE_CHECKING:
+    from discospace.explorer.domain.conducting import Conductor
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class Finish:
 Proposal: TypeAlias = Draw | Measure | Wait | Finish
 
 
+@runtime_checkable
 class Operator(Protocol):
     """An operator: checks its parameters once, then proposes what to explore next."""
 
@@ -130,17 +134,18 @@ class Chooser(Protocol):
 
 
 class OperatorRegistry:
-    """The operators the explorer knows, by name."""
+    """The operators the explorer knows, by name: those that propose what to measure
+    (`Operator`) and those that run other operations (`Conductor`, `conducting.py`)."""
 
-    def __init__(self, operators: Sequence[Operator] = ()) -> None:
-        self._operators: dict[str, Operator] = {}
+    def __init__(self, operators: Sequence[Operator | Conductor] = ()) -> None:
+        self._operators: dict[str, Operator | Conductor] = {}
         for operator in operators:
             self.add(operator)
 
-    def add(self, operator: Operator) -> None:
+    def add(self, operator: Operator | Conductor) -> None:
         self._operators[operator.name] = operator
 
-    def get(self, name: str) -> Operator | None:
+    def get(self, name: str) -> Operator | Conductor | None:
         return self._operators.get(name)
 
     @property

@@ -9,7 +9,7 @@ an operation on it fails with that sentence instead of waiting forever.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeAlias
 
@@ -22,6 +22,7 @@ from discospace.core import (
     ParameterizedExperiment,
     objective_source,
 )
+from discospace.core.spec import SpaceSpec
 from discospace.events import SpaceRegistered
 
 
@@ -39,6 +40,8 @@ class KnownSpace:
     entity_space: EntitySpace
     experiments: tuple[ParameterizedExperiment, ...]
     observed_ids: tuple[str, ...] = ()
+    spec: SpaceSpec | None = field(default=None, compare=False)
+    """The registered spec (canonical form): what spaces derived from this one start from."""
 
     @cached_property
     def independent(self) -> tuple[ParameterizedExperiment, ...]:
@@ -78,7 +81,9 @@ def known_space(event: SpaceRegistered) -> SpaceEntry:
     except DiscospaceError as error:
         return f"space '{event.space_id}' cannot be explored: {error}"
     observed = measurement_space.observed_property_ids
-    return KnownSpace(event.space_id, space.sample_store, space.entity_space, ordered, observed)
+    return KnownSpace(
+        event.space_id, space.sample_store, space.entity_space, ordered, observed, event.spec
+    )
 
 
 def dependency_order(

@@ -23,6 +23,7 @@ from discospace.events import (
 )
 from discospace.events import OperationStarted as Started
 from discospace.events.envelope import content_id
+from discospace.explorer.domain.conducting import Conductor
 from discospace.explorer.domain.operator import Operator, OperatorRegistry
 from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
 from discospace.explorer.domain.stopping import check_rules
@@ -113,7 +114,9 @@ def with_seed(request: OperationRequested) -> OperationParameters:
     return parameters.model_copy(update={"seed": seed})
 
 
-def check(parameters: OperationParameters, space: KnownSpace, operator: Operator) -> str | None:
+def check(
+    parameters: OperationParameters, space: KnownSpace, operator: Operator | Conductor
+) -> str | None:
     """Why the operation cannot run as asked, in one sentence, or None when it can."""
     rules = parameters.stopping
     problem = check_rules(rules) or check_budget(rules, space)

@@ -9,6 +9,13 @@ once, from the complete history.
 Every explorer replica folds every operation (its partitions may change, and optimizers warm
 start from every result), but decides only for those `state.owns` names: the operations of its
 partitions (`service/ownership.py`). One explorer alone owns every operation, the default.
+
+Operations that run other operations (a pipeline: a `Conductor`, `conducting.py`) decide
+events for their children too: a child's request or cancellation is folded into the child at
+once, and a child this explorer owns is decided in the same round; a child's start or end (or a
+result of a finished child) makes its parent, when owned here, decide again. Replies of the
+registry to the spaces a conductor submitted (`SpaceRegistered`, `SpaceRejected`) make every
+conductor decide again.
 """
 
 from __future__ import annotations
@@ -16,13 +23,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeAlias
 
-from discospace.events import MeasurementCompleted, SpaceRegistered
+from discospace.core import DiscospaceError
+from discospace.events import (
+    MeasurementCompleted,
+    MeasurementReused,
+    OperationCompleted,
+    OperationFailed,
+    OperationRequested,
+    OperationStarted,
+    SpaceRegistered,
+    SpaceRejected,
+    SpaceSubmitted,
+)
 from discospace.events.common import OperationEvent
-from discospace.explorer.domain.decide import Decided, Engine, decide
+from discospace.explorer.domain.conducting import (
+    ChildView,
+    Conduct,
+    Conducted,
+    Conductor,
+    ConductorView,
+)
+from discospace.explorer.domain.decide import Decided, Engine, begin, decide
 from discospace.explorer.domain.operation import OperationState, evolve
 from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import SpaceEntry, known_space
+
+SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
 
 @dataclass
@@ -37,20 +65,32 @@ class ExplorerState:
     """False while replaying the topics at start: fold, decide nothing."""
     owns: Callable[[str], bool] = field(default=lambda operation_id: True)
     """Whether this explorer decides for an operation (by id); by default for every one."""
+    rejected: dict[str, str] = field(default_factory=dict)
+    """Why the registry refused a submission, by submission id (a conductor waits for them)."""
+    submitted: dict[str, datetime] = field(default_factory=dict)
+    """When conductors sent a submission, since this explorer started (not sent again
+    while they wait for its answer)."""
+    children: dict[str, list[str]] = field(default_factory=dict)
+    """Child operations by parent, from requests naming a parent."""
 
     def operation(self, operation_id: str) -> OperationState:
         return self.operations.setdefault(operation_id, OperationState(operation_id))
 
-    def has_folded(self, event: OperationEvent | SpaceRegistered) -> bool:
-        """Whether `event` would change nothing: already folded, or its operation is over."""
+    def has_folded(self, event: OperationEvent | SpaceAnswer) -> bool:
+        """Whether `event` would change nothing: already folded, or its operation is over
+        (save a result a finished child operation keeps for its parent)."""
         if isinstance(event, SpaceRegistered):
             return event.space_id in self.spaces
+        if isinstance(event, SpaceRejected):
+            return event.submission_id in self.rejected
         if isinstance(event, MeasurementCompleted) and not self.store.knows(event):
             return False
         operation = self.operations.get(event.operation_id)
-        return operation is not None and (
-            operation.finished is not None or event.event_id in operation.seen
-        )
+        if operation is None:
+            return False
+        if event.event_id in operation.seen:
+            return True
+        return operation.finished is not None and not operation.would_keep(event)
 
     def active(self) -> list[OperationState]:
         """Operations requested and not finished, in the order they became known."""
@@ -63,25 +103,33 @@ class ExplorerState:
 
 def explore(
     state: ExplorerState,
-    event: OperationEvent | SpaceRegistered,
+    event: OperationEvent | SpaceAnswer,
     engine: Engine,
     now: datetime,
 ) -> Decided:
     """Fold `event`; once live, the decisions it leads to (already folded into `state`)."""
-    if isinstance(event, SpaceRegistered):
+    if isinstance(event, SpaceRegistered | SpaceRejected):
         return _on_space(state, event, engine, now)
     if isinstance(event, MeasurementCompleted):
         state.store.record(event)
     operation = state.operation(event.operation_id)
-    if operation.finished is not None or not evolve(operation, event):
+    if operation.finished is not None:
+        kept = isinstance(event, MeasurementCompleted | MeasurementReused) and operation.keep(event)
+        return _wake_parent(state, operation, engine, now) if kept else Decided()
+    if not evolve(operation, event):
         return Decided()
-    if operation.requested is not None and operation.noticed_at is None:
-        operation.noticed_at = now
+    if isinstance(event, OperationRequested):
+        _adopt(state, operation, now)
     if operation.finished is not None:
         forget(state, operation)
-    if not state.live or not state.owns(operation.operation_id):
+    if not state.live:
         return Decided()
-    return _decide(state, operation, engine, now)
+    decided = Decided()
+    if state.owns(operation.operation_id):
+        decided = _decide(state, operation, engine, now)
+    if isinstance(event, OperationStarted | OperationCompleted | OperationFailed):
+        decided.merge(_wake_parent(state, operation, engine, now))
+    return decided
 
 
 def go_live(state: ExplorerState, engine: Engine, now: datetime) -> Decided:
@@ -100,30 +148,172 @@ def tick(state: ExplorerState, engine: Engine, now: datetime) -> Decided:
     return decided
 
 
-def _on_space(
-    state: ExplorerState, event: SpaceRegistered, engine: Engine, now: datetime
-) -> Decided:
-    if event.space_id in state.spaces:
+def _on_space(state: ExplorerState, event: SpaceAnswer, engine: Engine, now: datetime) -> Decided:
+    if state.has_folded(event):
         return Decided()
-    state.spaces[event.space_id] = known_space(event)
+    if isinstance(event, SpaceRegistered):
+        state.spaces[event.space_id] = known_space(event)
+    else:
+        state.rejected[event.submission_id] = event.reason
     decided = Decided()
     if state.live:
         for operation in state.owned():
-            if operation.waits_for(event.space_id):
+            if _conducts(engine, operation) or (
+                isinstance(event, SpaceRegistered) and operation.waits_for(event.space_id)
+            ):
                 decided.merge(_decide(state, operation, engine, now))
     return decided
+
+
+def _adopt(state: ExplorerState, operation: OperationState, now: datetime) -> None:
+    """A request was folded: note when, and whose child it is."""
+    if operation.noticed_at is None:
+        operation.noticed_at = now
+    parent = operation.parent_id
+    if parent is not None and operation.operation_id not in state.children.get(parent, ()):
+        state.children.setdefault(parent, []).append(operation.operation_id)
 
 
 def _decide(
     state: ExplorerState, operation: OperationState, engine: Engine, now: datetime
 ) -> Decided:
-    decided = decide(operation, state.spaces, engine, now, state.store)
+    """Decide for `operation`, then for the operations its decisions concern that this
+    explorer owns (children it asked for or cancelled; its parent, when it started or ended),
+    until nothing more follows."""
+    decided = Decided()
+    queue = {operation.operation_id: None}
+    while queue:
+        current = state.operations[next(iter(queue))]
+        del queue[current.operation_id]
+        made = _decide_one(state, current, engine, now)
+        decided.merge(made)
+        for concerned in _concerned(state, current, made):
+            queue.setdefault(concerned, None)
+    return decided
+
+
+def _decide_one(
+    state: ExplorerState, operation: OperationState, engine: Engine, now: datetime
+) -> Decided:
+    operator = engine.operators.get(operation.requested.operator) if operation.requested else None
+    if isinstance(operator, Conductor):
+        decided = _conduct(state, operation, operator, engine, now)
+    else:
+        decided = decide(operation, state.spaces, engine, now, state.store)
     if operation.finished is not None:
         forget(state, operation)
     return decided
 
 
+def _concerned(state: ExplorerState, operation: OperationState, made: Decided) -> list[str]:
+    """Other operations this explorer owns that `made` concerns, still running."""
+    found: list[str] = []
+    for event in made.events:
+        if isinstance(event, SpaceSubmitted):
+            continue
+        if event.operation_id != operation.operation_id:
+            found.append(event.operation_id)
+        elif isinstance(event, OperationStarted | OperationCompleted | OperationFailed):
+            found.extend(filter(None, [operation.parent_id]))
+    return [
+        concerned
+        for concerned in dict.fromkeys(found)
+        if state.owns(concerned) and _running(state, concerned)
+    ]
+
+
+def _running(state: ExplorerState, operation_id: str) -> bool:
+    operation = state.operations.get(operation_id)
+    return operation is not None and operation.requested is not None and not operation.finished
+
+
+def _wake_parent(
+    state: ExplorerState, operation: OperationState, engine: Engine, now: datetime
+) -> Decided:
+    """Decide again for the parent of `operation` when this explorer owns it."""
+    parent = operation.parent_id
+    if parent is None or not state.live or not state.owns(parent) or not _running(state, parent):
+        return Decided()
+    return _decide(state, state.operations[parent], engine, now)
+
+
+def _conducts(engine: Engine, operation: OperationState) -> bool:
+    requested = operation.requested
+    return requested is not None and isinstance(engine.operators.get(requested.operator), Conductor)
+
+
+def _conduct(
+    state: ExplorerState,
+    operation: OperationState,
+    conductor: Conductor,
+    engine: Engine,
+    now: datetime,
+) -> Decided:
+    """One round of a conductor: start it like any operation, then fold what it decides."""
+    decided = Decided()
+    if not begin(operation, state.spaces, engine, now, decided):
+        return decided
+    started = operation.started
+    assert started is not None
+    try:
+        conduct = conductor.conduct(_view(state, operation, started, engine, now))
+    except DiscospaceError as error:
+        reason = f"operator '{conductor.name}' failed: {error}"
+        failed = OperationFailed.caused_by(
+            started, now, operation_id=operation.operation_id, reason=reason
+        )
+        conduct = Conduct([failed])
+    for event in conduct.events:
+        _absorb(state, operation, event, now)
+        decided.events.append(event)
+    decided.wake(conduct.wake_at)
+    return decided
+
+
+def _view(
+    state: ExplorerState,
+    operation: OperationState,
+    started: OperationStarted,
+    engine: Engine,
+    now: datetime,
+) -> ConductorView:
+    def child(operation_id: str) -> ChildView:
+        return ChildView.of(state.operations.get(operation_id) or OperationState(operation_id))
+
+    return ConductorView(
+        operation_id=operation.operation_id,
+        started=started,
+        cancel=operation.cancel,
+        jobs=operation.jobs,
+        spaces=state.spaces,
+        rejected=state.rejected,
+        submitted=state.submitted,
+        child=child,
+        now=now,
+        space_wait_s=engine.timing.space_wait_s,
+    )
+
+
+def _absorb(
+    state: ExplorerState, operation: OperationState, event: Conducted, now: datetime
+) -> None:
+    """Fold a conductor's decision where it belongs: its own operation, or the child's."""
+    if isinstance(event, SpaceSubmitted):
+        state.submitted.setdefault(event.submission_id, now)
+        return
+    target = state.operation(event.operation_id)
+    evolve(target, event)
+    if isinstance(event, OperationRequested):
+        _adopt(state, target, now)
+
+
 def forget(state: ExplorerState, operation: OperationState) -> None:
-    """Drop the details of a finished operation."""
-    operation.forget_details()
+    """Drop the details of a finished operation. A child keeps its results while its parent
+    runs; a finished parent's children drop theirs."""
+    parent = operation.parent_id
+    operation.forget_details(keep_results=parent is not None and _running(state, parent))
     state.store.forget(operation.operation_id)
+    for child in state.children.pop(operation.operation_id, ()):
+        held = state.operations.get(child)
+        if held is not None and held.finished is not None:
+            held.drop_results()

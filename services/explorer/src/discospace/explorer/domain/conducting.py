@@ -1,0 +1,137 @@
+"""Operators that run other operations (a pipeline): the view they decide from, and the round.
+
+Most operators say what to measure next (`operator.py`); a *conductor* measures nothing
+itself: it asks for child operations (`OperationRequested` naming it as their parent), submits
+spaces to the registry (`SpaceSubmitted`), records its own steps as events of its operation
+(`PipelineJobStarted`, `PipelineJobCompleted`, `PipelineJobFailed`) and ends like any operation
+(`OperationCompleted`, `OperationFailed`). Its `conduct` is a pure function of a
+`ConductorView`, so a restarted explorer folding the same log decides the same events with
+the same ids.
+
+The engine starts a conductor like any operation (the operator's `check`, the seed), then each
+round: `conduct(view)` gives events, which are folded at once where they belong (its own
+operation, or the child's), so the next round sees them.
+
+A child operation may be decided by another explorer replica (operations are placed by id),
+but every replica folds every operation's events, so the conductor's view of its children is
+complete wherever it runs; a child's results are kept once it finished (`operation.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
+
+from discospace.events import (
+    OperationCancelRequested,
+    OperationCompleted,
+    OperationFailed,
+    OperationParameters,
+    OperationRequested,
+    OperationStarted,
+)
+from discospace.explorer.domain.operation import (
+    Conducting,
+    JobFacts,
+    JobKey,
+    OperationState,
+)
+from discospace.explorer.domain.pairs import PairResult
+from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
+
+Conducted: TypeAlias = Conducting | OperationCompleted | OperationFailed
+"""An event a conductor may decide."""
+
+
+@dataclass(frozen=True)
+class ChildView:
+    """What a conductor sees of one of its child operations."""
+
+    operation_id: str
+    requested: OperationRequested | None
+    started: OperationStarted | None
+    cancel: OperationCancelRequested | None
+    finished: OperationCompleted | OperationFailed | None
+    results: tuple[PairResult, ...] | None
+    """Its results once it finished and every result its end counted has been read, in the
+    order of the measurements topic; None before."""
+    jobs: Mapping[JobKey, JobFacts]
+    """Its jobs, when it is a pipeline itself (a trial)."""
+
+    @classmethod
+    def of(cls, state: OperationState) -> ChildView:
+        return cls(
+            operation_id=state.operation_id,
+            requested=state.requested,
+            started=state.started,
+            cancel=state.cancel,
+            finished=state.finished,
+            results=state.kept_results(),
+            jobs=dict(state.jobs),
+        )
+
+
+@dataclass(frozen=True)
+class ConductorView:
+    """What a conductor decides from."""
+
+    operation_id: str
+    started: OperationStarted
+    """Its start: the parameters in force (seed set) and its space."""
+    cancel: OperationCancelRequested | None
+    jobs: Mapping[JobKey, JobFacts]
+    spaces: Mapping[str, SpaceEntry]
+    """Every registered space (or why it cannot be used), by id."""
+    rejected: Mapping[str, str]
+    """Why the registry refused a submission, by submission id."""
+    submitted: Mapping[str, datetime]
+    """When this explorer sent a submission (since it started): not sent again while it
+    waits for the answer, and a job waits for it `space_wait_s` from then."""
+    child: Callable[[str], ChildView]
+    """A child operation by id (an operation never requested is seen as such)."""
+    now: datetime
+    space_wait_s: float
+    """How long a job waits for a space it submitted before it fails."""
+
+    @property
+    def parameters(self) -> OperationParameters:
+        return self.started.parameters
+
+    @property
+    def seed(self) -> int:
+        seed = self.started.parameters.seed
+        assert seed is not None, "an operation starts with its seed set"
+        return seed
+
+    def known_space(self, space_id: str) -> KnownSpace | None:
+        entry = self.spaces.get(space_id)
+        return entry if isinstance(entry, KnownSpace) else None
+
+
+@dataclass
+class Conduct:
+    """A conductor's decisions for one round, in order, and when to decide again."""
+
+    events: list[Conducted] = field(default_factory=list)
+    wake_at: datetime | None = None
+
+    def wake(self, at: datetime | None) -> None:
+        if at is not None and (self.wake_at is None or at < self.wake_at):
+            self.wake_at = at
+
+
+@runtime_checkable
+class Conductor(Protocol):
+    """An operator that runs other operations: checked once, then asked every round."""
+
+    name: ClassVar[str]
+
+    def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
+        """Why it cannot run with these parameters on this space (one sentence), or None."""
+        ...
+
+    def conduct(self, view: ConductorView) -> Conduct:
+        """Its next decisions."""
+        ...
