@@ -308,10 +308,12 @@ def _absorb(
 
 
 def forget(state: ExplorerState, operation: OperationState) -> None:
-    """Drop the details of a finished operation. A child keeps its results while its parent
-    runs; a finished parent's children drop theirs."""
-    parent = operation.parent_id
-    operation.forget_details(keep_results=parent is not None and _running(state, parent))
+    """Drop the details of a finished operation. A child keeps its results unless its parent
+    ended (its parent may not be folded yet: nothing orders two partitions); a finished
+    parent's children drop theirs."""
+    parent = state.operations.get(operation.parent_id or "")
+    ended = parent is not None and parent.finished is not None
+    operation.forget_details(keep_results=operation.parent_id is not None and not ended)
     state.store.forget(operation.operation_id)
     for child in state.children.pop(operation.operation_id, ()):
         held = state.operations.get(child)

@@ -1,0 +1,151 @@
+"""A pipeline's failures and cancellation: a failed job fails the pipeline with its reason (an
+optional one is recorded and the pipeline goes on); cancelling it cancels its running child."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import JsonValue
+
+from discospace.core.errors import PipelineError
+from discospace.core.hooks import HookContext
+from discospace.events import (
+    OperationCancelRequested,
+    OperationCompleted,
+    OperationFailed,
+    OperationRequested,
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
+    SamplesRequested,
+)
+
+
+def _walk(name: str, **fields: Any) -> dict[str, Any]:
+    job = {"name": name, "kind": "operation", "operator": "random_walk"}
+    job["parameters"] = {"number_entities": 2, **fields.pop("parameters", {})}
+    return {**job, **fields}
+
+
+def _pipeline(*probe: dict[str, Any], execute: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    return {"stages": {"probe": list(probe), "execute": list(execute)}}
+
+
+def test_a_failed_job_fails_the_pipeline_with_its_reason(world):
+    w = world()
+    broken = _walk("probe", parameters={"options": {"depth": 3}})
+    w.request("op-1", w.register(), _pipeline(broken, execute=(_walk("search"),)), seed=1)
+    [child] = w.of(OperationFailed, "op-1-probe")
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert (job.job, job.stage, job.optional) == ("probe", "probe", False)
+    assert job.reason == f"its child operation 'op-1-probe' failed: {child.reason}"
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason == f"job 'probe' (probe) failed: {job.reason}"
+    assert not [e for e in w.of(PipelineJobStarted, "op-1") if e.job == "search"]
+
+
+def test_a_failed_optional_job_is_recorded_and_the_pipeline_goes_on(world):
+    w = world()
+    broken = _walk("probe", optional=True, parameters={"options": {"depth": 3}})
+    w.request("op-1", w.register(), _pipeline(broken, execute=(_walk("search"),)), seed=1)
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.optional
+    assert [e.job for e in w.of(PipelineJobCompleted, "op-1")] == ["search"]
+    [done] = w.of(OperationCompleted, "op-1")
+    assert done.stop_detail == "1 jobs completed, 1 failed (probe)"
+
+
+def test_a_job_reading_the_result_of_a_failed_optional_job_fails_saying_so(world):
+    w = world()
+    broken = _walk("probe", optional=True, parameters={"options": {"depth": 3}})
+    reader = _walk("search", space="${probe.space_id}")
+    w.request("op-1", w.register(), _pipeline(broken, execute=(reader,)), seed=1)
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason == (
+        "job 'search' (execute) failed: reference ${probe.space_id} names job 'probe', "
+        "which has no result yet"
+    )
+    assert not [e for e in w.of(OperationRequested) if e.operation_id == "op-1-search"]
+
+
+def test_a_hook_that_cannot_work_fails_its_job_with_its_sentence(world, hooks):
+    def refuse(context: HookContext) -> dict[str, JsonValue]:
+        raise PipelineError("hook 'refuse' found no valid row of job 'probe'")
+
+    def crash(context: HookContext) -> dict[str, JsonValue]:
+        return {"half": 1 / 0}
+
+    w = world(hooks={**hooks, "refuse": refuse, "crash": crash})
+    jobs = {
+        "probe": [_walk("probe")],
+        "refine": [
+            {"name": "broken", "kind": "hook", "hook": "crash", "optional": True},
+            {"name": "refused", "kind": "hook", "hook": "refuse", "args": {"job": "probe"}},
+        ],
+    }
+    w.request("op-1", w.register(), {"stages": jobs}, seed=1)
+    reasons = {e.job: e.reason for e in w.of(PipelineJobFailed, "op-1")}
+    assert reasons == {
+        "broken": "hook 'crash' failed: ZeroDivisionError: division by zero",
+        "refused": "hook 'refuse' found no valid row of job 'probe'",
+    }
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason.endswith("hook 'refuse' found no valid row of job 'probe'")
+
+
+def test_a_space_the_registry_refuses_fails_the_job_with_the_registry_reason(world):
+    w = world()
+    longer = {"actuator": "Bench", "experiment": "bench", "parameterization": {"steps": 50}}
+    measure = {"name": "again", "kind": "measure", "entities": [{"batch_size": 2, "lr": 0.1}]}
+    space = w.register()
+    w.catalog = ()  # the actuator left: the registry refuses what needs it
+    w.request("op-1", space, _pipeline({**measure, "experiment": longer}), seed=1)
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.reason.startswith("the registry refused space 'space-")
+    assert job.reason.endswith(": experiment 'bench' is not in the catalog")
+    assert not [e for e in w.of(OperationRequested) if e.operation_id == "op-1-again"]
+
+
+def test_a_space_the_registry_does_not_answer_fails_the_job_after_the_wait(world):
+    w = world()
+    longer = {"actuator": "Bench", "experiment": "bench", "parameterization": {"steps": 50}}
+    measure = {"name": "again", "kind": "measure", "entities": [{"batch_size": 2, "lr": 0.1}]}
+    space = w.register()
+    w.registry_down = True
+    w.request("op-1", space, _pipeline({**measure, "experiment": longer}), seed=1)
+    w.tick(29)
+    assert not w.of(PipelineJobFailed, "op-1")
+    w.tick(1)
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.reason.endswith(
+        "was not registered within 30 s of its submission: is the registry running?"
+    )
+
+
+def test_cancelling_a_pipeline_mid_stage_cancels_its_running_child_and_ends_it(world):
+    w = world()
+    w.hold = True
+    w.request("op-1", w.register(), _pipeline(_walk("probe"), _walk("second")), seed=1)
+    assert w.of(SamplesRequested, "op-1-probe")
+    w.cancel("op-1")
+    [cancel] = w.of(OperationCancelRequested, "op-1-probe")
+    assert cancel.requested_by == "pipeline op-1"
+    assert cancel.reason == "its pipeline 'op-1' was cancelled by alice"
+    [done] = w.of(OperationCompleted, "op-1")
+    assert done.stop_reason == "cancelled"
+    assert done.stop_detail == "cancelled by alice: enough; 0 jobs completed"
+    [child] = w.of(OperationCompleted, "op-1-probe")
+    assert child.stop_reason == "cancelled"
+    w.release()
+    assert [e.job for e in w.of(PipelineJobStarted, "op-1")] == ["probe"]
+    assert not [e for e in w.of(OperationRequested) if e.operation_id == "op-1-second"]
+
+
+def test_a_child_cancelled_by_someone_else_fails_its_job(world):
+    w = world()
+    w.hold = True
+    w.request("op-1", w.register(), _pipeline(_walk("probe")), seed=1)
+    w.cancel("op-1-probe")
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.reason.startswith("its child operation 'op-1-probe' was cancelled: cancelled by")
+    assert w.of(OperationFailed, "op-1")

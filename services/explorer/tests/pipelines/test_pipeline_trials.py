@@ -1,0 +1,184 @@
+"""Trials: child pipelines one after another (or a few at once), each on a space with the
+trials' properties fixed to values the optimizer chose from the pipeline's seed; the pipeline
+ends with the best trial, and repeated values reuse the store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from discospace.core import PropertySpec, SpaceSpec
+from discospace.events import (
+    MeasurementReused,
+    OperationCompleted,
+    OperationFailed,
+    OperationRequested,
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
+)
+
+LONGER = {"actuator": "Bench", "experiment": "bench", "parameterization": {"steps": 50}}
+CONTINUOUS = PropertySpec(name="lr", type="continuous", range=(0.0, 1.0))
+
+
+def recipe(count: int = 4, over: dict[str, Any] | None = None, **trials: Any) -> dict[str, Any]:
+    """probe the batch sizes with the trial's lr fixed, keep the best, score it longer."""
+    walk = {"number_entities": 3, "batch_size": 3}
+    return {
+        "stages": {
+            "probe": [
+                {
+                    "name": "probe",
+                    "kind": "operation",
+                    "operator": "random_walk",
+                    "parameters": walk,
+                }
+            ],
+            "refine": [
+                {
+                    "name": "top",
+                    "kind": "hook",
+                    "hook": "best",
+                    "args": {"job": "probe", "k": 1, "lr": "${trial.lr}", "note": "lr ${trial.lr}"},
+                }
+            ],
+            "evaluate": [
+                {
+                    "name": "score",
+                    "kind": "measure",
+                    "entities": "${top.entities}",
+                    "experiment": LONGER,
+                }
+            ],
+        },
+        "trials": {
+            "count": count,
+            "over": over or {"lr": {"values": [0.1, 0.2, 0.3]}},
+            "objective": {"job": "score", "property": "loss", "direction": "minimize"},
+            **trials,
+        },
+    }
+
+
+def _space(w: Any, base: SpaceSpec, lr: PropertySpec | None = None) -> tuple[Any, str]:
+    """The world, and its space registered (with `lr` instead of the space's, if given)."""
+    if lr is not None:
+        properties = tuple(lr if p.name == "lr" else p for p in base.entity_space)
+        base = base.model_copy(update={"entity_space": properties})
+    return w, w.register(base)
+
+
+def _trials(w) -> list[PipelineJobCompleted]:
+    return [e for e in w.of(PipelineJobCompleted, "op-1") if e.stage == "trials"]
+
+
+def test_trials_run_one_child_pipeline_after_another_each_on_its_fixed_space(world, base_space):
+    w, space = _space(world(), base_space)
+    w.request("op-1", space, recipe(count=4), seed=3)
+    started = w.of(PipelineJobStarted, "op-1")
+    assert [(e.job, e.stage, e.trial) for e in started] == [
+        (f"trial-{i}", "trials", i) for i in range(4)
+    ]
+    position = {id(e): n for n, e in enumerate(w.log)}
+    ends = {e.trial: position[id(e)] for e in w.of(PipelineJobCompleted, "op-1")}
+    children = {
+        e.operation_id: e for e in w.of(OperationRequested) if e.parent_operation_id == "op-1"
+    }
+    assert sorted(children) == [f"op-1-trial-{i}" for i in range(4)]
+    for i in range(1, 4):
+        assert ends[i - 1] < position[id(children[f"op-1-trial-{i}"])]
+    for result in (e.result for e in _trials(w)):
+        child = children[result["operation_id"]]
+        lr = result["values"]["lr"]
+        [registered] = [s for s in w.state.spaces.values() if s.space_id == child.space_id]
+        assert registered.entity_space.get_property("lr").domain.values == (lr,)
+        assert "trials" not in child.parameters.options
+        [hook] = child.parameters.options["stages"]["refine"]
+        assert hook["args"]["lr"] == lr
+        assert hook["args"]["note"] == f"lr {lr}"
+        assert child.operator == "pipeline"
+        assert child.parameters.objective is not None
+
+
+def test_the_pipeline_ends_with_the_best_trial(world, base_space):
+    w, space = _space(world(), base_space)
+    w.request("op-1", space, recipe(count=4), seed=3)
+    results = [e.result for e in _trials(w)]
+    best = min(results, key=lambda r: (r["objective"], r["trial"]))
+    [done] = w.of(OperationCompleted, "op-1")
+    assert done.best_values == {"lr": best["values"]["lr"], "loss": best["objective"]}
+    assert done.best_entity_id == best["best_entity_id"]
+    assert done.stop_detail.startswith(f"best of 4 trials: trial {best['trial']} (lr=")
+    [score] = [
+        e.result for e in w.of(PipelineJobCompleted, best["operation_id"]) if e.job == "score"
+    ]
+    assert best["objective"] == min(row["results"]["loss"] for row in score["rows"])
+
+
+def test_the_same_seed_chooses_the_same_trials(world, base_space):
+    chosen = []
+    for seed in (3, 3, 4):
+        w, space = _space(world(), base_space, CONTINUOUS)
+        w.request("op-1", space, recipe(count=5, over={"lr": {"range": [0.0, 1.0]}}), seed=seed)
+        chosen.append([e.result["values"]["lr"] for e in _trials(w)])
+    assert chosen[0] == chosen[1]
+    assert chosen[0] != chosen[2]
+    assert len(set(chosen[0])) == 5
+
+
+def test_a_window_runs_several_trials_at_once(world, base_space):
+    w, space = _space(world(), base_space)
+    w.hold = True
+    w.request("op-1", space, recipe(count=3), seed=3, batch_size=2)
+    started = [e.job for e in w.of(PipelineJobStarted, "op-1")]
+    assert started == ["trial-0", "trial-1"]
+    while not w.of(OperationCompleted, "op-1"):
+        w.release(keep_holding=True)
+    assert len(_trials(w)) == 3
+
+
+def test_repeated_trial_values_reuse_the_store(world, base_space):
+    w, space = _space(world(), base_space)
+    w.request("op-1", space, recipe(count=4, over={"lr": {"values": [0.1, 0.2]}}), seed=3)
+    values = [e.result["values"]["lr"] for e in _trials(w)]
+    assert len(set(values)) < len(values)
+    reused = w.of(MeasurementReused)
+    assert reused
+    assert {e.operation_id.split("-probe")[0].split("-score")[0] for e in reused} <= {
+        f"op-1-trial-{i}" for i in range(1, 4)
+    }
+    results = len(reused) + w.actuator_calls
+    assert w.actuator_calls < results
+
+
+def test_a_failed_trial_is_recorded_and_the_others_go_on(world, base_space):
+    def no_small_lr(values: dict[str, Any], experiment: str) -> tuple[bool, dict[str, Any]]:
+        if values["lr"] == 0.1:
+            return False, {}
+        return True, {"tps": 1.0, "loss": 1.0 - values["lr"]}
+
+    w, space = _space(world(behaviour=no_small_lr), base_space)
+    w.request(
+        "op-1",
+        space,
+        recipe(count=6, over={"lr": {"values": [0.1, 0.3]}}, optimizer="random"),
+        seed=3,
+    )
+    failed = w.of(PipelineJobFailed, "op-1")
+    assert failed
+    assert all(f.optional and f.stage == "trials" for f in failed)
+    assert len(_trials(w)) + len(failed) == 6
+    [done] = w.of(OperationCompleted, "op-1")
+    assert done.best_values == {"lr": 0.3, "loss": 0.7}
+
+
+def test_no_trial_with_a_value_fails_the_pipeline(world, base_space):
+    w, space = _space(world(), base_space)
+    options = recipe(count=2)
+    options["trials"]["objective"]["property"] = "energy"
+    w.request("op-1", space, options, seed=3)
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason == (
+        "none of the 2 trials gave a value of 'energy': the last failed: "
+        "trial 1: job 'score' gave no value of 'energy'"
+    )
