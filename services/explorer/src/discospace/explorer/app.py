@@ -22,13 +22,15 @@ from discospace.explorer.service.handlers import (
     on_measurement_event,
     on_operation_event,
     on_space_registered,
+    on_space_rejected,
 )
 from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime import Service, bind, create_service
 
 DESCRIPTION = (
     "Owns operations: folds each operation's history (requests, decisions, measurements) and "
-    "runs its operator to emit OperationStarted, SamplesRequested and OperationCompleted."
+    "runs its operator to emit OperationStarted, SamplesRequested and OperationCompleted; "
+    "runs pipelines (their jobs, child operations, and the spaces they submit)."
 )
 READ = (
     "Registered spaces, operation histories and what became of measurements, every partition, "
@@ -50,7 +52,8 @@ def create_app(
     topics = service.topics
     read = (topics.spaces, topics.operations, topics.measurements)
     consumer = service.consumer(*read, replay=True, deduplicate=False, description=READ)
-    for handler in (on_space_registered, on_operation_event, on_measurement_event):
+    handlers = (on_space_registered, on_space_rejected, on_operation_event, on_measurement_event)
+    for handler in handlers:
         consumer(bind(handler, deps))
     service.on_startup(partial(fold_history, consumer, deps))
     service.after_startup(deps.ownership.start)

@@ -1,23 +1,32 @@
 """The explorer's composition root: its parts, built once per process from settings.
 
-`bootstrap` builds what the handlers (`handlers.py`) work with: the publisher of decisions, the
-engine over the operator registry, the domain metrics, the read positions (a broker
-middleware), the log reader for rebuilding one operation, the `LiveExplorer` and the group
-membership (`Ownership`). `discospace.explorer.app` only wires them.
+`bootstrap` builds what the handlers (`handlers.py`) work with: the publishers of decisions
+(operation events on the operations topic; the spaces a pipeline derives on the
+space-submissions topic, for the registry), the engine over the operator registry, the
+domain metrics, the read positions (a broker middleware), the log reader for rebuilding one
+operation, the `LiveExplorer` and the group membership (`Ownership`).
+`discospace.explorer.app` only wires them.
 """
 
 from __future__ import annotations
 
 from discospace.events import (
+    OperationCancelRequested,
     OperationCompleted,
     OperationFailed,
+    OperationRequested,
     OperationStarted,
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
     SamplesRequested,
+    SpaceSubmitted,
 )
 from discospace.explorer.domain.decide import Engine
+from discospace.explorer.domain.operation import Published
 from discospace.explorer.domain.operator import OperatorRegistry
 from discospace.explorer.service.handlers import ExplorerDeps
-from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.live import LiveExplorer, Publish
 from discospace.explorer.service.metrics import ExplorerMetrics
 from discospace.explorer.service.ownership import LogHistory, Ownership
 from discospace.explorer.settings import ExplorerSettings
@@ -35,15 +44,40 @@ def bootstrap(
         SamplesRequested,
         OperationCompleted,
         OperationFailed,
-        description="The explorer's decisions about each operation.",
+        PipelineJobStarted,
+        PipelineJobCompleted,
+        PipelineJobFailed,
+        OperationRequested,
+        OperationCancelRequested,
+        description="The explorer's decisions about each operation; a pipeline's jobs, and "
+        "the requests and cancellations of its child operations.",
     )
+    to_space_submissions = service.publisher(
+        service.topics.space_submissions,
+        SpaceSubmitted,
+        description="Spaces a pipeline derives (a refined space, a measure job's, a trial's), "
+        "submitted to the registry.",
+    )
+    publish = routed(to_operations, to_space_submissions)
     engine = Engine(operators, settings.timing)
     metrics = ExplorerMetrics.create(service.metrics.registry)
     positions = ReadPositions()
     service.broker.add_middleware(positions.middleware)
     history = LogHistory(settings.kafka_bootstrap_servers, service.topics, positions)
     explorer = LiveExplorer(
-        engine, to_operations, service.clock, metrics, settings.publish_retry_s, history
+        engine, publish, service.clock, metrics, settings.publish_retry_s, history
     )
     ownership = Ownership(settings, explorer, positions, metrics)
     return ExplorerDeps(settings, explorer, ownership, positions)
+
+
+def routed(to_operations: Publish, to_space_submissions: Publish) -> Publish:
+    """Publishes a submission to the registry's topic, every other decision to operations."""
+
+    async def publish(event: Published) -> None:
+        if isinstance(event, SpaceSubmitted):
+            await to_space_submissions(event)
+        else:
+            await to_operations(event)
+
+    return publish

@@ -8,8 +8,9 @@ no broker.
   measurements topics, every partition, are folded up to where they end now, deciding nothing
   (`LiveExplorer.fold`), by the runtime's one start-up fold; the consumer then reads on from
   exactly there, and the read positions start there (`Ownership` waits on them).
-- `on_space_registered`, `on_operation_event`, `on_measurement_event`: every event read live
-  is folded by the `LiveExplorer`, which decides for the operations this replica owns.
+- `on_space_registered`, `on_space_rejected`, `on_operation_event`, `on_measurement_event`:
+  every event read live is folded by the `LiveExplorer`, which decides for the operations this
+  replica owns (a rejection answers a space a pipeline submitted).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from discospace.events import SpaceRegistered
+from discospace.events import SpaceRegistered, SpaceRejected
 from discospace.explorer.domain.operation import MeasurementInput, OperationInput
 from discospace.explorer.service.live import LiveExplorer
 from discospace.explorer.service.ownership import Ownership
@@ -54,6 +55,10 @@ async def fold_history(consumer: Consumer, deps: ExplorerDeps) -> None:
 
 
 async def on_space_registered(event: SpaceRegistered, deps: ExplorerDeps) -> None:
+    await deps.explorer.handle(event)
+
+
+async def on_space_rejected(event: SpaceRejected, deps: ExplorerDeps) -> None:
     await deps.explorer.handle(event)
 
 

@@ -31,11 +31,12 @@ from discospace.events import (
     OperationStarted,
     SamplesRequested,
     SpaceRegistered,
+    SpaceRejected,
 )
 from discospace.events.common import OperationEvent
 from discospace.events.factory import Clock
 from discospace.explorer.domain.decide import Decided, Engine
-from discospace.explorer.domain.operation import Decision
+from discospace.explorer.domain.operation import Published
 from discospace.explorer.domain.state import ExplorerState, explore, go_live, tick
 from discospace.explorer.service.conflicts import Reading, read_decision, rebuild
 from discospace.explorer.service.metrics import ExplorerMetrics
@@ -43,7 +44,7 @@ from discospace.runtime.retrying import until_done
 
 logger = logging.getLogger("discospace.explorer")
 
-Publish = Callable[[Decision], Awaitable[None]]
+Publish = Callable[[Published], Awaitable[None]]
 History = Callable[[str], Awaitable[list[OperationEvent]]]
 """An operation's events as the log holds them, up to where this explorer has folded."""
 DECISIONS = (OperationStarted, SamplesRequested, OperationCompleted, OperationFailed)
@@ -80,12 +81,12 @@ class LiveExplorer:
 
     def fold(self, event: Event) -> None:
         """Fold an event read while replaying at start (decides nothing before `own`)."""
-        if isinstance(event, OperationEvent | SpaceRegistered):
+        if isinstance(event, OperationEvent | SpaceRegistered | SpaceRejected):
             explore(self.state, event, self.engine, self.clock())
             if self.metrics:
                 self.metrics.replayed_events.inc()
 
-    async def handle(self, event: OperationEvent | SpaceRegistered) -> None:
+    async def handle(self, event: OperationEvent | SpaceRegistered | SpaceRejected) -> None:
         """Fold an event and publish the decisions it leads to.
 
         An event already folded (this explorer's own decisions, read back) is dropped before
@@ -181,7 +182,7 @@ class LiveExplorer:
         if self.metrics:
             self.metrics.operations_active.set(len(self.state.owned()) if self.state.live else 0)
 
-    async def _publish_one(self, decision: Decision) -> None:
+    async def _publish_one(self, decision: Published) -> None:
         await until_done(
             lambda: self.publish(decision),
             f"publishing {decision.type}",

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
 from discospace.events.operations import StopReason
-from discospace.explorer.domain.operation import Decision
+from discospace.explorer.domain.operation import Published
 
 ENDINGS = (*get_args(StopReason), "failed")
 """The `stop_reason` of a finished operation: why it completed, or `failed`."""
@@ -90,7 +90,7 @@ class ExplorerMetrics:
             ),
         )
 
-    def published(self, decisions: Iterable[Decision]) -> None:
+    def published(self, decisions: Iterable[Published]) -> None:
         for decision in decisions:
             self.decisions.labels(event_type=decision.type).inc()
             if isinstance(decision, SamplesRequested) and decision.attempt > 1:
