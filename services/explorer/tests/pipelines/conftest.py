@@ -97,7 +97,7 @@ class Replica:
 class World:
     """Explorer replicas, a fake registry, sampler and actuators, and the log they share."""
 
-    hooks: Mapping[str, Hook] = field(default_factory=lambda: dict(HOOKS))
+    hooks: Mapping[str, Hook] | None = field(default_factory=lambda: dict(HOOKS))
     behaviour: Behaviour = bench
     catalog: tuple[ExperimentSpec, ...] = (BENCH,)
     owners: tuple[Callable[[str], bool], ...] = (lambda operation_id: True,)
@@ -120,9 +120,14 @@ class World:
         return replica
 
     def _engine(self) -> Engine:
-        """The real operators, the pipeline with this world's hooks (a fresh one each time)."""
-        hooks = dict(self.hooks)
-        pipeline = Pipeline(hooks=hooks.__getitem__, installed=lambda: tuple(hooks))
+        """The real operators, the pipeline with this world's hooks (a fresh one each time;
+        the hooks installed, core's, when `hooks` is None)."""
+        hooks = dict(self.hooks) if self.hooks is not None else None
+        pipeline = (
+            Pipeline(hooks=hooks.__getitem__, installed=lambda: tuple(hooks))
+            if hooks is not None
+            else Pipeline()
+        )
         operators = [RandomWalk(), Points(), *optuna_operators(), pipeline]
         return Engine(OperatorRegistry(operators), Timing(1.0, 8.0, 30.0))
 
