@@ -5,6 +5,10 @@ the peak memory of training: weights, the optimizer's moments (created at that s
 the activations kept for the backward pass and the gradients. Every later step allocates the
 same, so the timed steps run untraced and their timing is not slowed by the tracing; the model's
 set-up and the warm-up step are not timed. `losses[0]` is the warm-up step's (initial) loss.
+
+The batches come from the synthetic Markov stream unless the caller hands in a `BatchSource`
+(the `data_recipe` actuator trains on real text this way); the trained weights come back in
+the result, so the caller can evaluate the model on data of its own.
 """
 
 from __future__ import annotations
@@ -14,17 +18,27 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import NDArray
 
 from discospace.actuator.cpu_train.data import MarkovStream
-from discospace.actuator.cpu_train.model import AdamW, init_parameters, loss_and_gradients
+from discospace.actuator.cpu_train.model import (
+    AdamW,
+    Parameters,
+    init_parameters,
+    loss_and_gradients,
+)
 from discospace.actuator.cpu_train.plan import TrainConfig
 from discospace.actuator.cpu_train.presets import ModelPreset
 
 FINAL_LOSS_WINDOW = 10
 """The final loss is the mean over the last steps (up to this many): one step's loss is noisy."""
+
+BatchSource = Callable[[int, int, int], NDArray[np.int64]]
+"""`source(index, batch_size, length)`: batch `index`, (batch_size, length) token ids below the
+preset's vocabulary size; a pure function of its arguments, so a run is reproducible."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,8 @@ class TrainResult:
     losses: tuple[float, ...]
     tokens_per_batch: int
     batch_size: int
+    parameters: Parameters = field(default_factory=dict, repr=False, compare=False)
+    """The trained weights."""
 
     @property
     def tokens_per_second(self) -> float:
@@ -60,18 +76,23 @@ class TrainResult:
         return not all(math.isfinite(loss) for loss in self.losses)
 
 
-def train(config: TrainConfig, timer: Callable[[], float] = time.perf_counter) -> TrainResult:
-    """Train from random weights on the synthetic stream: one traced warm-up step, then the
-    timed steps until the config's stop. Only the timed steps count in the runtime."""
+def train(
+    config: TrainConfig,
+    timer: Callable[[], float] = time.perf_counter,
+    batches: BatchSource | None = None,
+) -> TrainResult:
+    """Train from random weights on `batches` (default: the synthetic stream): one traced
+    warm-up step, then the timed steps until the config's stop. Only the timed steps count in
+    the runtime."""
     preset = config.preset
     with traced_peak() as peak:
-        stream = MarkovStream.create(preset.vocab_size, config.seed)
+        source = batches or MarkovStream.create(preset.vocab_size, config.seed).batch
         params = init_parameters(preset, config.max_length, config.dtype, config.seed)
         optimizer = AdamW(preset.learning_rate)
-        losses = [_step(params, optimizer, preset, stream.batch(0, *_shape(config)))]
+        losses = [_step(params, optimizer, preset, source(0, *_shape(config)))]
     begun = timer()
     while not config.finished(len(losses) - 1, timer() - begun):
-        batch = stream.batch(len(losses), *_shape(config))
+        batch = source(len(losses), *_shape(config))
         losses.append(_step(params, optimizer, preset, batch))
     return TrainResult(
         steps=len(losses) - 1,
@@ -80,6 +101,7 @@ def train(config: TrainConfig, timer: Callable[[], float] = time.perf_counter) -
         losses=tuple(losses),
         tokens_per_batch=config.tokens_per_batch,
         batch_size=config.batch_size,
+        parameters=params,
     )
 
 
