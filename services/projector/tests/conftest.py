@@ -7,6 +7,7 @@ sample store, a rejected submission, and operations with every kind of measureme
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -33,9 +34,13 @@ from discospace.events import (
     OperationCancelRequested,
     OperationCompleted,
     OperationCounts,
+    OperationFailed,
     OperationParameters,
     OperationRequested,
     OperationStarted,
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
     SamplesRequested,
     SpaceRegistered,
     SpaceRejected,
@@ -170,7 +175,14 @@ class History:
 
     # -- operations --------------------------------------------------------------------------
 
-    def start(self, space: SpaceRegistered, operation_id: str, **parameters: Any) -> Operation:
+    def start(
+        self,
+        space: SpaceRegistered,
+        operation_id: str,
+        operator: str = "random_walk",
+        parent: str | None = None,
+        **parameters: Any,
+    ) -> Operation:
         params = OperationParameters(seed=7, **parameters)
         requested = self.add(
             OperationRequested(
@@ -178,9 +190,10 @@ class History:
                 occurred_at=self.tick(),
                 operation_id=operation_id,
                 space_id=space.space_id,
-                operator="random_walk",
+                operator=operator,
                 parameters=params,
-                requested_by="alice",
+                requested_by=f"pipeline {parent}" if parent else "alice",
+                parent_operation_id=parent,
             )
         )
         started = self.add(
@@ -189,11 +202,92 @@ class History:
                 self.tick(),
                 operation_id=operation_id,
                 space_id=space.space_id,
-                operator="random_walk",
+                operator=operator,
                 parameters=params,
             )
         )
         return Operation(self, space, started)
+
+    # -- pipelines ---------------------------------------------------------------------------
+
+    def job_started(
+        self,
+        pipeline: Operation,
+        stage: str,
+        job: str,
+        child: str | None = None,
+        space_id: str | None = None,
+        trial: int | None = None,
+    ) -> PipelineJobStarted:
+        return self.add(
+            PipelineJobStarted(
+                event_id=self.fresh_id("job-started"),
+                occurred_at=self.tick(),
+                causation_id=pipeline.started.event_id,
+                operation_id=pipeline.operation_id,
+                job=job,
+                stage=stage,
+                trial=trial,
+                child_operation_id=child,
+                space_id=space_id,
+            )
+        )
+
+    def job_completed(
+        self,
+        pipeline: Operation,
+        stage: str,
+        job: str,
+        result: dict[str, Any],
+        trial: int | None = None,
+    ) -> PipelineJobCompleted:
+        return self.add(
+            PipelineJobCompleted(
+                event_id=self.fresh_id("job-completed"),
+                occurred_at=self.tick(),
+                causation_id=pipeline.started.event_id,
+                operation_id=pipeline.operation_id,
+                job=job,
+                stage=stage,
+                trial=trial,
+                result=result,
+            )
+        )
+
+    def job_failed(
+        self,
+        pipeline: Operation,
+        stage: str,
+        job: str,
+        reason: str,
+        optional: bool = False,
+        trial: int | None = None,
+    ) -> PipelineJobFailed:
+        return self.add(
+            PipelineJobFailed(
+                event_id=self.fresh_id("job-failed"),
+                occurred_at=self.tick(),
+                causation_id=pipeline.started.event_id,
+                operation_id=pipeline.operation_id,
+                job=job,
+                stage=stage,
+                trial=trial,
+                reason=reason,
+                optional=optional,
+            )
+        )
+
+    def fail_operation(self, operation: Operation, reason: str, **counts: int) -> OperationFailed:
+        return self.add(
+            OperationFailed(
+                event_id=self.fresh_id("op-failed"),
+                occurred_at=self.tick(),
+                causation_id=operation.started.event_id,
+                operation_id=operation.operation_id,
+                reason=reason,
+                counts=OperationCounts(**counts) if counts else None,
+            )
+        )
 
 
 @dataclass
@@ -505,3 +599,124 @@ def fresh_store(chdb_data_dir: Any) -> Any:
             )
     finally:
         client.close()
+
+
+# -- pipelines -------------------------------------------------------------------------------
+
+TPS = Objective(property="train_tokens_per_second", direction="max")
+PIPELINE_OPTIONS: dict[str, Any] = {
+    "stages": {
+        "probe": [
+            {
+                "name": "probe_walk",
+                "kind": "operation",
+                "operator": "random_walk",
+                "parameters": {"number_entities": 2},
+            }
+        ],
+        "refine": [
+            {"name": "narrow", "kind": "hook", "hook": "k_sigma", "args": {"job": "probe_walk"}}
+        ],
+        "execute": [
+            {
+                "name": "search",
+                "kind": "operation",
+                "space": "${narrow.space_id}",
+                "operator": "random_walk",
+                "parameters": {"number_entities": 2},
+            }
+        ],
+        "evaluate": [
+            {
+                "name": "recheck",
+                "kind": "measure",
+                "optional": True,
+                "entities": "${search.entities}",
+                "experiment": {
+                    "actuator": "SFTTrainer",
+                    "experiment": "finetune",
+                    "parameterization": {"max_steps": 50},
+                },
+            }
+        ],
+    }
+}
+
+
+@dataclass
+class PipelineStory:
+    """A pipeline `op-p` on space A: its probe (`op-p-probe_walk`, 2 measured) completed, its
+    k_sigma hook narrowed A to space B, its search on B (`op-p-search`) measured 1 of 2 and
+    waits for the other; the evaluate job has not started. `finish()` ends it: the search
+    completes, the optional recheck fails, and the pipeline completes."""
+
+    history: History
+    space_a: SpaceRegistered
+    space_b: SpaceRegistered
+    pipeline: Operation
+    probe: Operation
+    search: Operation
+    waiting: MeasurementRequested
+
+    def finish(self) -> OperationCompleted:
+        history, pipe = self.history, self.pipeline
+        self.search.complete(
+            self.waiting, {"train_tokens_per_second": 1800.0, "peak_gpu_memory_mib": 50000}
+        )
+        counts = {"requested": 2, "measured": 2, "reused": 0, "failed": 0, "invalid": 0}
+        self.search.finish("requested_entities_measured", counts)
+        history.job_completed(pipe, "execute", "search", {"operation_id": "op-p-search"})
+        history.job_started(pipe, "evaluate", "recheck", "op-p-recheck", self.space_b.space_id)
+        recheck = history.start(self.space_b, "op-p-recheck", "points", parent="op-p")
+        history.fail_operation(recheck, "no actuator runs max_steps 50")
+        history.job_failed(
+            pipe,
+            "evaluate",
+            "recheck",
+            "its child operation 'op-p-recheck' failed: no actuator runs max_steps 50",
+            optional=True,
+        )
+        total = {"requested": 4, "measured": 4, "reused": 0, "failed": 0, "invalid": 0}
+        return pipe.finish(
+            "operator_finished",
+            total,
+            best_entity_id=entity_id_of(point("llama-7b", 4, 1)),
+            best_entity_values=point("llama-7b", 4, 1),
+            best_values={"train_tokens_per_second": 2500.0, "peak_gpu_memory_mib": 60000},
+        )
+
+
+def build_pipeline_story() -> PipelineStory:
+    history = History()
+    history.actuator("w0")
+    space_a = history.register(space_spec((1, 2, 4, 8)))
+    space_b = history.register(space_spec((2, 4)))
+    pipe = history.start(
+        space_a, "op-p", "pipeline", number_entities=1, objective=TPS, options=PIPELINE_OPTIONS
+    )
+    history.job_started(pipe, "probe", "probe_walk", "op-p-probe_walk", space_a.space_id)
+    probe = history.start(space_a, "op-p-probe_walk", parent="op-p", number_entities=2)
+    probe.measure(point("llama-7b", 1, 1), tps=1000.0)
+    probe.measure(point("llama-7b", 2, 1), tps=1500.0)
+    counts = {"requested": 2, "measured": 2, "reused": 0, "failed": 0, "invalid": 0}
+    probe.finish("requested_entities_measured", counts)
+    history.job_completed(pipe, "probe", "probe_walk", {"operation_id": "op-p-probe_walk"})
+    history.job_started(pipe, "refine", "narrow", space_id=space_a.space_id)
+    narrowed = {"narrowed": {"batch_size": [2, 4]}, "space_id": space_b.space_id}
+    history.job_completed(pipe, "refine", "narrow", narrowed)
+    history.job_started(pipe, "execute", "search", "op-p-search", space_b.space_id)
+    search = history.start(space_b, "op-p-search", parent="op-p", number_entities=2, objective=TPS)
+    search.measure(point("llama-7b", 4, 1), tps=2500.0)
+    waiting = search.request(point("granite-8b", 2, 1))
+    return PipelineStory(history, space_a, space_b, pipe, probe, search, waiting)
+
+
+@pytest.fixture
+def pipeline_story() -> PipelineStory:
+    return build_pipeline_story()
+
+
+@pytest.fixture
+def pipeline_options() -> dict[str, Any]:
+    """The options (stages) of the pipelines of `PipelineStory`."""
+    return copy.deepcopy(PIPELINE_OPTIONS)

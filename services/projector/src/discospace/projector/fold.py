@@ -1,8 +1,11 @@
 """The fold: each event becomes the rows it adds to the projection tables (pure, no I/O).
 
 An event the views do not need (SamplesRequested, SamplesDrawn, DeadLettered) adds no row: it
-is still kept in the raw `events` table. Values and specs are stored as canonical JSON so their
-types (whole numbers, reals, strings, booleans) survive the round trip.
+is still kept in the raw `events` table. A pipeline's job events (started, completed with the
+job's result, failed) are rows of the `operations` table like its lifecycle events, under the
+pipeline's id, with an empty `space_id` column: that column names the operation's own space, and
+a job's space (a refined one) stays in the payload. Values and specs are stored as canonical
+JSON so their types (whole numbers, reals, strings, booleans) survive the round trip.
 
 Rows are given by column name (`Table.row`), so a value cannot land in another column: the
 tables are declared once, in `discospace.store.tables`, and a missing, unknown or mistyped
@@ -32,6 +35,9 @@ from discospace.events import (
     OperationFailed,
     OperationRequested,
     OperationStarted,
+    PipelineJobCompleted,
+    PipelineJobFailed,
+    PipelineJobStarted,
     SpaceRegistered,
     SpaceRejected,
     SpaceSubmitted,
@@ -53,6 +59,7 @@ OperationLifecycleEvent: TypeAlias = (
     | OperationCompleted
     | OperationFailed
 )
+PipelineJobEvent: TypeAlias = PipelineJobStarted | PipelineJobCompleted | PipelineJobFailed
 MEASUREMENT_KINDS: dict[type[Event], str] = {
     MeasurementRequested: "requested",
     MeasurementStarted: "started",
@@ -159,6 +166,21 @@ def _operation_lifecycle(event: OperationLifecycleEvent) -> tuple[Row, ...]:
         space_id=""
         if isinstance(event, OperationCancelRequested | OperationFailed)
         else event.space_id,
+        payload=event.model_dump_json(),
+    )
+    return (row,)
+
+
+@rows_of.register(PipelineJobStarted)
+@rows_of.register(PipelineJobCompleted)
+@rows_of.register(PipelineJobFailed)
+def _pipeline_job(event: PipelineJobEvent) -> tuple[Row, ...]:
+    row = OPERATIONS.row(
+        operation_id=event.operation_id,
+        event_id=event.event_id,
+        type=event.type,
+        occurred_at=event.occurred_at,
+        space_id="",
         payload=event.model_dump_json(),
     )
     return (row,)

@@ -15,6 +15,9 @@ from discospace.core.spec import ExperimentSpec, Scalar, SpaceSpec
 
 SpaceStatus = Literal["submitted", "registered", "rejected"]
 OperationStatus = Literal["requested", "running", "cancelling", "completed", "failed"]
+JobStatus = Literal[
+    "pending", "running", "completed", "failed", "optional-failed", "cancelled", "skipped"
+]
 
 
 class _Answer(BaseModel):
@@ -125,10 +128,56 @@ class OperationResult(_Answer):
     values: dict[str, Scalar] = Field(default_factory=dict)
 
 
+class ChildProgress(_Answer):
+    """A pipeline job's child operation, in short: how far it got and how it ended."""
+
+    operation_id: str
+    operator: str | None = None
+    space_id: str | None = None
+    status: OperationStatus
+    counts: OperationCountsView
+    done: int = Field(description="measured + reused + failed.")
+    total: int | None = Field(
+        default=None, description="Pairs the child plans to settle; absent when unbounded."
+    )
+    best: BestSoFar | None = None
+    ending: str = Field(default="", description="How it ended: its stop detail or failure reason.")
+
+
+class PipelineJob(_Answer):
+    """One job of a pipeline (or one trial, job `trial-<i>`), from the pipeline's job events
+    and its spec: a job not started yet is `pending` (`skipped` once the pipeline ended)."""
+
+    job: str
+    stage: str = Field(description="probe, refine, execute, evaluate, or trials.")
+    trial: int | None = Field(default=None, description="The trial the job ran in, if any.")
+    kind: str | None = Field(
+        default=None, description="operation, measure, hook or trial; absent when unknown."
+    )
+    optional: bool = False
+    status: JobStatus = Field(
+        description="pending, running, completed, failed, optional-failed (recorded, the "
+        "pipeline went on), cancelled (running when the pipeline ended) or skipped (never "
+        "started)."
+    )
+    child_operation_id: str | None = None
+    space_id: str | None = Field(default=None, description="The space the job works on.")
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    result: dict[str, Any] | None = Field(default=None, description="The job's JSON result.")
+    reason: str | None = Field(default=None, description="Why the job failed.")
+    child: ChildProgress | None = Field(
+        default=None, description="The child operation's progress, once the projector saw it."
+    )
+
+
 class OperationProgress(_Answer):
     """An operation: status, parameters, counts, best so far, and why it stopped."""
 
     operation_id: str
+    parent_operation_id: str | None = Field(
+        default=None, description="The pipeline that asked for this operation, if one did."
+    )
     space_id: str | None = None
     operator: str | None = None
     status: OperationStatus
@@ -151,3 +200,7 @@ class OperationProgress(_Answer):
     stop_reason: str | None = None
     stop_detail: str = ""
     failure_reason: str | None = None
+    jobs: list[PipelineJob] = Field(
+        default_factory=list,
+        description="A pipeline's jobs in run order (trials in trial order); empty otherwise.",
+    )

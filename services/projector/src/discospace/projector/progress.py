@@ -28,6 +28,10 @@ The list of every operation shows an ended operation as the explorer reported it
 `OperationCompleted` (or `OperationFailed`) counts and best entity, so listing reads no
 results (what was in flight at the end is `cancelled` there too); one operation's progress is
 always computed from its results.
+
+A pipeline measures nothing itself: its jobs, and its counts and best from its children's, are
+added by `discospace.projector.pipelines`. Every operation names the pipeline that asked for it
+(`parent_operation_id`, from its `OperationRequested`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,15 @@ from discospace.projector.queries import MeasurementRow, OperationRow
 from discospace.projector.spaces import SpaceLayout, SpaceState
 
 _ENDED = ("OperationCompleted", "OperationFailed")
+_LIFECYCLE = frozenset(
+    {
+        "OperationRequested",
+        "OperationStarted",
+        "OperationCancelRequested",
+        "OperationCompleted",
+        "OperationFailed",
+    }
+)
 _WITH_SPACE = ("OperationStarted", "OperationRequested", "OperationCompleted")
 
 
@@ -71,6 +84,8 @@ class _Lifecycle:
 
     @classmethod
     def of(cls, rows: Sequence[OperationRow]) -> _Lifecycle:
+        """The lifecycle among the operation's rows (a pipeline's job events are not)."""
+        rows = [row for row in rows if row.type in _LIFECYCLE]
         return cls(
             {row.type: json.loads(row.payload) for row in rows},
             {row.type: row.occurred_at for row in rows},
@@ -158,6 +173,7 @@ def _progress(
     parameters = life.parameters
     return OperationProgress(
         operation_id=operation_id,
+        parent_operation_id=life.get("OperationRequested", "parent_operation_id"),
         space_id=life.first("space_id", *_WITH_SPACE) or measured_space,
         operator=life.first("operator", "OperationStarted", "OperationRequested"),
         status=life.status,

@@ -119,11 +119,19 @@ def actuator_rows(client: Client) -> list[ActuatorRow]:
 
 
 def operation_rows(client: Client, operation_id: str | None = None) -> list[OperationRow]:
-    """The lifecycle events of every operation, or of one."""
+    """The lifecycle events (and a pipeline's job events) of every operation, or of one."""
     if operation_id is None:
         return _select(client, OPERATIONS, OperationRow)
     where = "operation_id = {operation:String}"
     return _select(client, OPERATIONS, OperationRow, where, {"operation": operation_id})
+
+
+def operations_rows(client: Client, operation_ids: Sequence[str]) -> list[OperationRow]:
+    """The lifecycle and job events of several operations (a pipeline's children)."""
+    if not operation_ids:
+        return []
+    where = "operation_id IN {operations:Array(String)}"
+    return _select(client, OPERATIONS, OperationRow, where, {"operations": list(operation_ids)})
 
 
 def space_measurements(

@@ -23,6 +23,7 @@ from discospace.projector.models import (
     SpaceDetail,
     SpaceSummary,
 )
+from discospace.projector.pipelines import PIPELINE, child_operation_ids, with_jobs
 from discospace.projector.progress import (
     before_end,
     ended_at,
@@ -39,6 +40,9 @@ ID_LOOKUP_LIMIT = 10_000
 """Finite spaces up to this size read other spaces' results by entity id (an index lookup);
 larger ones read their sample store's results for their experiments and filter by membership."""
 _CACHED_SPACES = 64
+MAX_PIPELINE_DEPTH = 4
+"""How deep pipelines inside pipelines are shown with their jobs (a trial's child pipeline is
+1 deep); a deeper one is shown as an ordinary operation."""
 
 
 class StoreViews:
@@ -88,33 +92,50 @@ class StoreViews:
             )
         return entity_table(layout, measurements, elsewhere, include, limit)
 
-    def operations(self) -> list[OperationProgress]:
-        """Every operation, oldest first: ended ones as reported, running ones computed."""
-        by_operation: dict[str, list[queries.OperationRow]] = {}
-        for row in queries.operation_rows(self.client):
-            by_operation.setdefault(row.operation_id, []).append(row)
+    def operations(self, parent: str | None = None) -> list[OperationProgress]:
+        """Every operation, oldest first: ended ones as reported, running ones computed, a
+        pipeline with its jobs; with `parent`, only the operations that pipeline asked for."""
+        by_operation = _grouped(queries.operation_rows(self.client))
         states = {s.space_id: s for s in space_states(queries.space_rows(self.client))}
-        listed = []
+        listed: dict[str, OperationProgress] = {}
+        reported: set[str] = set()
         for operation_id, rows in by_operation.items():
-            space_id = next((row.space_id for row in rows if row.space_id), None)
-            reported = reported_progress(operation_id, rows, states.get(space_id))
-            listed.append(reported or self._progress(operation_id, rows))
-        return listed
+            found = reported_progress(operation_id, rows, states.get(_space_id(rows)))
+            if found is not None:
+                reported.add(operation_id)
+            listed[operation_id] = found or self._progress(operation_id, rows)
+        shown: dict[str, OperationProgress] = {}
+
+        def show(operation_id: str, depth: int = 0) -> OperationProgress | None:
+            progress = shown.get(operation_id) or listed.get(operation_id)
+            if progress is None or operation_id in shown:
+                return progress
+            if progress.operator == PIPELINE and depth < MAX_PIPELINE_DEPTH:
+                rows = by_operation[operation_id]
+                progress = with_jobs(
+                    progress, rows, lambda child: show(child, depth + 1), operation_id in reported
+                )
+            shown[operation_id] = progress
+            return progress
+
+        every = [show(operation_id) or listed[operation_id] for operation_id in listed]
+        return [p for p in every if parent is None or p.parent_operation_id == parent]
 
     def operation(self, operation_id: str) -> OperationProgress:
-        """One operation's progress: status, counts, best so far, stop reason."""
+        """One operation's progress: status, counts, best so far, stop reason; a pipeline's
+        jobs with their child operations' progress."""
         rows = queries.operation_rows(self.client, operation_id)
         if not rows:
             raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
-        return self._progress(operation_id, rows)
+        return self._shown(operation_id, rows, 0)
 
     def operation_results(self, operation_id: str) -> list[OperationResult]:
         """The results an operation received (measured or reused) before it ended, oldest
-        first."""
+        first (none for a pipeline: its children measure)."""
         rows = queries.operation_rows(self.client, operation_id)
         if not rows:
             raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
-        space_id = next((row.space_id for row in rows if row.space_id), None)
+        space_id = _space_id(rows)
         if space_id is None:
             return []
         measurements = queries.space_measurements(self.client, space_id, operation_id)
@@ -125,12 +146,40 @@ class StoreViews:
         return actuator_pools(queries.actuator_rows(self.client))
 
     def _progress(self, operation_id: str, rows: list[queries.OperationRow]) -> OperationProgress:
-        space_id = next((row.space_id for row in rows if row.space_id), None)
+        space_id = _space_id(rows)
         space = self._state_or_none(space_id) if space_id else None
         measurements = (
             queries.space_measurements(self.client, space_id, operation_id) if space_id else []
         )
         return operation_progress(operation_id, rows, measurements, space)
+
+    def _shown(
+        self, operation_id: str, rows: list[queries.OperationRow], depth: int
+    ) -> OperationProgress:
+        """The operation's progress; a pipeline's with its jobs and children (see
+        `pipelines.py`), those that ended as they reported, the others computed."""
+        progress = self._progress(operation_id, rows)
+        if progress.operator != PIPELINE:
+            return progress
+        space_id = _space_id(rows)
+        reported = reported_progress(
+            operation_id, rows, self._state_or_none(space_id) if space_id else None
+        )
+        children = self._children(rows, depth) if depth < MAX_PIPELINE_DEPTH else {}
+        return with_jobs(reported or progress, rows, children.get, reported is not None)
+
+    def _children(
+        self, rows: list[queries.OperationRow], depth: int
+    ) -> dict[str, OperationProgress]:
+        """The progress of the child operations a pipeline's jobs asked for."""
+        ids = child_operation_ids(rows)
+        children = {}
+        for child_id, child_rows in _grouped(queries.operations_rows(self.client, ids)).items():
+            space_id = _space_id(child_rows)
+            space = self._state_or_none(space_id) if space_id else None
+            reported = reported_progress(child_id, child_rows, space)
+            children[child_id] = reported or self._shown(child_id, child_rows, depth + 1)
+        return children
 
     def _state(self, space_id: str) -> SpaceState:
         state = self._state_or_none(space_id)
@@ -180,6 +229,19 @@ def operation_results(measurements: list[queries.MeasurementRow]) -> list[Operat
             )
         )
     return results
+
+
+def _grouped(rows: list[queries.OperationRow]) -> dict[str, list[queries.OperationRow]]:
+    """Rows by operation, operations in the order they first appear."""
+    by_operation: dict[str, list[queries.OperationRow]] = {}
+    for row in rows:
+        by_operation.setdefault(row.operation_id, []).append(row)
+    return by_operation
+
+
+def _space_id(rows: list[queries.OperationRow]) -> str | None:
+    """The operation's space, from the first of its rows that names one."""
+    return next((row.space_id for row in rows if row.space_id), None)
 
 
 def _entity_ids(layout: SpaceLayout, limit: int) -> list[str] | None:

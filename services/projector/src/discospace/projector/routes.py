@@ -5,8 +5,9 @@ Paths are fixed (FastStream's ASGI app matches exact paths), ids go in the query
     GET /spaces                                  every space: id, store, size, status, reason
     GET /space?id=SPACE                          one space: spec, experiments, view columns
     GET /space/entities?id=SPACE[&include=all][&limit=N][&format=json|csv|parquet]
-    GET /operations                              every operation with its progress
-    GET /operation?id=OPERATION                  one operation's progress
+    GET /operations[?parent=OPERATION]           every operation with its progress (or the
+                                                 children a pipeline asked for)
+    GET /operation?id=OPERATION                  one operation's progress (a pipeline's jobs)
     GET /actuators                               actuators, pools, catalogs, workers
 
 Errors answer `{"error": "<one sentence>"}`: 400 for bad parameters, 404 for an unknown space
@@ -148,7 +149,8 @@ def view_routes(call: StoreCall[Any]) -> list[tuple[str, ASGIApp]]:
         return Answer(export(table, fmt), MEDIA_TYPES[fmt], headers=(disposition,))
 
     async def operations(query: Query) -> Answer:
-        return Answer(_OPERATIONS.dump_json(await call(StoreViews.operations)))
+        parent = query.text("parent", "") or None
+        return Answer(_OPERATIONS.dump_json(await call(lambda views: views.operations(parent))))
 
     async def operation(query: Query) -> Answer:
         operation_id = query.text("id")
