@@ -28,6 +28,8 @@ OPERATORS: tuple[str, ...] = (
     "optuna_gp",
     "optuna_nsga2",
     "optuna_tpe",
+    "pipeline",
+    "points",
     "random_walk",
     "zeus_bso",
 )
