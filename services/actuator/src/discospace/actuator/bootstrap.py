@@ -37,6 +37,7 @@ def bootstrap(
         runner=runner_for(plugin, settings.memory_limit_mb),
         timeout=settings.timeout,
         operations=EndedOperations(),
+        max_message_bytes=settings.max_message_bytes,
     )
     to_actuators = service.publisher(
         service.topics.actuators, ActuatorRegistered, description="This worker's catalog."
