@@ -244,6 +244,8 @@ def test_a_projector_that_is_not_running_is_named_with_how_to_start_it() -> None
         "BestSoFar",
         "OperatorChoice",
         "OperationProgress",
+        "ChildProgress",
+        "PipelineJob",
     ],
 )
 def test_the_client_reads_every_field_the_projector_writes(name: str) -> None:
@@ -254,6 +256,10 @@ def test_the_client_reads_every_field_the_projector_writes(name: str) -> None:
 
 def test_the_client_knows_every_status_the_projector_gives_an_operation() -> None:
     assert get_args(projector_models.OperationStatus) == client_models.OPERATION_STATUSES
+
+
+def test_the_client_knows_every_status_the_projector_gives_a_pipelines_job() -> None:
+    assert get_args(projector_models.JobStatus) == client_models.JOB_STATUSES
 
 
 def test_the_client_counts_read_every_count_the_projector_writes() -> None:

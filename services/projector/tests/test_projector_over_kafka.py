@@ -209,3 +209,37 @@ async def test_a_fresh_store_is_rebuilt_from_the_topics_whatever_the_group_commi
     finally:
         client.close()
     assert offsets[0][0] == len(story.events)
+
+
+async def test_a_pipelines_jobs_and_children_are_served_from_events_read_off_the_broker(
+    kafka_bootstrap, topics, fresh_store, pipeline_story
+) -> None:
+    pipeline_story.finish()
+    events = pipeline_story.history.events
+    await publish(kafka_bootstrap, topics, events)
+    async with running(kafka_bootstrap, topics, fresh_store()) as projector:
+        await _all_written(projector, len(events))
+        async with _api(projector) as api:
+            progress = (await api.get("/operation", params={"id": "op-p"})).json()
+            children = (await api.get("/operations", params={"parent": "op-p"})).json()
+
+    assert [(job["stage"], job["job"], job["status"]) for job in progress["jobs"]] == [
+        ("probe", "probe_walk", "completed"),
+        ("refine", "narrow", "completed"),
+        ("execute", "search", "completed"),
+        ("evaluate", "recheck", "optional-failed"),
+    ]
+    search = progress["jobs"][2]
+    assert (search["child_operation_id"], search["child"]["done"]) == ("op-p-search", 2)
+    assert progress["jobs"][1]["result"]["narrowed"] == {"batch_size": [2, 4]}
+    assert (progress["status"], progress["done"], progress["best"]["value"]) == (
+        "completed",
+        4,
+        2500.0,
+    )
+    assert [child["operation_id"] for child in children] == [
+        "op-p-probe_walk",
+        "op-p-search",
+        "op-p-recheck",
+    ]
+    assert {child["parent_operation_id"] for child in children} == {"op-p"}

@@ -16,6 +16,7 @@ from discospace.cli.bench import bench_app
 from discospace.cli.errors import user_error_line
 from discospace.cli.kafka import silence_library_logs
 from discospace.cli.operation import operation_app
+from discospace.cli.pipeline import pipeline_app
 from discospace.cli.settings import DEFAULT_KAFKA, DEFAULT_PROJECTOR, CliSettings, current_user
 from discospace.cli.space import space_app
 from discospace.cli.store_import import store_app
@@ -45,6 +46,7 @@ app = typer.Typer(
 )
 app.add_typer(space_app, name="space")
 app.add_typer(operation_app, name="operation")
+app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(bench_app, name="bench")
 app.add_typer(store_app, name="store")
 app.command("actuators")(actuators)

@@ -2,7 +2,7 @@
 
 ``create`` and ``cancel`` publish to the operations topic (what any Kafka client may do with
 the schemas in ``proto/``); ``list``, ``show`` and ``create --watch`` read the projector's
-progress view.
+progress view (a pipeline's: its jobs, their child operations and results).
 """
 
 import asyncio
@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from discospace.cli.errors import CliError
+from discospace.cli.pipeline_views import print_jobs
 from discospace.cli.projector import projector_client
 from discospace.cli.requests import (
     check_request,
@@ -93,12 +94,21 @@ def list_operations(
             show_default=False,
         ),
     ] = None,
+    parent: Annotated[
+        str | None,
+        typer.Option("--parent", help="Only the operations this pipeline asked for (its jobs')."),
+    ] = None,
+    top_level: Annotated[
+        bool, typer.Option("--top-level", help="Only the operations no pipeline asked for.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the operations as JSON.")] = False,
 ) -> None:
     """List the operations, oldest first: space, operator, status, progress and best so far;
     why each failed operation failed below the table."""
     with projector_client(settings_of(ctx)) as client:
-        found = client.operations(space_id=space, status=status)
+        if parent is not None:
+            client.operation(parent)  # an unknown pipeline is one sentence, not an empty list
+        found = client.operations(space_id=space, status=status, parent=parent, top_level=top_level)
     if as_json:
         print_json(found)
         return
@@ -124,7 +134,8 @@ def show(
     operation_id: OperationId,
     as_json: Annotated[bool, typer.Option("--json", help="Print the progress as JSON.")] = False,
 ) -> None:
-    """Show an operation's status, counts, best entity so far and why it stopped."""
+    """Show an operation's status, counts, best entity so far and why it stopped; a
+    pipeline's jobs with their child operations and results."""
     with projector_client(settings_of(ctx)) as client:
         progress = client.operation(operation_id)
     if as_json:
@@ -133,6 +144,8 @@ def show(
     print_table(
         f"Operation {operation_id}", progress_rows(progress), ("field", "value"), counted=False
     )
+    if progress.is_pipeline:
+        print_jobs(progress)
 
 
 @operation_app.command("watch")
@@ -165,7 +178,8 @@ def plot(
         ),
     ],
 ) -> None:
-    """Draw the best result so far against measurements (two objectives: the Pareto front)."""
+    """Draw the best result so far against measurements (two objectives: the Pareto front;
+    a pipeline with trials: each trial's objective against its number)."""
     from discospace.cli.plot import plot_operation
 
     with projector_client(settings_of(ctx)) as client:

@@ -5,7 +5,9 @@ as dots, invalid ones as crosses along the bottom) and the best so far as a step
 objectives (`objectives`): a point per entity with a valid value for both, and the Pareto front
 drawn through the non-dominated ones. An operator that reported what it chose (`zeus_bso`,
 which has no objective): the cost of each recurrence, the phases it went through (pruning,
-bandit) shaded, and the expected cost of its choice.
+bandit) shaded, and the expected cost of its choice. A pipeline with trials: each ended trial's
+objective value against its number (failed trials as crosses), the best so far, and the best
+trial with its recipe.
 
 Which experiment's results hold an objective, a result's value, which is better and the front
 are the rules of `discospace.core.results`, the ones the explorer and the projector follow; the
@@ -172,6 +174,8 @@ def plot_operation(client: Client, operation_id: str, output: Path) -> Path:
         raise CliError(f"the plot file must end in {', '.join(FORMATS)}, not '{output.name}'")
     progress = client.operation(operation_id)
     title = f"{operation_id} ({progress.operator or 'operator'}, {progress.status})"
+    if progress.is_pipeline:
+        return save_figure(_trials_drawing(progress), title, output)
     if progress.choice is not None and progress.choice.recurrence_costs:
         return save_figure(_recurrence_cost_drawing(progress.choice), title, output)
     objectives = objectives_of(progress)
@@ -276,6 +280,60 @@ def _pareto_drawing(front: Front, first: Objective, second: Objective) -> Callab
         )
         axes.set_xlabel(f"{first.property} ({first.direction})")
         axes.set_ylabel(f"{second.property} ({second.direction})")
+        axes.legend(loc="best")
+
+    return draw
+
+
+def _trials_drawing(progress: OperationProgress) -> Callable[[Axes], None]:
+    """A pipeline's trials: each ended trial's objective value against its number (failed
+    ones as crosses along the bottom), the best so far, and the best trial's recipe."""
+    from discospace.client.pipelines import best_trial, pipeline_objective, trial_points
+
+    every = trial_points(progress)
+    trials = [t for t in every if t.status not in ("pending", "running")]
+    objective = pipeline_objective(progress)
+    if not trials or objective is None:
+        some = "no trial has ended yet" if every else "it has no trials"
+        raise CliError(
+            f"pipeline {progress.operation_id} has nothing to plot: {some} (plot a job's child "
+            "operation instead: discospace operation plot <child operation id>)"
+        )
+    curve = best_so_far([t.objective for t in trials], objective)
+    best = best_trial(trials, objective)
+
+    def draw(axes: Axes) -> None:
+        from matplotlib.ticker import MaxNLocator
+
+        valid = [t for t in trials if t.objective is not None]
+        failed = [t.trial for t in trials if t.objective is None]
+        axes.scatter([t.trial for t in valid], [t.objective for t in valid], c="0.5", label="trial")
+        if failed:
+            axes.scatter(
+                failed,
+                [0.0] * len(failed),
+                marker="x",
+                c="tab:red",
+                transform=axes.get_xaxis_transform(),
+                label="failed",
+            )
+        numbers = [t.trial for t in trials]
+        steps = [math.nan if c is None else c for c in curve]
+        axes.step(numbers, steps, where="post", c="tab:blue", label="best so far")
+        if best is not None and best.objective is not None:
+            recipe = ", ".join(f"{k}={v}" for k, v in best.values.items())
+            axes.scatter(
+                [best.trial],
+                [best.objective],
+                s=80,
+                facecolors="none",
+                edgecolors="tab:green",
+                label=f"best: trial {best.trial} ({recipe})",
+            )
+        axes.set_xlim(min(numbers) - 0.5, max(numbers) + 0.5)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_xlabel("trial")
+        axes.set_ylabel(f"{objective.property} ({objective.direction})")
         axes.legend(loc="best")
 
     return draw

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 Row = Mapping[str, Any]
-PROSE = frozenset({"reason", "value", "experiments", "workers"})
+PROSE = frozenset({"reason", "value", "experiments", "workers", "result"})
 """Columns that wrap to fit the terminal; the others (ids, names, numbers) stay on one line."""
 
 

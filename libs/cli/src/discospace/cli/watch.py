@@ -4,6 +4,11 @@ The bar shows done/total (done = measured + reused + failed for good), failed, r
 was cancelled (in flight when the operation stopped: neither done nor failed) and the best
 value so far; it polls until the operation has ended. An operation the projector has not
 seen yet (the request is still on its way) is waited for, not reported as unknown.
+
+A pipeline is shown as a board of its jobs, stage by stage, each with its own bar (its child
+operation's done/total, as for an operation; a hook's is full once it ended), its status and
+result, and below a running trial the jobs of its own pipeline; the watch ends with the
+pipeline's result (how it ended and its best).
 """
 
 import time
@@ -12,18 +17,25 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.live import Live
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
 
 from discospace.cli.errors import CliError
+from discospace.cli.pipeline_views import done_text, result_text, values_text
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import CliSettings
 from discospace.cli.views import plain, print_line
 
 if TYPE_CHECKING:
-    from discospace.client import OperationProgress
+    from discospace.client import OperationProgress, PipelineJob
 
 UNSEEN_GRACE_S = 60.0
+Expand = Callable[[str], "OperationProgress | None"]
+"""Reads another operation's progress (a running trial's child pipeline)."""
 
 
 def best_text(progress: "OperationProgress") -> str:
@@ -50,6 +62,7 @@ def progress_rows(progress: "OperationProgress") -> list[dict[str, Any]]:
     counts = data.pop("counts", None) or {}
     best = data.pop("best", None) or {}
     data.pop("choice", None)
+    data.pop("jobs", None)  # a pipeline's jobs: a table of their own
     rows = [{"field": key, "value": value} for key, value in data.items()]
     rows += [{"field": f"counts.{key}", "value": value} for key, value in counts.items()]
     rows += [{"field": f"best.{key}", "value": value} for key, value in best.items()]
@@ -104,16 +117,100 @@ def tally_text(progress: "OperationProgress") -> str:
     return tally + (f"  cancelled {counts.cancelled}" if counts.cancelled else "")
 
 
+class _OperationBar:
+    """One operation's progress bar."""
+
+    def __init__(self, console: Console) -> None:
+        self.bar = _bar(console)
+        self.task = self.bar.add_task("waiting", total=None, tally="failed 0  reused 0", best="-")
+
+    def start(self) -> None:
+        self.bar.start()
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+    def show(self, progress: "OperationProgress") -> None:
+        _show(self.bar, self.task, progress)
+
+
+class _PipelineBoard:
+    """A pipeline's jobs, each with its own bar (its child's done/total), redrawn each poll;
+    a running trial's own jobs below it (read through ``expand``)."""
+
+    def __init__(self, console: Console, expand: Expand | None) -> None:
+        self.expand = expand
+        self.live = Live(console=console, auto_refresh=False)
+
+    def start(self) -> None:
+        self.live.start()
+
+    def stop(self) -> None:
+        self.live.stop()
+
+    def show(self, progress: "OperationProgress") -> None:
+        self.live.update(self.render(progress), refresh=True)
+
+    def render(self, progress: "OperationProgress") -> Table:
+        title = (
+            f"{progress.operation_id} {progress.status}: done {progress.done}  "
+            f"{tally_text(progress)}  best {best_text(progress)}"
+        )
+        board = Table(title=Text(title), title_justify="left")
+        for name in ("stage", "job", "status", "progress", "done", "result"):
+            board.add_column(Text(name), no_wrap=name != "result", overflow="fold")
+        for job in progress.jobs:
+            _add_job(board, job)
+            for sub in self.inside(job):
+                _add_job(board, sub, indent="  ")
+        return board
+
+    def inside(self, job: "PipelineJob") -> list["PipelineJob"]:
+        """The jobs of a running trial's child pipeline (none for any other job)."""
+        child = job.child
+        if self.expand is None or child is None or child.operator != "pipeline":
+            return []
+        if job.status != "running":
+            return []
+        found = self.expand(child.operation_id)
+        return list(found.jobs) if found is not None else []
+
+
+def _add_job(board: Table, job: "PipelineJob", indent: str = "") -> None:
+    done, total = _job_done(job)
+    board.add_row(
+        Text(job.stage),
+        Text(indent + job.job),
+        Text(job.status),
+        ProgressBar(total=total, completed=done, width=24),
+        Text(done_text(job)),
+        Text(result_text(job)),
+    )
+
+
+def _job_done(job: "PipelineJob") -> tuple[float, float | None]:
+    """(done, total) of the job's bar: its child's (done/requested without a total; pulsing
+    before anything was requested), else 1 of 1 once the job ended."""
+    child = job.child
+    if child is None:
+        return (0.0 if job.status in ("pending", "running") else 1.0), 1.0
+    total = child.total if child.total is not None else child.counts.requested
+    return float(child.done), (float(total) if total else None)
+
+
 def follow(
     fetch: Callable[[], "OperationProgress | None"],
     interval_s: float,
     console: Console,
     sleep: Callable[[float], None] = time.sleep,
+    expand: Expand | None = None,
 ) -> "OperationProgress":
-    """Poll ``fetch`` (None while the operation is not visible yet) until the operation ends."""
+    """Poll ``fetch`` (None while the operation is not visible yet) until the operation ends:
+    one bar for an operation, a board of its jobs for a pipeline (``expand`` reads a running
+    trial's child pipeline)."""
     unseen_s = 0.0
-    with _bar(console) as bar:
-        task = bar.add_task("waiting", total=None, tally="failed 0  reused 0", best="-")
+    display: _OperationBar | _PipelineBoard | None = None
+    try:
         while True:
             progress = fetch()
             if progress is None:
@@ -124,27 +221,40 @@ def follow(
                         "is it running on the same topics?"
                     )
             else:
-                _show(bar, task, progress)
+                if display is None:
+                    display = (
+                        _PipelineBoard(console, expand)
+                        if progress.is_pipeline
+                        else _OperationBar(console)
+                    )
+                    display.start()
+                display.show(progress)
                 if progress.ended:
                     return progress
             sleep(interval_s)
+    finally:
+        if display is not None:
+            display.stop()
 
 
 def watch_operation(
     settings: CliSettings, operation_id: str, interval_s: float
 ) -> "OperationProgress":
-    """Follow an operation through the projector until it ends; print how it ended."""
+    """Follow an operation through the projector until it ends; print how it ended (a
+    pipeline: with its jobs' results and its best)."""
     from discospace.client import NotKnownError
 
     console = Console(stderr=True)
     with projector_client(settings) as client:
 
-        def fetch() -> "OperationProgress | None":
+        def fetch(wanted: str = operation_id) -> "OperationProgress | None":
             try:
-                return client.operation(operation_id)
+                return client.operation(wanted)
             except NotKnownError:
                 return None
 
-        final = follow(fetch, interval_s, console)
+        final = follow(fetch, interval_s, console, expand=fetch)
     print_line(console, f"{operation_id} {final.status}: {ending(final)}")
+    if final.is_pipeline and final.best is not None:
+        print_line(console, f"best {best_text(final)}: {values_text(final.best.entity_values)}")
     return final

@@ -5,6 +5,7 @@
     with Client("http://127.0.0.1:8105") as projector:
         table = projector.entities("space-5e1d0c9b7a24", include="measured")
         progress = projector.operation("op-3f2a9c1d")
+        comparison = projector.pipeline_comparison("op-3f2a9c1d")   # a pipeline's before/after
 
 Every failure a user can meet is a `ClientError` whose message is one sentence: the projector
 not answering, an unknown space or operation, a bad parameter.
@@ -29,6 +30,16 @@ from discospace.client.models import (
     SpaceDetail,
     SpaceSummary,
 )
+from discospace.client.pipelines import (
+    TRIALS_STAGE,
+    PipelineComparison,
+    Run,
+    TrialPoint,
+    compare_pipeline,
+    pipeline_objective,
+    trial_points,
+)
+from discospace.core import Objective, target_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +61,10 @@ class ProjectorUnavailableError(ClientError):
 
 class NotKnownError(ClientError):
     """The space or operation asked for is not known to the projector."""
+
+
+class NotAPipelineError(ClientError):
+    """A pipeline's view was asked of an operation that is not a pipeline."""
 
 
 class Client:
@@ -121,20 +136,30 @@ class Client:
         return self._get("/space/entities", parameters).content
 
     def operations(
-        self, space_id: str | None = None, status: str | Sequence[str] | None = None
+        self,
+        space_id: str | None = None,
+        status: str | Sequence[str] | None = None,
+        *,
+        parent: str | None = None,
+        top_level: bool = False,
     ) -> list[OperationProgress]:
-        """Every operation, oldest first, with its status, counts, best so far and stop reason.
+        """Every operation, oldest first, with its status, counts, best so far and stop reason
+        (a pipeline with its jobs).
 
         `space_id` keeps the operations on that space; `status` (one, or a list) those with
-        that status (`OPERATION_STATUSES`). The projector lists them all; the client filters.
+        that status (`OPERATION_STATUSES`); `parent` those that pipeline asked for (its jobs'
+        and trials' child operations); `top_level` those no pipeline asked for.
         """
         wanted = _statuses(status)
-        listed = self._json("/operations", {}, TypeAdapter(list[OperationProgress]))
+        query = {"parent": parent} if parent is not None else {}
+        listed = self._json("/operations", query, TypeAdapter(list[OperationProgress]))
         return [
             operation
             for operation in listed
             if (space_id is None or operation.space_id == space_id)
             and (not wanted or operation.status in wanted)
+            and (parent is None or operation.parent_operation_id == parent)
+            and not (top_level and operation.parent_operation_id is not None)
         ]
 
     def operation(self, operation_id: str) -> OperationProgress:
@@ -145,6 +170,70 @@ class Client:
         """The results an operation received (measured or reused), oldest first."""
         adapter = TypeAdapter(list[OperationResult])
         return self._json("/operation/results", {"id": operation_id}, adapter)
+
+    def children(self, operation_id: str) -> list[OperationProgress]:
+        """The operations a pipeline asked for (its jobs' and trials' children), oldest first;
+        `NotKnownError` for an operation the projector does not know."""
+        self.operation(operation_id)
+        return self.operations(parent=operation_id)
+
+    def pipeline(self, operation_id: str) -> OperationProgress:
+        """A pipeline's progress with its jobs; `NotAPipelineError` for another operation."""
+        progress = self.operation(operation_id)
+        if not progress.is_pipeline:
+            raise NotAPipelineError(
+                f"operation {operation_id} is not a pipeline (its operator is "
+                f"{progress.operator or 'not known yet'})."
+            )
+        return progress
+
+    def pipeline_trials(self, operation_id: str) -> list[TrialPoint]:
+        """A pipeline's trials in trial order: recipe values, objective value, status."""
+        return trial_points(self.pipeline(operation_id))
+
+    def pipeline_comparison(
+        self,
+        operation_id: str,
+        *,
+        baseline: Sequence[str] = (),
+        objective: Objective | str | None = None,
+        direction: Literal["min", "max"] | None = None,
+    ) -> PipelineComparison:
+        """A pipeline's probe-versus-evaluate comparison (`discospace.client.pipelines`): the
+        statistics of each target before and after, and the objective of the unrefined
+        baseline (the probe stage's jobs, or the `baseline` jobs) against the best after
+        refinement. `objective` defaults to the pipeline's (else its trials'); a property
+        name is minimised unless `direction` (or the pipeline's objective on the same
+        property) says otherwise."""
+        progress = self.pipeline(operation_id)
+        runs = self._runs(progress)
+        _check_jobs(operation_id, baseline, runs)
+        wanted = _objective(objective, direction, pipeline_objective(progress))
+        children = [job.child_operation_id for _, jobs in runs for job in jobs]
+        results = {child: self._results_of(child) for child in children if child}
+        return compare_pipeline(progress, runs, results, wanted, baseline)
+
+    def _runs(self, progress: OperationProgress) -> list[Run]:
+        """The pipeline's runs of its stages: itself, or each trial's child pipeline."""
+        trials = [job for job in progress.jobs if job.stage == TRIALS_STAGE]
+        if not trials:
+            return [(None, progress.jobs)]
+        runs: list[Run] = []
+        for job in trials:
+            if job.child_operation_id is None:
+                continue
+            try:
+                runs.append((job.trial, self.operation(job.child_operation_id).jobs))
+            except NotKnownError:  # requested, not projected yet
+                continue
+        return runs
+
+    def _results_of(self, operation_id: str) -> list[OperationResult]:
+        """An operation's results; none while the projector has not seen it yet."""
+        try:
+            return self.operation_results(operation_id)
+        except NotKnownError:
+            return []
 
     def actuators(self) -> list[ActuatorPool]:
         """Every actuator on every pool, with its catalog and workers."""
@@ -174,6 +263,34 @@ class Client:
         if answer.status_code >= 400:
             raise _error_of(answer, self.base_url)
         return answer
+
+
+def _check_jobs(operation_id: str, names: Sequence[str], runs: Sequence[Run]) -> None:
+    """A `ClientError` naming the first of `names` that is no job of the pipeline's runs."""
+    known = list(dict.fromkeys(job.job for _, jobs in runs for job in jobs))
+    for name in names:
+        if name not in known:
+            raise ClientError(
+                f"pipeline {operation_id} has no job '{name}'; its jobs are: "
+                f"{', '.join(known) or 'none yet'}."
+            )
+
+
+def _objective(
+    objective: Objective | str | None,
+    direction: Literal["min", "max"] | None,
+    own: Objective | None,
+) -> Objective | None:
+    """The objective to compare (see `Client.pipeline_comparison`)."""
+    if isinstance(objective, Objective):
+        return objective
+    if objective is None:
+        if own is None or direction is None:
+            return own
+        return Objective(property=own.property, direction=direction)
+    same = own is not None and target_of(own.property) == target_of(objective)
+    chosen = direction or (own.direction if own is not None and same else "min")
+    return Objective(property=objective, direction=chosen)
 
 
 def _statuses(status: str | Sequence[str] | None) -> frozenset[str]:

@@ -104,10 +104,59 @@ class OperationResult(_Answer):
     values: dict[str, Scalar] = Field(default_factory=dict)
 
 
-class OperationProgress(_Answer):
-    """An operation: status, parameters, counts, best so far, and why it stopped."""
+JobStatus = Literal[
+    "pending", "running", "completed", "failed", "optional-failed", "cancelled", "skipped"
+]
+JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
+"""Every status a pipeline's job can have."""
+
+
+class ChildProgress(_Answer):
+    """A pipeline job's child operation, in short: how far it got and how it ended."""
 
     operation_id: str
+    operator: str | None = None
+    space_id: str | None = None
+    status: str = Field(description="requested, running, cancelling, completed or failed.")
+    counts: OperationCounts = Field(default_factory=OperationCounts)
+    done: int = 0
+    total: int | None = None
+    best: BestSoFar | None = None
+    ending: str = Field(default="", description="Its stop detail or failure reason.")
+
+    @property
+    def ended(self) -> bool:
+        return self.status in ("completed", "failed")
+
+
+class PipelineJob(_Answer):
+    """One job of a pipeline (or one trial, job `trial-<i>` in stage `trials`)."""
+
+    job: str
+    stage: str = ""
+    trial: int | None = None
+    kind: str | None = Field(default=None, description="operation, measure, hook or trial.")
+    optional: bool = False
+    status: str = Field(
+        description="pending, running, completed, failed, optional-failed, cancelled, skipped."
+    )
+    child_operation_id: str | None = None
+    space_id: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    result: dict[str, Any] | None = None
+    reason: str | None = None
+    child: ChildProgress | None = None
+
+
+class OperationProgress(_Answer):
+    """An operation: status, parameters, counts, best so far, and why it stopped; a pipeline's
+    jobs."""
+
+    operation_id: str
+    parent_operation_id: str | None = Field(
+        default=None, description="The pipeline that asked for this operation, if one did."
+    )
     space_id: str | None = None
     operator: str | None = None
     status: str = Field(description="requested, running, cancelling, completed or failed.")
@@ -124,6 +173,13 @@ class OperationProgress(_Answer):
     stop_reason: str | None = None
     stop_detail: str = ""
     failure_reason: str | None = None
+    jobs: list[PipelineJob] = Field(
+        default_factory=list, description="A pipeline's jobs in run order; empty otherwise."
+    )
+
+    @property
+    def is_pipeline(self) -> bool:
+        return self.operator == "pipeline"
 
     @property
     def ended(self) -> bool:
