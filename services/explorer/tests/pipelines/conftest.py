@@ -107,6 +107,8 @@ class World:
     held: list[Event] = field(default_factory=list)
     hold: bool = False
     registry_down: bool = False
+    advance_s: float = 0.0
+    """How far the clock moves with each event delivered (0: everything at once)."""
     measured: dict[tuple[str, str, str], MeasurementCompleted] = field(default_factory=dict)
     actuator_calls: int = 0
     submissions: list[SpaceSubmitted] = field(default_factory=list)
@@ -150,6 +152,7 @@ class World:
         raise AssertionError("the world did not settle")
 
     def deliver(self, event: Event) -> None:
+        self.now += timedelta(seconds=self.advance_s)
         self.log.append(event)
         self._answer(event)
         if not isinstance(event, OperationEvent | SpaceRegistered | SpaceRejected):

@@ -94,3 +94,16 @@ def test_the_shipped_hooks_refine_the_space_and_pick_what_is_measured_again(worl
     again = w.of(MeasurementCompleted, "op-1-remeasure")
     assert sorted(m.entity_id for m in again) == sorted(results["top"]["entity_ids"])
     assert {m.experiment_id for m in again} == {"bench-steps.50"}
+
+
+def test_a_hook_reading_an_optimizer_job_sees_what_it_warm_started_from(world):
+    """k=1 narrows to one point the probe measured: the optimizer, told the probe's results,
+    measures nothing on it, and top_k still finds it among what the search knew."""
+    w = world(hooks=None, advance_s=1.0)
+    w.request("op-1", w.register(), hardware(), seed=11)
+    [search] = w.of(OperationCompleted, "op-1-search")
+    assert search.counts.measured + search.counts.reused == 0
+    results = {e.job: e.result for e in w.of(PipelineJobCompleted, "op-1")}
+    assert len(results["top"]["entity_ids"]) == 1
+    [done] = w.of(OperationCompleted, "op-1")
+    assert done.stop_reason == "operator_finished"

@@ -91,6 +91,9 @@ class ConductorView:
     waits for the answer, and a job waits for it `space_wait_s` from then."""
     child: Callable[[str], ChildView]
     """A child operation by id (an operation never requested is seen as such)."""
+    prior: Callable[[str], tuple[PairResult, ...]]
+    """For a child by id, the results of its space's sample store that other operations
+    measured before it started: what an optimizer warm-starts from (`sample_store.py`)."""
     now: datetime
     space_wait_s: float
     """How long a job waits for a space it submitted before it fails."""

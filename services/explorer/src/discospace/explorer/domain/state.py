@@ -47,8 +47,9 @@ from discospace.explorer.domain.conducting import (
 )
 from discospace.explorer.domain.decide import Decided, Engine, begin, decide
 from discospace.explorer.domain.operation import OperationState, evolve
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.sample_store import SampleStores
-from discospace.explorer.domain.spaces import SpaceEntry, known_space
+from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry, known_space
 
 SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
@@ -280,6 +281,10 @@ def _view(
     def child(operation_id: str) -> ChildView:
         return ChildView.of(state.operations.get(operation_id) or OperationState(operation_id))
 
+    def prior(operation_id: str) -> tuple[PairResult, ...]:
+        held = state.operations.get(operation_id)
+        return _prior(state, held) if held is not None else ()
+
     return ConductorView(
         operation_id=operation.operation_id,
         started=started,
@@ -289,9 +294,19 @@ def _view(
         rejected=state.rejected,
         submitted=state.submitted,
         child=child,
+        prior=prior,
         now=now,
         space_wait_s=engine.timing.space_wait_s,
     )
+
+
+def _prior(state: ExplorerState, operation: OperationState) -> tuple[PairResult, ...]:
+    """The store's results an operation may have warm-started from (none before it started)."""
+    started = operation.started
+    space = state.spaces.get(started.space_id) if started else None
+    if started is None or not isinstance(space, KnownSpace):
+        return ()
+    return state.store.results_for(space, operation.operation_id, started.occurred_at)
 
 
 def _absorb(

@@ -31,9 +31,11 @@ from discospace.explorer.domain.conducting import ChildView, ConductorView
 from discospace.explorer.domain.operation import JobEnd, JobFacts
 from discospace.explorer.operators.pipeline.naming import child_operation_id, child_seed
 from discospace.explorer.operators.pipeline.results import (
+    known_results,
     measure_result,
     measured_rows,
     operation_result,
+    warm_started,
 )
 from discospace.explorer.operators.pipeline.round import Failure, Outcome, Result, Round
 from discospace.explorer.operators.pipeline.spaces import measure_space, space_id_of, spec_of
@@ -207,8 +209,8 @@ class JobsRound(Round):
         return entities
 
     def rows_for(self, named: JsonValue, results: dict[str, Result]) -> list[MeasuredRow] | None:
-        """The measurements of job `named` (of every earlier job with a child when None);
-        None while some are still to be read."""
+        """The measurements of job `named` (of every earlier job with a child when None):
+        what its child knew (`known_results`); None while some are still to be read."""
         if named is not None and not isinstance(named, str):
             raise PipelineError(f"args.job is {named!r}, not a job name")
         names = [named] if named else [n for n, r in results.items() if "operation_id" in r]
@@ -220,10 +222,11 @@ class JobsRound(Round):
             operation = result.get("operation_id")
             if not isinstance(operation, str):
                 raise PipelineError(f"job '{name}' measured nothing: it ran no child operation")
-            child = self.view.child(operation).results
-            if child is None:
+            child = self.view.child(operation)
+            if child.results is None:
                 return None
-            rows.extend(measured_rows(child))
+            prior = self.view.prior(operation) if warm_started(child.requested) else ()
+            rows.extend(measured_rows(known_results(child.results, prior)))
         return rows
 
     def child_request(

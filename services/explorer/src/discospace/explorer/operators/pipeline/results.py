@@ -6,6 +6,10 @@
   `entities` and `entity_ids` it measured, and `rows`: each measurement
   (`entity_id`, `values`, `experiment`, `results`, `valid`), so later jobs, the trials'
   objective and the views read every value, not only the best.
+- `known_results`: what a child knew: its own results, and for an optimizer that warm-started
+  from the sample store (`warm_started`), the store's earlier results of its space too, so a
+  hook reading an optimizer's job sees what it searched from (an optimizer on a refined space
+  the probe covered may measure nothing itself).
 - `objective_value`: a trial's value for its objective from its job's result: the best of
   its rows, else its `best_values`, else a number under the property's name (a hook's result).
 """
@@ -19,11 +23,14 @@ from pydantic import JsonValue
 from discospace.core import Objective, as_number
 from discospace.core.hooks import MeasuredRow
 from discospace.core.results import target_of
-from discospace.events import OperationCompleted, OperationCounts
+from discospace.events import OperationCompleted, OperationCounts, OperationRequested
 from discospace.explorer.domain.conducting import ChildView
 from discospace.explorer.domain.pairs import PairResult
+from discospace.explorer.operators.optuna_search import optuna_operators
 
 NO_COUNTS = OperationCounts(requested=0, measured=0, reused=0, failed=0, invalid=0)
+WARM_STARTING = frozenset(operator.name for operator in optuna_operators())
+"""Operators that are told the store's earlier results of their space (option `warm_start`)."""
 
 
 def operation_result(child: ChildView, completed: OperationCompleted) -> dict[str, JsonValue]:
@@ -70,6 +77,20 @@ def measured_rows(results: Iterable[PairResult]) -> list[MeasuredRow]:
         )
         for result in results
     ]
+
+
+def warm_started(request: OperationRequested | None) -> bool:
+    """Whether a child was told the store's earlier results (an optimizer's warm start)."""
+    if request is None or request.operator not in WARM_STARTING:
+        return False
+    return request.parameters.options.get("warm_start", True) is not False
+
+
+def known_results(own: Sequence[PairResult], prior: Sequence[PairResult]) -> tuple[PairResult, ...]:
+    """A child's own results, then the earlier results it was told of other pairs."""
+    mine = {(result.entity_id, result.experiment_id) for result in own}
+    told = [r for r in prior if (r.entity_id, r.experiment_id) not in mine]
+    return (*own, *told)
 
 
 def total_counts(ends: Iterable[OperationCounts | None]) -> OperationCounts:
