@@ -157,15 +157,17 @@ OPERATIONS = {
 }  # fmt: skip
 RESULTS = {
     "op-p-probe_walk": [
-        result("probe", 1, loss(3.0, 1.0, 500.0)),
-        result("probe", 2, loss(2.8, 1.0, 520.0)),
+        result("probe", 1, loss(3.0, 1.0, 500.0, raw_len_mean=900.0)),
+        result("probe", 2, loss(2.8, 1.0, 520.0, raw_len_mean=900.0)),
         result("probe", 3, {}, valid=False),
     ],
     "op-p-search": [
         result("search", 1, loss(2.6, 0.8, 450.0)),
         result("search", 2, loss(2.7, 0.7, 430.0)),
     ],
-    "op-p-recheck": [result("recheck", 1, loss(2.5, 0.8, 450.0, tokens_trained=1000))],
+    "op-p-recheck": [
+        result("recheck", 1, loss(2.5, 0.8, 450.0, tokens_trained=1000, kept_len_mean=600.0))
+    ],
     "op-t-trial-0-probe": [result("p0", 1, {"text_length_mean": 500.0})],
     "op-t-trial-0-train": [result("t0", 1, loss(2.9, 0.9, 480.0))],
     "op-t-trial-1-probe": [result("p1", 1, {"text_length_mean": 510.0})],
@@ -289,6 +291,7 @@ def test_compare_gives_each_targets_statistics_before_and_after(client) -> None:
         "held_out_loss",
         "kept_fraction",
         "text_length_mean",
+        "raw_len_mean",
     ]  # tokens_trained: evaluated only, nothing to compare it with
     held_out = comparison.targets[0]
     assert (held_out.before.count, held_out.before.mean) == (2, pytest.approx(2.9))
@@ -301,6 +304,28 @@ def test_compare_gives_each_targets_statistics_before_and_after(client) -> None:
     assert held_out.relative_change == pytest.approx(-0.4 / 2.9)
     assert set(comparison.stages) == {"probe", "execute", "evaluate"}
     assert comparison.stages["evaluate"]["tokens_trained"].mean == 1000.0
+
+
+def test_compare_pairs_a_statistic_of_the_raw_data_with_that_of_the_kept_data(client) -> None:
+    raw = client.pipeline_comparison("op-p").targets[-1]
+    assert (raw.target, raw.after_target, raw.execute) == ("raw_len_mean", "kept_len_mean", None)
+    assert (raw.before.mean, raw.evaluate.mean if raw.evaluate else None) == (900.0, 600.0)
+    assert raw.change == -300.0
+    unpaired = client.pipeline_comparison("op-p", pairs=[("before_", "after_")])
+    assert "raw_len_mean" not in [t.target for t in unpaired.targets]
+
+
+def test_compare_prints_the_paired_names_and_refuses_a_malformed_pair() -> None:
+    rows = _rows(cli("pipeline", "compare", "op-p").stdout, "Targets before (probe) and after")
+    assert [row[:2] for row in rows[-2:]] == [
+        ["raw_len_mean", "probe"],
+        ["kept_len_mean", "evaluate"],
+    ]
+    result = cli("pipeline", "compare", "op-p", "--pair", "raw_")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: --pair takes BEFORE=AFTER (two target-name prefixes), not 'raw_'\n",
+    )
 
 
 def test_compare_sets_the_unrefined_baseline_against_the_best_after_refinement(client) -> None:
@@ -329,7 +354,7 @@ def test_compare_counts_each_jobs_results_and_the_valid_ones(client) -> None:
 def test_compare_prints_the_targets_the_objective_and_the_jobs() -> None:
     result = cli("pipeline", "compare", "op-p")
     assert result.exit_code == 0, result.output
-    rows = _rows(result.stdout, "Targets before (probe) and after (9)")
+    rows = _rows(result.stdout, "Targets before (probe) and after (11)")
     assert rows[:3] == [
         ["held_out_loss", "probe", "2", "2.9", "0.141421", "2.8", "3", "-"],
         ["held_out_loss", "execute", "2", "2.65", "0.0707107", "2.6", "2.7", "-"],

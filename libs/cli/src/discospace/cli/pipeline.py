@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from discospace.cli.errors import CliError
 from discospace.cli.pipeline_views import TRIAL_COLUMNS, print_comparison, trial_rows
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import settings_of
@@ -55,18 +56,42 @@ def compare(
             show_default=False,
         ),
     ] = None,
+    pair: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pair",
+            help="BEFORE=AFTER: a target named BEFORE<x> before compares with AFTER<x> after "
+            "(default raw_=kept_); repeat it for several.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Compare before (probe) and after (execute, evaluate): each target's statistics, and the
     objective of the unrefined baseline against the best after refinement."""
+    from discospace.client.pipelines import DEFAULT_PAIRS
+
+    pairs = [prefix_pair(text) for text in pair] if pair else DEFAULT_PAIRS
     with projector_client(settings_of(ctx)) as client:
         comparison = client.pipeline_comparison(
-            operation_id, baseline=baseline or (), objective=objective, direction=direction
+            operation_id,
+            baseline=baseline or (),
+            objective=objective,
+            direction=direction,
+            pairs=pairs,
         )
     if as_json:
         print_json(comparison)
         return
     print_comparison(comparison)
+
+
+def prefix_pair(text: str) -> tuple[str, str]:
+    """``raw_=kept_`` as ``("raw_", "kept_")``; a `CliError` for anything else."""
+    before, sign, after = text.partition("=")
+    if not sign or not before or not after:
+        raise CliError(f"--pair takes BEFORE=AFTER (two target-name prefixes), not {text!r}")
+    return before, after
 
 
 @pipeline_app.command("trials")

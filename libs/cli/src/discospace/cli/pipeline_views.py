@@ -131,9 +131,13 @@ def print_comparison(comparison: "PipelineComparison", console: Console | None =
 
 
 def _target_rows(target: "TargetComparison") -> list[dict[str, Any]]:
-    stages = [("probe", target.before), ("execute", target.execute), ("evaluate", target.evaluate)]
-    shown = [(stage, stats) for stage, stats in stages if stats is not None]
-    rows = [_statistics_row(target.target, stage, stats) for stage, stats in shown]
+    after = target.after_target
+    stages = [
+        (target.target, "probe", target.before),
+        (after, "execute", target.execute),
+        (after, "evaluate", target.evaluate),
+    ]
+    rows = [_statistics_row(name, stage, stats) for name, stage, stats in stages if stats]
     rows[-1]["change"] = change_text(target.change, target.relative_change)
     return rows
 

@@ -31,6 +31,7 @@ from discospace.client.models import (
     SpaceSummary,
 )
 from discospace.client.pipelines import (
+    DEFAULT_PAIRS,
     TRIALS_STAGE,
     PipelineComparison,
     Run,
@@ -198,20 +199,22 @@ class Client:
         baseline: Sequence[str] = (),
         objective: Objective | str | None = None,
         direction: Literal["min", "max"] | None = None,
+        pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
     ) -> PipelineComparison:
         """A pipeline's probe-versus-evaluate comparison (`discospace.client.pipelines`): the
         statistics of each target before and after, and the objective of the unrefined
         baseline (the probe stage's jobs, or the `baseline` jobs) against the best after
         refinement. `objective` defaults to the pipeline's (else its trials'); a property
         name is minimised unless `direction` (or the pipeline's objective on the same
-        property) says otherwise."""
+        property) says otherwise. `pairs`: (before-prefix, after-prefix) of targets that name
+        one statistic before and after processing (`raw_x` and `kept_x` by default)."""
         progress = self.pipeline(operation_id)
         runs = self._runs(progress)
         _check_jobs(operation_id, baseline, runs)
         wanted = _objective(objective, direction, pipeline_objective(progress))
         children = [job.child_operation_id for _, jobs in runs for job in jobs]
         results = {child: self._results_of(child) for child in children if child}
-        return compare_pipeline(progress, runs, results, wanted, baseline)
+        return compare_pipeline(progress, runs, results, wanted, baseline, pairs)
 
     def _runs(self, progress: OperationProgress) -> list[Run]:
         """The pipeline's runs of its stages: itself, or each trial's child pipeline."""

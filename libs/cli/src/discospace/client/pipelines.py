@@ -12,7 +12,10 @@ results, for any targets, whatever the actuator:
 - Per stage: the same statistics over every job of that stage, in every run.
 - Before and after: the targets the probe stage measures and a later stage (execute, evaluate)
   measures too, each with its statistics before (probe), in execute and in evaluate, and the
-  change of its mean from before to after (evaluate's, else execute's).
+  change of its mean from before to after (evaluate's, else execute's). A target measured
+  before pairs with the same target after, else with its name under the after-prefix of a
+  `pairs` entry whose before-prefix it has: by default `raw_<x>` (a statistic of the data as it
+  was) pairs with `kept_<x>` (the same statistic of what the recipe kept).
 - The objective (the pipeline's, else its trials', else one asked for): the unrefined baseline
   is the best value of the baseline jobs (the probe stage's, or the jobs named), the best after
   refinement the best value of the execute and evaluate stages' jobs; the change between them
@@ -26,7 +29,7 @@ results, for any targets, whatever the actuator:
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,6 +45,8 @@ TRIALS_STAGE = "trials"
 BEFORE_STAGES = ("probe",)
 AFTER_STAGES = ("execute", "evaluate")
 STAGES = ("probe", "refine", "execute", "evaluate")
+DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (("raw_", "kept_"),)
+"""(before-prefix, after-prefix) of targets naming one statistic before and after processing."""
 
 
 class _Model(BaseModel):
@@ -103,6 +108,7 @@ class TargetComparison(_Model):
     """One target measured before (probe) and after (execute, evaluate)."""
 
     target: str
+    after_target: str = Field(description="Its name after: the same, or its paired name.")
     before: TargetStatistics
     execute: TargetStatistics | None = None
     evaluate: TargetStatistics | None = None
@@ -257,6 +263,7 @@ def compare_pipeline(
     results: Mapping[str, Sequence[OperationResult]],
     objective: Objective | None = None,
     baseline: Sequence[str] = (),
+    pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
 ) -> PipelineComparison:
     """The pipeline's comparison (see the module doc) from its runs and its children's
     results (by child operation id)."""
@@ -274,7 +281,7 @@ def compare_pipeline(
         objective=None
         if objective is None
         else compare_objective(runs, results, objective, baseline),
-        targets=compared_targets(stages),
+        targets=compared_targets(stages, pairs),
         stages=stages,
         jobs=jobs,
         trials=trials,
@@ -306,21 +313,25 @@ def _jobs_of(
 
 def compared_targets(
     stages: Mapping[str, Mapping[str, TargetStatistics]],
+    pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
 ) -> list[TargetComparison]:
     """The targets measured before (probe) and after (execute or evaluate), in the probe's
-    order."""
-    before = stages.get("probe", {})
+    order, each with its name after (see the module doc)."""
     compared = []
-    for target, first in before.items():
-        execute = stages.get("execute", {}).get(target)
-        evaluate = stages.get("evaluate", {}).get(target)
-        after = evaluate or execute
-        if after is None:
+    after_names = {*stages.get("execute", {}), *stages.get("evaluate", {})}
+    for target, first in stages.get("probe", {}).items():
+        name = after_name(target, after_names, pairs)
+        if name is None:
             continue
+        execute = stages.get("execute", {}).get(name)
+        evaluate = stages.get("evaluate", {}).get(name)
+        after = evaluate or execute
+        assert after is not None
         change = after.mean - first.mean
         compared.append(
             TargetComparison(
                 target=target,
+                after_target=name,
                 before=first,
                 execute=execute,
                 evaluate=evaluate,
@@ -329,6 +340,19 @@ def compared_targets(
             )
         )
     return compared
+
+
+def after_name(
+    target: str, measured_after: Collection[str], pairs: Sequence[tuple[str, str]]
+) -> str | None:
+    """The name `target` has after: itself, else its paired name; None when not measured."""
+    if target in measured_after:
+        return target
+    for before, after in pairs:
+        paired = after + target[len(before) :]
+        if before and target.startswith(before) and paired in measured_after:
+            return paired
+    return None
 
 
 def compare_objective(
