@@ -112,6 +112,19 @@ def test_an_operation_on_all_of_a_space_plans_every_entity(story) -> None:
     assert planned_pairs(OperationParameters(number_entities=3), None) is None
 
 
+def test_an_operation_that_lists_its_entities_plans_each_distinct_one_once(story) -> None:
+    state = next(
+        s
+        for s in space_states(story.history.folded().of("spaces"))
+        if s.space_id == story.space_a.space_id
+    )
+    first = {"model_name": "llama-7b", "batch_size": 2, "number_gpus": 1}
+    second = {**first, "batch_size": 4.0}
+    listed = OperationParameters(options={"points": [first, second, {**first}]})
+    assert planned_pairs(listed, state) == 2  # the third is the first again
+    assert planned_pairs(OperationParameters(options={"points": "${top.entities}"}), state) == 16
+
+
 def test_an_ended_operation_can_be_shown_as_its_explorer_reported_it(story) -> None:
     objective = Objective(property="train_tokens_per_second", direction="max")
     story.op_a.finish(

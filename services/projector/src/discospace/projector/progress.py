@@ -44,6 +44,7 @@ from typing import Any
 
 from discospace.core import (
     DiscospaceError,
+    Entity,
     Objective,
     ObjectiveSource,
     as_number,
@@ -230,14 +231,31 @@ def _outcome(rows: Sequence[MeasurementRow], max_retries: int) -> str:
 
 
 def planned_pairs(parameters: OperationParameters, space: SpaceState | None) -> int | None:
-    """Entity-experiment pairs the operation plans to settle; None when it cannot be known."""
+    """Entity-experiment pairs the operation plans to settle; None when it cannot be known.
+
+    An operation that lists its entities (`options.points`, the `points` operator a pipeline's
+    measure job runs) plans each of them once."""
     if space is None or space.spec is None:
         return None
     experiments = len(space.spec.measurement_space)
+    listed = listed_entities(parameters)
+    if listed is not None:
+        return listed * experiments
     wanted = parameters.number_entities
     if wanted == "all":
         return None if space.size is None else space.size * experiments
     return (wanted if space.size is None else min(wanted, space.size)) * experiments
+
+
+def listed_entities(parameters: OperationParameters) -> int | None:
+    """How many distinct entities `options.points` lists; None when it lists none."""
+    points = parameters.options.get("points")
+    if not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        return None
+    try:
+        return len({Entity.of(point).id for point in points})
+    except DiscospaceError:
+        return None
 
 
 def best_so_far(
