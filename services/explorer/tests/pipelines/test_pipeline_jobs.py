@@ -13,6 +13,7 @@ from discospace.events import (
     OperationCompleted,
     OperationRequested,
     PipelineJobCompleted,
+    PipelineJobFailed,
     PipelineJobStarted,
     SpaceSubmitted,
 )
@@ -182,3 +183,40 @@ def test_a_hook_waits_until_every_result_its_job_counted_has_been_read(world, sa
     assert narrowed, "the hook ran once the last result was read"
     assert narrowed[0].event_id == w.submissions[0].event_id
     assert narrowed[0].spec == w.submissions[0].spec
+
+
+def test_a_job_may_run_a_pipeline_whose_measurements_a_hook_cannot_read(world):
+    inner = {
+        "stages": {
+            "probe": [
+                {
+                    "name": "walk",
+                    "kind": "operation",
+                    "operator": "random_walk",
+                    "parameters": {"number_entities": 2},
+                }
+            ]
+        }
+    }
+    outer = {
+        "stages": {
+            "probe": [
+                {
+                    "name": "nested",
+                    "kind": "operation",
+                    "operator": "pipeline",
+                    "parameters": {"options": inner},
+                }
+            ],
+            "refine": [
+                {"name": "top", "kind": "hook", "hook": "best", "args": {"job": "nested", "k": 1}}
+            ],
+        }
+    }
+    w = world()
+    w.request("op-1", w.register(), outer, seed=2)
+    [nested] = w.of(OperationCompleted, "op-1-nested")
+    assert nested.stop_detail == "1 jobs completed"
+    assert w.of(OperationCompleted, "op-1-nested-walk")
+    [failed] = w.of(PipelineJobFailed, "op-1")
+    assert failed.reason == "job 'nested' ran a pipeline: its measurements are its jobs'"

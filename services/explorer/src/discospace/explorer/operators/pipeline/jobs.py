@@ -40,6 +40,7 @@ from discospace.explorer.operators.pipeline.results import (
 from discospace.explorer.operators.pipeline.round import Failure, Outcome, Result, Round
 from discospace.explorer.operators.pipeline.spaces import measure_space, space_id_of, spec_of
 
+PIPELINE = "pipeline"
 ENTITIES: TypeAdapter[list[dict[str, Scalar]]] = TypeAdapter(list[dict[str, Scalar]])
 
 
@@ -223,6 +224,8 @@ class JobsRound(Round):
             if not isinstance(operation, str):
                 raise PipelineError(f"job '{name}' measured nothing: it ran no child operation")
             child = self.view.child(operation)
+            if child.requested is not None and child.requested.operator == PIPELINE:
+                raise PipelineError(f"job '{name}' ran a pipeline: its measurements are its jobs'")
             if child.results is None:
                 return None
             prior = self.view.prior(operation) if warm_started(child.requested) else ()
