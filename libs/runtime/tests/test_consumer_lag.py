@@ -68,7 +68,7 @@ def test_every_reason_a_message_can_be_dead_lettered_for_is_counted_from_zero(to
     }
 
     assert counts == dict.fromkeys(
-        ("malformed", "unknown_type", "unsupported_version", "invalid"), 0
+        ("malformed", "unknown_type", "unsupported_version", "invalid", "handler_failed"), 0
     )
 
 

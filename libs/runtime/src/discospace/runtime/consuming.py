@@ -41,6 +41,7 @@ from faststream.message import StreamMessage
 from faststream.middlewares import AckPolicy
 
 from discospace.events import Event, decode_as
+from discospace.runtime.failures import RetryPolicy
 from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
 
@@ -156,7 +157,8 @@ class Consumer:
     each time the service starts (how a service folds its state) and commits nothing; once told
     where a fold stopped (`start_at`), it reads on from there. `deduplicate=False` hands every
     message to its handler, even an event id handled before (for a handler that compares the
-    copies itself).
+    copies itself). `retries`: how an event whose handler fails is tried again by a start-up
+    fold (live, the service's dead-letter policy applies the same one).
     """
 
     def __init__(
@@ -170,8 +172,10 @@ class Consumer:
         seen_capacity: int = 100_000,
         max_poll_interval_ms: int | None = None,
         deduplicate: bool = True,
+        retries: RetryPolicy | None = None,
     ) -> None:
         self.topics = topics
+        self.retries = retries or RetryPolicy()
         self.pattern = pattern
         self.group_id = group_id
         self.handlers: list[tuple[tuple[type[Event], ...], Callable[..., Awaitable[Any]]]] = []

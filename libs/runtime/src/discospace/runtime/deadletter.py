@@ -11,24 +11,35 @@ The broker middleware of this module decides, once for every service:
 - a valid event that no handler of this consumer takes: committed and counted as ignored;
 - a message the start-up fold of a consumer without a group read already (`AlreadyFolded`):
   passed over in silence;
-- any other error (a handler or the broker failed): not committed; after a pause the message
-  is delivered again (FastStream's NACK_ON_ERROR seeks back to its offset).
+- the handler raised (`failures.py` tells the two cases apart):
+  - a transient failure of a dependency (the store, the broker): not committed; after a pause
+    (doubling from `retry_backoff_s` up to `retry_backoff_max_s`) the message is delivered
+    again, without bound: nothing is lost, and /health names a consumer that keeps at it;
+  - any other error (a poison message for this handler): delivered again the same way up to
+    `handler_max_attempts` tries in all, then dead-lettered with the reason (the error's type
+    and message, and the number of tries) and committed, so the partition moves on.
+
+A message is delivered again by seeking its partition back to it: FastStream does it for a
+consumer group (NACK_ON_ERROR), this middleware for a consumer without one (which commits
+nothing) and for one that committed first, so none of them skips a message whose handler failed.
 
 It also tells the service's `StallWatch` when a message goes to its handler, when its handler
-failed (it will come again) and when it went through, so /health can name a consumer that
-keeps retrying one message (`stalls.py`).
+failed (it will come again) and when it was done with (handled or set aside), so /health can
+name a consumer that keeps retrying one message (`stalls.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from aiokafka import ConsumerRecord
+from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka.errors import IllegalStateError
 from faststream import BaseMiddleware
 from faststream._internal.context.repository import ContextRepo
 from faststream.exceptions import HandlerException
@@ -37,8 +48,9 @@ from faststream.kafka.subscriber.usecase import LogicSubscriber
 from discospace.events import MAX_MESSAGE_BYTES, DeadLettered, EventDecodeError
 from discospace.events.factory import Clock
 from discospace.runtime.consuming import AlreadyFolded
+from discospace.runtime.failures import Attempts, Verdict
 from discospace.runtime.lag import group_of
-from discospace.runtime.metrics import RuntimeMetrics
+from discospace.runtime.metrics import HANDLER_FAILED, RuntimeMetrics
 from discospace.runtime.stalls import PartitionKey, StallWatch
 
 IGNORED_KIND = "unexpected_type"
@@ -57,7 +69,8 @@ class DeadLetterPolicy:
     consumer: str
     metrics: RuntimeMetrics
     clock: Clock
-    retry_backoff_s: float
+    attempts: Attempts = field(default_factory=Attempts)
+    """The failures in a row of each partition's message, and the retry policy."""
     max_message_bytes: int = MAX_MESSAGE_BYTES
     watch: StallWatch | None = None
 
@@ -99,37 +112,96 @@ class DeadLetterMiddleware(BaseMiddleware):
         exc_val: BaseException | None = None,
         exc_tb: TracebackType | None = None,
     ) -> bool | None:
-        self._tell_watch(exc_val)
-        try:
-            return await self._decide(exc_val)
-        except Exception as error:  # setting it aside failed: the message comes again
-            self._tell_watch(error)
-            raise
-
-    def _tell_watch(self, error: BaseException | None) -> None:
-        """Tell the stall watch how the message left its handler."""
-        watched = self._watched()
-        if watched is None:
-            return
-        watch, key, offset = watched
-        if isinstance(error, Exception) and _redelivered(error):
-            watch.failed(key, offset, error)
-        elif error is not None and not isinstance(error, Exception):
-            watch.left(key)  # cancelled (shutdown): no outcome
-        else:
-            watch.went_through(key)
-
-    async def _decide(self, exc_val: BaseException | None) -> bool:
+        """True (the error is dealt with: commit) when the message was set aside or skipped."""
+        record = self.msg
         if isinstance(exc_val, AlreadyFolded):
             return True
-        if exc_val is None or not isinstance(self.msg, ConsumerRecord):
+        if not isinstance(record, ConsumerRecord):
             return False
-        if isinstance(exc_val, EventDecodeError):
-            await self._set_aside(self.msg, exc_val)
+        if exc_val is None or isinstance(exc_val, HandlerException):
+            self._done_with()  # handled (FastStream's own ack signals included)
+            return False
+        if not isinstance(exc_val, Exception):
+            self._left()  # cancelled (shutdown): no outcome, handed back uncommitted
+            return False
+        try:
+            return await self._decide(record, exc_val)
+        except Exception as error:  # setting it aside failed: the message comes again
+            verdict = self.policy.attempts.failed(*self._at(record), error)
+            await self._hand_back(record, error, verdict)
+            raise
+
+    async def _decide(self, record: ConsumerRecord[Any, Any], error: Exception) -> bool:
+        if isinstance(error, EventDecodeError):
+            await self._set_aside(record, error)
+            self._done_with()
             return True
-        if isinstance(exc_val, Exception) and _redelivered(exc_val):
-            await self._pause_before_redelivery(self.msg, exc_val)
+        verdict = self.policy.attempts.failed(*self._at(record), error)
+        self.policy.metrics.handler_failures.labels(exception=type(error).__name__).inc()
+        if verdict.give_up:
+            await self._dead_letter_failed(record, verdict)
+            self._done_with()
+            return True
+        await self._hand_back(record, error, verdict)
         return False
+
+    async def _hand_back(
+        self, record: ConsumerRecord[Any, Any], error: Exception, verdict: Verdict
+    ) -> None:
+        """Tell the watch, log, pause, and seek back: the message is delivered again."""
+        self._tell_failed(error)
+        if verdict.transient:
+            logger.warning(
+                "a dependency failed (%s); the message will be delivered again in %.1f s",
+                verdict.error,
+                verdict.pause_s,
+                extra=_position(record) | {"failures": verdict.failures},
+            )
+        else:
+            logger.error(
+                "handler failed (try %d of %d); the message will be delivered again in %.1f s",
+                verdict.attempts,
+                self.policy.attempts.policy.max_attempts,
+                verdict.pause_s,
+                exc_info=error,
+                extra=_position(record) | {"failures": verdict.failures},
+            )
+        await asyncio.sleep(verdict.pause_s)
+        self._seek_back(record)
+
+    def _seek_back(self, record: ConsumerRecord[Any, Any]) -> None:
+        """Move the consumer's position back to `record`, so it is read again (a consumer
+        group's nack does the same; a consumer without one would move on)."""
+        consumer = getattr(self.context.get("handler_"), "consumer", None)
+        seek = getattr(consumer, "seek", None)
+        if seek is not None:
+            with contextlib.suppress(IllegalStateError):  # the partition was taken away
+                seek(TopicPartition(record.topic, record.partition), record.offset)
+
+    def _at(self, record: ConsumerRecord[Any, Any]) -> tuple[Hashable, int]:
+        """The key of `record`'s partition for `Attempts` (its subscriber's, so two consumers
+        of one topic count apart), and its offset."""
+        subscriber = self.context.get("handler_")
+        return (id(subscriber), record.topic, record.partition), record.offset
+
+    def _done_with(self) -> None:
+        """The message went through or was set aside: the partition moves on."""
+        if isinstance(self.msg, ConsumerRecord):
+            self.policy.attempts.done(self._at(self.msg)[0])
+        watched = self._watched()
+        if watched is not None:
+            watched[0].went_through(watched[1])
+
+    def _tell_failed(self, error: Exception) -> None:
+        watched = self._watched()
+        if watched is not None:
+            watch, key, offset = watched
+            watch.failed(key, offset, error)
+
+    def _left(self) -> None:
+        watched = self._watched()
+        if watched is not None:
+            watched[0].left(watched[1])
 
     def _watched(self) -> tuple[StallWatch, PartitionKey, int] | None:
         """The watch, (group, topic, partition) of the message as the lag passes name it, and
@@ -154,30 +226,17 @@ class DeadLetterMiddleware(BaseMiddleware):
         if error.kind == IGNORED_KIND:
             self.policy.metrics.ignored.labels(event_type=error.type_name or "unknown").inc()
             return
-        await self.policy.publish(self.policy.dead_letter(record, error.reason))
-        self.policy.metrics.dead_lettered.labels(reason_kind=error.kind).inc()
+        await self._publish(record, error.reason, error.kind)
+
+    async def _dead_letter_failed(self, record: ConsumerRecord[Any, Any], verdict: Verdict) -> None:
+        await self._publish(record, verdict.reason, HANDLER_FAILED)
+
+    async def _publish(self, record: ConsumerRecord[Any, Any], reason: str, kind: str) -> None:
+        await self.policy.publish(self.policy.dead_letter(record, reason))
+        self.policy.metrics.dead_lettered.labels(reason_kind=kind).inc()
         logger.warning(
-            "dead-lettered a message: %s",
-            error.reason,
-            extra=_position(record) | {"reason_kind": error.kind},
+            "dead-lettered a message: %s", reason, extra=_position(record) | {"reason_kind": kind}
         )
-
-    async def _pause_before_redelivery(
-        self, record: ConsumerRecord[Any, Any], error: Exception
-    ) -> None:
-        self.policy.metrics.handler_failures.labels(exception=type(error).__name__).inc()
-        logger.error(
-            "handler failed; the message will be delivered again",
-            exc_info=error,
-            extra=_position(record),
-        )
-        await asyncio.sleep(self.policy.retry_backoff_s)
-
-
-def _redelivered(error: Exception) -> bool:
-    """Whether a message whose handling raised `error` is delivered again (see the module
-    docstring): not a decode error, not a fold's skip, not FastStream's own ack signals."""
-    return not isinstance(error, EventDecodeError | AlreadyFolded | HandlerException)
 
 
 def _position(record: ConsumerRecord[Any, Any]) -> dict[str, Any]:

@@ -15,28 +15,51 @@ hook; `Service.follow` wires one for every service), does the whole of it, once:
 2. reads every partition from its beginning up to that offset, in log order, and hands each
    event to the follower's handlers (or to `fold`, when the service folds differently at start
    than live), the duplicate check included; messages that are not readable events are
-   counted and skipped, valid events no handler takes are counted as ignored;
+   counted and skipped, valid events no handler takes are counted as ignored; an event whose
+   handler fails is tried again as a live delivery would be (`failures.py`: a transient
+   failure without bound, any other up to the follower's `max_attempts` tries), then skipped,
+   counted as failed and logged with the reason;
 3. tells each follower where the fold stopped (`Consumer.start_at`): once the broker starts it,
    it drops what lies below, unread, and hands its handlers every message from there on (and
-   every message of a partition or topic that appeared since, from its start); it is the
-   live consumer that dead-letters an unreadable message.
+   every message of a partition or topic that appeared since, from its start).
 
 So every event is folded once, in log order per partition, and none is missed between the fold
 and the live consumption. A catalog is never rebuilt from older announcements while catching up.
+
+The fold dead-letters nothing. It runs at every start, and a consumer without a group has no
+committed offset to remember what it set aside: dead-lettering there would set the same
+message aside again at each restart. Dead letters are the live consumers' work: a consumer
+group sets a message aside once, when it first reaches it, and commits past it; a follower
+sets aside what it reads live, and the next start's fold only skips it. (A message that
+reached a follower's topic while its service was down is skipped by that fold without a dead
+letter from that follower; the consumer groups reading the topic, the projector's among them,
+set it aside.)
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from discospace.events import Event, EventDecodeError, decode
 from discospace.runtime.consuming import Consumer, Partition, WiringError
-from discospace.runtime.replay import Record, existing_partitions, read_up_to, reader
+from discospace.runtime.failures import Verdict, settle
+from discospace.runtime.replay import (
+    Record,
+    existing_partitions,
+    position,
+    read_up_to,
+    reader,
+    where,
+)
 
 Fold = Callable[[Event], Awaitable[object] | object]
 """Takes one event read at start (a coroutine function is awaited)."""
+
+logger = logging.getLogger("discospace.runtime.folding")
 
 
 @dataclass
@@ -49,13 +72,16 @@ class FoldReport:
     """Valid events that no handler of their follower takes."""
     unreadable: int = 0
     """Messages that are not readable events (skipped; not dead-lettered at start)."""
+    failed: int = 0
+    """Events whose handler kept failing (not transiently): skipped, not dead-lettered."""
     ends: dict[Partition, int] = field(default_factory=dict)
     """Where the fold stopped, and the followers go on from: (topic, partition) -> offset."""
 
     def __str__(self) -> str:
         return (
             f"folded {self.folded} events of {len({topic for topic, _ in self.ends})} topics "
-            f"up to their end ({self.ignored} ignored, {self.unreadable} unreadable)"
+            f"up to their end ({self.ignored} ignored, {self.unreadable} unreadable, "
+            f"{self.failed} failed)"
         )
 
 
@@ -115,7 +141,12 @@ def _taker(
             report.unreadable += 1
             return
         for follower in routes[record.topic]:
-            if await _hand(follower, event, fold):
+            hand = functools.partial(_hand, follower, event, fold)
+            outcome = await settle(hand, follower.retries, logger, where(record))
+            if isinstance(outcome, Verdict):
+                report.failed += 1
+                logger.warning("skipped at start: %s", outcome.reason, extra=position(record))
+            elif outcome:
                 report.folded += 1
             else:
                 report.ignored += 1

@@ -17,10 +17,15 @@ from prometheus_client.registry import Collector
 
 from discospace.events.codec import DecodeErrorKind
 
-DEAD_LETTER_REASON_KINDS = tuple(
-    kind for kind in get_args(DecodeErrorKind) if kind != "unexpected_type"
+HANDLER_FAILED = "handler_failed"
+"""The reason kind of a message whose handler kept failing (not transiently): `failures.py`."""
+
+DEAD_LETTER_REASON_KINDS = (
+    *(kind for kind in get_args(DecodeErrorKind) if kind != "unexpected_type"),
+    HANDLER_FAILED,
 )
-"""Why a message can be dead-lettered (a valid event of an unexpected type is ignored instead)."""
+"""Why a message can be dead-lettered: it could not be read (a valid event of an unexpected type
+is ignored instead), or its handler failed on it `handler_max_attempts` times."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class RuntimeMetrics:
         info.labels(service=service).set(1)
         dead_lettered = Counter(
             "discospace_dead_lettered",
-            "Messages sent to the dead-letter topic, by why they could not be read.",
+            "Messages sent to the dead-letter topic, by why they could not be read or handled.",
             ["reason_kind"],
             registry=registry,
         )
@@ -63,7 +68,9 @@ class RuntimeMetrics:
             ),
             handler_failures=Counter(
                 "discospace_handler_failures",
-                "Handler errors; the message was not committed and is delivered again.",
+                "Handler errors, by exception class; the message is delivered again (transient "
+                "errors without bound, others up to handler_max_attempts tries, then it is "
+                "dead-lettered).",
                 ["exception"],
                 registry=registry,
             ),

@@ -9,11 +9,14 @@ hands every record to `take`.
 `replay` folds every event of whole topics up to their end offsets at call time; `replay_until`
 folds chosen partitions up to chosen offsets (the explorer rebuilds one operation from its
 partitions, up to where its consumer has read). Both count and skip the messages that are not
-readable events (the live consumer dead-letters them).
+readable events, and try an event whose fold fails again by a `RetryPolicy` (a transient
+failure without bound, any other up to `max_attempts` tries), then count and skip it. Neither
+dead-letters anything: the live consumer does (see `folding.py` for why).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,11 +26,13 @@ from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from discospace.events import Event, EventDecodeError, decode
+from discospace.runtime.failures import RetryPolicy, Verdict, settle
 
 POLL_MS = 200
 
 Record: TypeAlias = ConsumerRecord[bytes, bytes]
 Take = Callable[[Record], Awaitable[None]]
+logger = logging.getLogger("discospace.runtime.replay")
 
 
 @dataclass
@@ -37,6 +42,8 @@ class ReplayReport:
     events: int = 0
     skipped: int = 0
     """Messages that were not readable events."""
+    failed: int = 0
+    """Events whose fold kept failing (not transiently): skipped."""
 
 
 async def replay(
@@ -45,6 +52,7 @@ async def replay(
     fold: Callable[[Event], None],
     *,
     client_id: str = "discospace-replay",
+    retries: RetryPolicy | None = None,
 ) -> ReplayReport:
     """Fold every event of `topics`, from the beginning up to their end offsets at call time."""
     partitions = await existing_partitions(bootstrap_servers, topics)
@@ -52,7 +60,7 @@ async def replay(
         return ReplayReport()
     async with reader(bootstrap_servers, client_id) as consumer:
         ends = await consumer.end_offsets(partitions)
-        return await _fold_up_to(consumer, ends, fold)
+        return await _fold_up_to(consumer, ends, fold, retries or RetryPolicy())
 
 
 async def replay_until(
@@ -61,6 +69,7 @@ async def replay_until(
     fold: Callable[[Event], None],
     *,
     client_id: str = "discospace-replay",
+    retries: RetryPolicy | None = None,
 ) -> ReplayReport:
     """Fold every event of the partitions of `until` ((topic, partition) -> offset), from the
     beginning up to (not including) that offset."""
@@ -68,11 +77,14 @@ async def replay_until(
     if not ends:
         return ReplayReport()
     async with reader(bootstrap_servers, client_id) as consumer:
-        return await _fold_up_to(consumer, ends, fold)
+        return await _fold_up_to(consumer, ends, fold, retries or RetryPolicy())
 
 
 async def _fold_up_to(
-    consumer: AIOKafkaConsumer, ends: Mapping[TopicPartition, int], fold: Callable[[Event], None]
+    consumer: AIOKafkaConsumer,
+    ends: Mapping[TopicPartition, int],
+    fold: Callable[[Event], None],
+    retries: RetryPolicy,
 ) -> ReplayReport:
     report = ReplayReport()
 
@@ -82,11 +94,29 @@ async def _fold_up_to(
         except EventDecodeError:
             report.skipped += 1
             return
+
+        async def folded() -> None:
+            fold(event)
+
+        outcome = await settle(folded, retries, logger, where(record))
+        if isinstance(outcome, Verdict):
+            report.failed += 1
+            logger.warning("skipped in a replay: %s", outcome.reason, extra=position(record))
+            return
         report.events += 1
-        fold(event)
 
     await read_up_to(consumer, ends, take)
     return report
+
+
+def where(record: Record) -> str:
+    """`folding the event at <topic>/<partition>@<offset>`, for log lines."""
+    return f"folding the event at {record.topic}/{record.partition}@{record.offset}"
+
+
+def position(record: Record) -> dict[str, object]:
+    """Where `record` lies, as log fields."""
+    return {"topic": record.topic, "partition": record.partition, "offset": record.offset}
 
 
 @asynccontextmanager

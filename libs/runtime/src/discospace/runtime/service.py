@@ -31,6 +31,7 @@ from discospace.events.factory import Clock, utc_now
 from discospace.events.topics import TopicNames
 from discospace.runtime.consuming import Consumer
 from discospace.runtime.deadletter import DeadLetterPolicy
+from discospace.runtime.failures import Attempts
 from discospace.runtime.folding import FoldReport, fold_then_follow
 from discospace.runtime.health import StalledConsumers, make_health
 from discospace.runtime.lag import ConsumerLag
@@ -110,6 +111,7 @@ class Service:
             description=description,
             max_poll_interval_ms=max_poll_interval_ms,
             deduplicate=deduplicate,
+            retries=self.settings.retry_policy,
         )
 
     def follow(
@@ -239,7 +241,7 @@ def create_service(
             consumer=name,
             metrics=metrics,
             clock=clock,
-            retry_backoff_s=settings.retry_backoff_s,
+            attempts=Attempts(settings.retry_policy),
             max_message_bytes=settings.max_message_bytes,
             watch=stalls,
         )

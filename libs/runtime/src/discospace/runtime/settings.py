@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from discospace.events import MAX_MESSAGE_BYTES
 from discospace.events.topics import DEFAULT_PREFIX, TopicNames
+from discospace.runtime.failures import RetryPolicy
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
@@ -73,9 +74,23 @@ class ServiceSettings(BaseSettings):
         "is handed back uncommitted.",
     )
     retry_backoff_s: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0,
-        description="Pause before a message whose handler failed is delivered again.",
+        description="Pause before a message whose handler failed is delivered again; it "
+        "doubles with each failure in a row of the same message, up to `retry_backoff_max_s`.",
+    )
+    retry_backoff_max_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="The longest pause before a failed message is delivered again.",
+    )
+    handler_max_attempts: int = Field(
+        default=5,
+        ge=1,
+        description="Tries of a message whose handler keeps failing with an error that is not "
+        "transient (not a dependency that is down: see discospace.runtime.failures); after "
+        "the last it is dead-lettered with the reason and the partition moves on. A transient "
+        "failure is tried again without bound.",
     )
     topic_partitions: int = Field(
         default=3, ge=1, description="Partitions of the topics this service creates."
@@ -138,6 +153,13 @@ class ServiceSettings(BaseSettings):
     def topics(self) -> TopicNames:
         """The concrete topic names under this deployment's prefix."""
         return TopicNames(self.topic_prefix)
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """How a message whose handler failed is tried again (`failures.py`)."""
+        return RetryPolicy(
+            self.handler_max_attempts, self.retry_backoff_s, self.retry_backoff_max_s
+        )
 
     @property
     def consumer_group(self) -> str:
