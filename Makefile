@@ -28,7 +28,7 @@ $(VENV)/.installed: $(PYPROJECTS)
 # The test suite also runs what can run here without a GPU: Optuna's GPSampler (the explorer's
 # 'gp' extra: torch and scipy, about 3 GB from PyPI) and the torch model on the CPU.
 $(VENV)/.installed-test: $(VENV)/.installed services/explorer/pyproject.toml
-	$(PY) -m pip install -q -e 'services/explorer[gp]'
+	$(PY) -m pip install -q -e 'services/explorer[gp]' -e 'services/actuator[data]'
 	@touch $@
 
 test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp, a Prometheus server)

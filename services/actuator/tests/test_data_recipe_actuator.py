@@ -4,6 +4,7 @@ real process-and-train run, and the recipes it finds invalid."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +16,11 @@ from discospace.actuator.data_recipe.actuator import (
     raw_statistics,
 )
 from discospace.actuator.data_recipe.corpus import build_corpus, corpus_name
+from discospace.actuator.data_recipe.recipe import RECIPE_DEFAULTS
 from discospace.actuator.isolation import ChildProcessRunner
 from discospace.actuator.plugin import MeasurementTask, TransientFailure
 from discospace.actuator.plugins import load_actuator
-from discospace.core import Entity, Experiment
+from discospace.core import Entity, Experiment, ExperimentCatalog, load_discovery_space
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 
 juicer = pytest.importorskip(
@@ -26,6 +28,7 @@ juicer = pytest.importorskip(
 )
 pytest.importorskip("data_juicer", reason="py-data-juicer: make test-setup installs it")
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 SHORT = {"duration": "5ba", "batch_size": 4, "model_max_length": 32}
 """A run of 6 batches of 4 windows of 33 characters: a second or two."""
 CLEAN = {"min_alnum_ratio": 0.7, "max_special_char_ratio": 0.3, "dedup": 1}
@@ -177,3 +180,12 @@ async def test_a_measurement_runs_in_a_child_process_of_the_worker():
 
     assert isinstance(outcome, ValidMeasurement), outcome
     assert outcome.values["tokens_trained"] == 3 * 2 * 16
+
+
+def test_the_example_space_is_consistent_with_the_catalog_and_holds_the_unrefined_recipe():
+    space = load_discovery_space(EXAMPLES / "pipelines" / "data-recipe-space.yaml")
+    actuator = DataRecipeActuator()
+
+    assert space.problems(ExperimentCatalog(actuator.catalog())) == []
+    assert {ref.experiment for ref in space.experiments} == {"probe", "process_train"}
+    assert space.entity_space.why_not(RECIPE_DEFAULTS | {"dedup": 0}) is None
