@@ -26,12 +26,13 @@ $(VENV)/.installed: $(PYPROJECTS)
 	@touch $@
 
 # The test suite also runs what can run here without a GPU: Optuna's GPSampler (the explorer's
-# 'gp' extra: torch and scipy, about 3 GB from PyPI) and the torch model on the CPU.
-$(VENV)/.installed-test: $(VENV)/.installed services/explorer/pyproject.toml
+# 'gp' extra: torch and scipy, about 3 GB from PyPI), the torch model on the CPU, and the
+# data_recipe actuator (the actuator's 'data' extra: py-data-juicer with Ray, about 0.5 GB).
+$(VENV)/.installed-test: $(VENV)/.installed services/explorer/pyproject.toml services/actuator/pyproject.toml
 	$(PY) -m pip install -q -e 'services/explorer[gp]' -e 'services/actuator[data]'
 	@touch $@
 
-test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp, a Prometheus server)
+test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp, Data-Juicer for data_recipe, a Prometheus server)
 	@deploy/local/prometheus.sh fetch
 
 setup: $(VENV)/.installed ## virtual environment, every package editable, dev tools, Kafka jars (idempotent)
