@@ -15,7 +15,8 @@ A handler written as a module-level function of the event and the service's part
 The message is decoded with `discospace.events.codec`, so a bad message raises
 `EventDecodeError` and is dead-lettered by `discospace.runtime.deadletter`. The offset is
 committed only after the message was handled (FastStream's NACK_ON_ERROR: success commits, an
-error seeks back so the message comes again).
+error seeks back so the message comes again: without bound when a dependency failed for now,
+else up to `handler_max_attempts` tries before it is dead-lettered; see `failures.py`).
 
 A consumer without a group whose topics were folded at start (`folding.fold_then_follow`) is
 told where that fold stopped (`Consumer.start_at`): it drops every message below those offsets
