@@ -3,6 +3,7 @@ dashboard reads 0 rather than "No data" until the first event of each kind."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -17,6 +18,8 @@ from discospace.registry.app import create_app as registry_app
 from discospace.runtime import Service
 from discospace.runtime.metrics import DEAD_LETTER_REASON_KINDS
 from discospace.sampler.app import create_app as sampler_app
+
+STALLED = "discospace_consumer_stalled"
 
 APPS: dict[str, Callable[[], Service]] = {
     "registry": registry_app,
@@ -78,3 +81,32 @@ def test_every_event_type_the_projector_writes_is_listed_at_zero() -> None:
     zeros = _zeros(projector_app(), "discospace_projected_events_total", "event_type", names)
 
     assert zeros == dict.fromkeys(names, 0.0)
+
+
+@pytest.mark.parametrize("name", APPS)
+def test_every_consumer_of_every_service_is_listed_not_stalled_from_the_start(name: str) -> None:
+    service = APPS[name]()
+
+    [family] = [m for m in service.metrics.registry.collect() if m.name == STALLED]
+    stalled = {(s.labels["group"], s.labels["topic"]): s.value for s in family.samples}
+
+    assert stalled, f"{name} lists no consumer in {STALLED}"
+    assert set(stalled.values()) == {0.0}
+    assert {topic for _, topic in stalled} >= _consumed_fixed_topics(service)
+
+
+def _consumed_fixed_topics(service: Service) -> set[str]:
+    """The fixed topics the service's subscribers read (a pattern's among the ones it uses)."""
+    named = {
+        topic
+        for subscriber in service.broker.subscribers
+        for topic in getattr(subscriber, "topic_names_for_subscribe", [])
+    }
+    pattern = [getattr(subscriber, "_pattern", None) for subscriber in service.broker.subscribers]
+    matched = {
+        topic
+        for topic in service.topics_used
+        for regex in pattern
+        if isinstance(regex, str) and re.fullmatch(regex, topic)
+    }
+    return named | matched

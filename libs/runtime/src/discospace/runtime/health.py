@@ -14,6 +14,8 @@ group, the topic, the partition, the offset and the reason (see `stalls.py` for 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from faststream.asgi import AsgiResponse, get
@@ -64,7 +66,9 @@ def make_health(
 class StalledConsumers(Collector):
     """`discospace_consumer_stalled{group, topic}`: 1 while a partition of that consumer is
     stalled, else 0; read at each scrape. Every (group, topic) a subscriber of the broker names
-    is listed from the start (at 0), and the topics of a pattern once it reads them."""
+    is listed from the start (at 0), so is every topic of `known_topics` (the service's fixed
+    topics) a pattern subscriber's pattern matches, and any other topic of a pattern once it
+    reads it."""
 
     NAME = "discospace_consumer_stalled"
     HELP = (
@@ -72,10 +76,17 @@ class StalledConsumers(Collector):
         "message, holds one too long, or does not move on while messages wait; else 0."
     )
 
-    def __init__(self, broker: KafkaBroker, service: str, watch: StallWatch) -> None:
+    def __init__(
+        self,
+        broker: KafkaBroker,
+        service: str,
+        watch: StallWatch,
+        known_topics: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
         self.broker = broker
         self.service = service
         self.watch = watch
+        self.known_topics = known_topics
 
     def describe(self) -> list[Metric]:
         return [GaugeMetricFamily(self.NAME, self.HELP, labels=["group", "topic"])]
@@ -93,6 +104,15 @@ class StalledConsumers(Collector):
             (group_of(subscriber, self.service), topic)
             for subscriber in self.broker.subscribers
             if isinstance(subscriber, LogicSubscriber)
-            for topic in subscriber.topic_names_for_subscribe
+            for topic in [*subscriber.topic_names_for_subscribe, *self._matched(subscriber)]
         }
         return named | {(group, topic) for group, topic, _ in self.watch.progress}
+
+    def _matched(self, subscriber: LogicSubscriber[Any]) -> list[str]:
+        """The known topics a pattern subscriber's pattern matches (none without a pattern;
+        FastStream keeps it in `_pattern`: if a later version moves it, the topics appear once
+        the subscriber reads them)."""
+        pattern = getattr(subscriber, "_pattern", None)
+        if not isinstance(pattern, str):
+            return []
+        return [topic for topic in self.known_topics() if re.fullmatch(pattern, topic)]

@@ -212,7 +212,8 @@ def create_service(
     metrics = RuntimeMetrics.create(name)
     broker = _broker(settings, description)
     stalls = StallWatch(StallRules(settings.stall_after_s, settings.stall_failures))
-    metrics.register(StalledConsumers(broker, name, stalls))
+    topics_used: set[str] = set()
+    metrics.register(StalledConsumers(broker, name, stalls, lambda: sorted(topics_used)))
     app = AsgiFastStream(
         broker,
         asgi_routes=[
@@ -228,7 +229,9 @@ def create_service(
         ),
     )
     prometheus = KafkaPrometheusMiddleware(registry=metrics.registry, app_name=name)
-    service = Service(settings, broker, app, metrics, clock, prometheus, stalls=stalls)
+    service = Service(
+        settings, broker, app, metrics, clock, prometheus, topics_used=topics_used, stalls=stalls
+    )
     to_dead_letter = service.publisher(
         settings.topics.dead_letter,
         DeadLettered,
