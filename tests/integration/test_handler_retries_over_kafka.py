@@ -188,16 +188,22 @@ async def test_a_service_stopped_while_its_dependency_is_down_handles_the_messag
     topics = one_partition
     down = Handler(store_down=True)
     sent = _announcements("worker-0", "worker-1")
+    pausing = _service(
+        kafka_bootstrap, topics, down, retry_backoff_max_s=60.0, graceful_timeout_s=10.0
+    )
 
-    async with _running(_service(kafka_bootstrap, topics, down)):
+    async with _running(pausing):
         await kafka.publish(*sent, topics=topics)
-        await _until(lambda: len(down.tries) > 5)
+        await _until(lambda: len(down.tries) >= 8)  # the pause now: 0.05 s x 2^7 = 6.4 s
+        stopping = time.monotonic()
+    stopped_in_s = time.monotonic() - stopping
 
     back = Handler()
     async with _running(_service(kafka_bootstrap, topics, back)):
         await _until(lambda: len(back.handled) == 2)
         await asyncio.sleep(1)  # nothing more comes
 
+    assert stopped_in_s < 3.0  # the pause ends with the consumer, not the graceful timeout
     assert set(down.tries) == {"worker-0"}
     assert down.handled == []
     assert back.handled == ["worker-0", "worker-1"]

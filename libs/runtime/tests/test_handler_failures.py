@@ -3,9 +3,11 @@ number of times and then dead-lettered (the classification, the policy, in memor
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import socket
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -28,6 +30,7 @@ from discospace.runtime import (
     create_service,
     is_transient,
 )
+from discospace.runtime.deadletter import pause
 from discospace.runtime.failures import Attempts, settle
 
 from .conftest import announcement, event_of, fixed_clock, sample
@@ -311,10 +314,10 @@ async def test_a_dead_lettered_message_clears_the_stall_it_caused(topics):
 async def test_the_pause_before_a_message_comes_again_grows(topics, monkeypatch):
     pauses: list[float] = []
 
-    async def no_sleep(seconds: float) -> None:
+    async def no_pause(seconds: float, subscriber: object) -> None:
         pauses.append(seconds)
 
-    monkeypatch.setattr("discospace.runtime.deadletter.asyncio.sleep", no_sleep)
+    monkeypatch.setattr("discospace.runtime.deadletter.pause", no_pause)
     flaky = Flaky({"store": [TimeoutError()] * 4 + [ValueError("bad")] * 2})
     service, dead_letters = _service(
         topics, flaky, retry_backoff_s=0.5, retry_backoff_max_s=3.0, handler_max_attempts=2
@@ -328,3 +331,22 @@ async def test_the_pause_before_a_message_comes_again_grows(topics, monkeypatch)
 
     assert pauses == [0.5, 1.0, 2.0, 3.0, 3.0]
     assert len(dead_letters) == 1
+
+
+class Subscriber:
+    """Stands for a FastStream subscriber: `running` until it is stopped."""
+
+    running = True
+
+
+async def test_a_pause_before_redelivery_ends_when_the_consumer_stops():
+    subscriber = Subscriber()
+
+    async def stop_soon() -> None:
+        await asyncio.sleep(0.2)
+        subscriber.running = False
+
+    started = time.monotonic()
+    await asyncio.gather(pause(30.0, subscriber), stop_soon())
+
+    assert time.monotonic() - started < 1.0

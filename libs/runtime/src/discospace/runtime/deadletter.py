@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -58,6 +59,8 @@ IGNORED_KIND = "unexpected_type"
 
 KAFKA_MAX_POLL_INTERVAL_MS = 300_000
 """aiokafka's default: how long a handler may hold one message before the consumer is dropped."""
+STOP_POLL_S = 0.1
+"""How often a pause before redelivery looks whether its consumer is stopping."""
 logger = logging.getLogger("discospace.runtime.deadletter")
 
 
@@ -166,7 +169,7 @@ class DeadLetterMiddleware(BaseMiddleware):
                 exc_info=error,
                 extra=_position(record) | {"failures": verdict.failures},
             )
-        await asyncio.sleep(verdict.pause_s)
+        await pause(verdict.pause_s, self.context.get("handler_"))
         self._seek_back(record)
 
     def _seek_back(self, record: ConsumerRecord[Any, Any]) -> None:
@@ -237,6 +240,17 @@ class DeadLetterMiddleware(BaseMiddleware):
         logger.warning(
             "dead-lettered a message: %s", reason, extra=_position(record) | {"reason_kind": kind}
         )
+
+
+async def pause(seconds: float, subscriber: object) -> None:
+    """Wait `seconds` before a failed message is delivered again, or less when `subscriber`
+    stops meanwhile (shutdown): the message is then handed back at once, uncommitted, instead
+    of holding the shutdown for its graceful timeout."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if getattr(subscriber, "running", True) is False:
+            return
+        await asyncio.sleep(min(left, STOP_POLL_S))
 
 
 def _position(record: ConsumerRecord[Any, Any]) -> dict[str, Any]:
