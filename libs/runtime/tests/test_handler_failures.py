@@ -350,3 +350,20 @@ async def test_a_pause_before_redelivery_ends_when_the_consumer_stops():
     await asyncio.gather(pause(30.0, subscriber), stop_soon())
 
     assert time.monotonic() - started < 1.0
+
+
+async def test_a_message_folded_already_leaves_nothing_in_a_handler_for_the_stall_watch(topics):
+    service = create_service(
+        ServiceSettings(topic_prefix=topics.prefix), description="A follower.", clock=fixed_clock
+    )
+    flaky = Flaky()
+    follower = service.follow(topics.actuators)
+    follower(flaky.on_actuator_registered)
+    follower.start_at({(topics.actuators, 0): 5})  # the in-memory broker's offsets are 0
+
+    async with TestKafkaBroker(service.broker) as broker:
+        await broker.publish(encode(announcement("folded")), topics.actuators)
+
+    assert flaky.tries == []
+    assert service.stalls.deliveries == {}
+    assert service.stalls.failing == {}

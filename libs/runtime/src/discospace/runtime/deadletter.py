@@ -118,6 +118,7 @@ class DeadLetterMiddleware(BaseMiddleware):
         """True (the error is dealt with: commit) when the message was set aside or skipped."""
         record = self.msg
         if isinstance(exc_val, AlreadyFolded):
+            self._done_with()
             return True
         if not isinstance(record, ConsumerRecord):
             return False
