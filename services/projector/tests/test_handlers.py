@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+import pytest
 from aiokafka import ConsumerRecord
 from faststream.kafka import TestKafkaBroker
 from prometheus_client import CollectorRegistry
@@ -19,6 +20,7 @@ from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.settings import ProjectorSettings
 from discospace.projector.writing import ReadEvent
 from discospace.store.client import StoreSettings
+from discospace.store.errors import StoreError
 
 
 def _record(topic: str, partition: int, offset: int, key: bytes) -> ConsumerRecord[bytes, bytes]:
@@ -95,3 +97,13 @@ async def test_in_memory_every_event_is_buffered_with_its_record_and_no_worker_t
     assert [read.event for read in buffered] == events
     assert [read.record.topic for read in buffered] == [event.topic(topics) for event in events]
     assert started == []
+
+
+async def test_a_read_before_the_store_is_open_is_a_transient_failure_not_a_poison_one() -> None:
+    from discospace.runtime import is_transient
+
+    store = StoreWorker(StoreSettings(), "projector", ProjectorMetrics.create(CollectorRegistry()))
+    with pytest.raises(StoreError, match="still starting") as raised:
+        await store.read(lambda views: views)
+
+    assert is_transient(raised.value)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.reading import StoreViews
 from discospace.projector.writing import Projection, ReadEvent
+from discospace.runtime import TransientError
 from discospace.store.client import StoreSettings, connect
 from discospace.store.errors import StoreError
 from discospace.store.events import TopicPartition
@@ -27,6 +28,12 @@ if TYPE_CHECKING:
     from clickhouse_connect.driver.client import Client
 
 T = TypeVar("T")
+
+
+class StoreNotOpenError(StoreError, TransientError):
+    """The store is still opening: a message that needs it is tried again, never set aside."""
+
+
 logger = logging.getLogger("discospace.projector.store")
 
 
@@ -89,5 +96,5 @@ class StoreWorker:
 
     def _open(self, part: T | None) -> T:
         if part is None:
-            raise StoreError("The store is not open yet; the projector is still starting.")
+            raise StoreNotOpenError("The store is not open yet; the projector is still starting.")
         return part
