@@ -1,12 +1,14 @@
 """The projector's wiring: every topic into the store, and the views over HTTP beside /health.
 
 Its parts are built in `bootstrap.py`, its handler is `handlers.on_event`, its subscription
-(resuming from the store's offsets) is in `consuming.py` and its views in `routes.py`.
+(resuming from the store's offsets) is in `consuming.py`, its views in `routes.py`, and who
+may read them (loopback by default, a bearer token for anything else) in `access.py`.
 """
 
 from __future__ import annotations
 
 from discospace.events.factory import Clock, utc_now
+from discospace.projector.access import api_token, check_exposure, guard
 from discospace.projector.bootstrap import bootstrap
 from discospace.projector.consuming import subscribe_to_everything
 from discospace.projector.handlers import on_event
@@ -30,9 +32,12 @@ def create_app(
 ) -> Service:
     """The projector service, ready to run; the store opens when it starts.
 
-    `service.state` is the `StoreWorker` (views and writes), for tests.
+    `service.state` is the `StoreWorker` (views and writes), for tests. Settings that would
+    serve the views to other machines without a token raise `AccessSettingsError`.
     """
     settings = settings or ProjectorSettings()
+    token = api_token(settings)
+    check_exposure(settings, token)
     service = create_service(settings, description=DESCRIPTION, clock=clock)
     deps = bootstrap(service, settings, store or StoreSettings())
     service.state = deps.store
@@ -42,5 +47,5 @@ def create_app(
     service.on_shutdown(deps.store.close)
     subscribe_to_everything(service, deps.store, deps.buffer)(bind(on_event, deps))
     for path, route in view_routes(deps.store.read):
-        service.app.mount(path, route)
+        service.app.mount(path, guard(route, token))
     return service

@@ -44,6 +44,8 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 JSON = "application/json"
+MAX_COUNT = 1_000_000_000
+"""The largest count (`limit`) a view takes: more rows than any answer could carry."""
 logger = logging.getLogger("discospace.projector.routes")
 _SPACES = TypeAdapter(list[SpaceSummary])
 _OPERATIONS = TypeAdapter(list[OperationProgress])
@@ -84,12 +86,16 @@ class Query:
         return default
 
     def count(self, name: str) -> int | None:
+        """A whole number from 0 to `MAX_COUNT`, in ASCII digits (`str.isdigit` takes "²")."""
         raw = self._values.get(name)
         if not raw:
             return None
-        if not raw[-1].isdigit():
-            raise ViewError(f"{name} must be a whole number from 0, not {raw[-1]!r}.")
-        return int(raw[-1])
+        text = raw[-1]
+        if not (text.isascii() and text.isdigit()) or len(text) > len(str(MAX_COUNT)):
+            raise ViewError(f"{name} must be a whole number from 0 to {MAX_COUNT}, not {text!r}.")
+        if int(text) > MAX_COUNT:
+            raise ViewError(f"{name} must be a whole number from 0 to {MAX_COUNT}, not {text}.")
+        return int(text)
 
 
 Handler = Callable[[Query], Awaitable[Answer]]

@@ -2,13 +2,19 @@
 
 Where the store is comes from the store's own settings: `CLICKHOUSE_URL` for a server or
 cluster, else embedded chDB in `DISCOSPACE_STORE_DATA_DIR` (default `.run/store`).
+
+Who may read the views (`access.py`): the HTTP API listens on 127.0.0.1 unless `http_host`
+says otherwise; with `api_token` (or `api_token_file`) every view asks for
+`Authorization: Bearer <token>` (/health and /metrics never do). Listening on any other address
+without a token is refused at start, unless `allow_unauthenticated` says it is meant.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from discospace.runtime.settings import ServiceSettings
@@ -36,4 +42,19 @@ class ProjectorSettings(ServiceSettings):
         default=20_000,
         ge=1,
         description="Events read and not yet written before the consumer waits for the store.",
+    )
+    api_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token every view asks for (`Authorization: Bearer <token>`); "
+        "/health and /metrics never ask. Needed to listen on an address other than loopback.",
+    )
+    api_token_file: Path | None = Field(
+        default=None,
+        description="A file holding the token (a mounted Kubernetes or compose secret); its "
+        "surrounding whitespace is ignored. Used when `api_token` is not set.",
+    )
+    allow_unauthenticated: bool = Field(
+        default=False,
+        description="Serve the views without a token on an address other than loopback (for a "
+        "proxy that authenticates in front of the projector); refused at start otherwise.",
     )
