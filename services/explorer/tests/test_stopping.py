@@ -5,26 +5,113 @@ from __future__ import annotations
 from datetime import timedelta
 
 from discospace.events import OperationCompleted, SamplesRequested
+from discospace.explorer.domain.decide import Timing
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 
 
-def test_a_cancelled_operation_requests_nothing_more_and_completes_as_cancelled(
-    loop, eighty_space, make_request
-):
-    sim = loop(eighty_space)
-    sim.send(make_request(eighty_space, batch_size=4, seed=1))
+def _cancelled_with_three_in_flight(loop, space, make_request, **fields):
+    """A walk of 3 at a time, about to be cancelled: one measured, three in flight."""
+    sim = loop(space, **fields)
+    sim.send(make_request(space, batch_size=3, seed=1))
     sim.answer_draws()
     sim.measure_next()
     sim.answer_draws()
-    [completed] = sim.cancel()
+    assert len(sim.measuring) == 3
+    return sim
+
+
+def test_a_cancelled_operation_requests_nothing_more_and_waits_for_what_is_in_flight(
+    loop, eighty_space, make_request
+):
+    sim = _cancelled_with_three_in_flight(loop, eighty_space, make_request)
+    requested = len(sim.decisions(SamplesRequested))
+    assert sim.cancel() == []
+    assert sim.measure_next() == []
+    assert sim.measure_next() == []
+    [completed] = sim.measure_next()
     assert isinstance(completed, OperationCompleted)
     assert completed.stop_reason == "cancelled"
-    assert completed.stop_detail.startswith("cancelled by alice: enough")
-    assert completed.counts.measured == 1
-    while sim.measuring:
-        assert sim.measure_next() == []
+    assert completed.stop_detail.startswith("cancelled by alice: enough; ")
+    assert len(sim.decisions(SamplesRequested)) == requested
     assert sim.answer_draws() == []
+
+
+def test_a_cancelled_operation_counts_what_landed_after_the_cancel(
+    loop, eighty_space, make_request
+):
+    sim = _cancelled_with_three_in_flight(loop, eighty_space, make_request)
+    sim.cancel()
+    sim.measure_next()
+    sim.send(sim.result_of(sim.measuring.pop(0), "fail", False))
+    [completed] = sim.send(sim.result_of(sim.measuring.pop(0), "reused", {"tps": 1.0, "mem": 1}))
+    counts = completed.counts
+    assert (counts.requested, counts.measured, counts.reused, counts.failed) == (4, 2, 1, 1)
+    assert completed.stop_detail.endswith("2 measured (0 invalid), 1 reused, 1 failed")
+
+
+def test_a_request_skipped_by_its_actuator_after_the_cancel_is_counted_failed(
+    loop, eighty_space, make_request
+):
+    sim = _cancelled_with_three_in_flight(loop, eighty_space, make_request)
+    sim.cancel()
+    while len(sim.measuring) > 1:
+        sim.measure_next()
+    [completed] = sim.send(sim.result_of(sim.measuring.pop(0), "fail", False))
+    assert completed.counts.failed == 1
+    assert completed.counts.measured == 3
+
+
+def test_a_cancelled_operation_retries_nothing_and_does_not_wait_for_a_retry(
+    loop, eighty_space, make_request
+):
+    sim = _cancelled_with_three_in_flight(loop, eighty_space, make_request)
+    sim.send(sim.result_of(sim.measuring.pop(0), "fail", True))
+    sim.cancel()
+    sim.measure_next()
+    [completed] = sim.measure_next()
+    counts = completed.counts
+    assert (counts.requested, counts.measured, counts.failed) == (4, 3, 0)
+    assert completed.stop_detail.endswith("0 failed, 1 cancelled (in flight)")
+    assert all(r.attempt == 1 for r in sim.decisions(SamplesRequested))
+
+
+def test_a_cancelled_operation_waits_for_a_draw_the_sampler_has_not_answered(
+    loop, eighty_space, make_request
+):
+    sim = loop(eighty_space)
+    sim.send(make_request(eighty_space, batch_size=2, seed=1))
+    assert sim.cancel() == []
+    assert sim.measuring == []
+    assert sim.answer_draws() == []
+    sim.measure_next()
+    [completed] = sim.measure_next()
+    assert completed.counts.measured == 2
+
+
+def test_a_cancelled_operation_stops_waiting_after_the_cancel_wait(
+    loop, eighty_space, make_request, at
+):
+    timing = Timing(1.0, 8.0, 30.0, cancel_wait_s=60.0)
+    sim = _cancelled_with_three_in_flight(loop, eighty_space, make_request, timing=timing)
+    sim.cancel()
+    sim.measure_next()
+    assert sim.wake_at == sim.now + timedelta(seconds=60)
+    assert sim.tick_at(sim.now + timedelta(seconds=59)) == []
+    [completed] = sim.tick_at(sim.now + timedelta(seconds=1))
+    assert completed.stop_reason == "cancelled"
+    assert "(stopped waiting for 2 in flight after 60 s)" in completed.stop_detail
+    assert completed.stop_detail.endswith("0 failed, 2 cancelled (in flight)")
+
+
+def test_a_cancel_while_nothing_is_in_flight_completes_at_once(loop, eighty_space, make_request):
+    sim = loop(eighty_space)
+    sim.send(make_request(eighty_space, batch_size=1, seed=1))
+    sim.answer_draws()
+    sim.send(sim.result_of(sim.measuring.pop(0), "fail", True))
+    [completed] = sim.cancel()
+    assert completed.stop_reason == "cancelled"
+    assert completed.stop_detail.endswith("0 failed, 1 cancelled (in flight)")
 
 
 def test_the_best_entity_has_the_largest_value_of_a_maximised_objective(
@@ -108,9 +195,10 @@ def test_the_maximum_duration_stops_the_operation_when_its_timer_fires(
 
 def test_a_finished_operation_ignores_what_still_arrives(loop, small_space, make_request):
     sim = loop(small_space)
-    sim.send(make_request(small_space, batch_size=2))
+    sim.send(make_request(small_space, batch_size=2, stopping={"max_measurements": 1}))
     sim.answer_draws()
-    sim.cancel()
+    [completed] = sim.measure_next()
+    assert isinstance(completed, OperationCompleted)
     assert sim.measure_next() == []
     assert sim.tick_at(sim.now + timedelta(hours=1)) == []
     assert len(sim.decisions(SamplesRequested)) == 1
@@ -125,23 +213,9 @@ def test_a_cancelled_operation_names_the_best_entity_found_so_far_even_after_a_r
         sim.step()
     sim.crash()
     sim.log.append(sim.cancel_event())
-    [completed] = sim.restart()
+    assert sim.restart() == []
+    sim.run()
+    [completed] = sim.decisions(OperationCompleted)
     assert isinstance(completed, OperationCompleted)
     assert completed.stop_reason == "cancelled"
     assert completed.best_entity_id is not None
-
-
-def test_what_is_in_flight_at_the_stop_is_said_cancelled_in_the_stop_detail(
-    loop, eighty_space, make_request
-):
-    sim = loop(eighty_space)
-    sim.send(make_request(eighty_space, batch_size=4, seed=1))
-    sim.answer_draws()
-    sim.measure_next()
-    sim.answer_draws()
-    [completed] = sim.cancel()
-    counts = completed.counts
-    in_flight = counts.requested - counts.measured - counts.reused - counts.failed
-
-    assert in_flight > 0
-    assert completed.stop_detail.endswith(f"0 failed, {in_flight} cancelled (in flight)")

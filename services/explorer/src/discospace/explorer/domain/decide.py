@@ -11,6 +11,19 @@ What the engine does for every operator: keeps at most `batch_size` entities in 
 refills the window as results arrive (continuous batching); retries transient failures with
 backoff; requests dependent experiments for an entity once those they depend on completed
 validly; applies the stopping rules and cancellation; completes with counts and the best entity.
+
+Cancellation winds the operation down rather than cutting it off: from the cancel on, nothing
+more is requested (no draw, no retry, no dependent experiment), and the operation completes
+(`cancelled`) once every measurement it had in flight has landed: measured, reused, or failed
+(an actuator answers a request of a cancelled operation it had not started with a failure
+that is not retried, "operation cancelled"). The counts of its `OperationCompleted` are then
+final, and agree with the projector's. A measurement that takes longer than `cancel_wait_s`
+after the cancel is not waited for: the operation completes, counting it `cancelled`, and its
+result still lands in the sample store when it comes.
+
+An operation a pipeline runs (a child) ends at once when cancelled, as before: its pipeline
+moves on (or ends) without waiting; what it had in flight still lands in the sample store, and
+is counted `cancelled` in its end.
 """
 
 from __future__ import annotations
@@ -41,7 +54,7 @@ from discospace.explorer.domain.operator import (
     Proposal,
     Wait,
 )
-from discospace.explorer.domain.pairs import PairResult, RetryDue, RetryPolicy
+from discospace.explorer.domain.pairs import InFlight, PairResult, RetryDue, RetryPolicy
 from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
 from discospace.explorer.domain.starting import WaitForSpace, cancelled_before_start, start
@@ -58,6 +71,8 @@ class Timing:
     retry_backoff_max_s: float = 60.0
     space_wait_s: float = 30.0
     """How long an operation waits for its space to be read before it is refused."""
+    cancel_wait_s: float = 600.0
+    """How long a cancelled operation waits for its measurements in flight to land."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +191,16 @@ class _Running:
         self.policy = RetryPolicy(
             self.parameters.max_retries, timing.retry_backoff_s, timing.retry_backoff_max_s
         )
+        self.cancel_wait = timedelta(seconds=timing.cancel_wait_s)
 
     def step(self) -> None:
+        cancel = self.state.cancel
+        if cancel is not None and self.state.parent_id is not None:
+            self.complete(_cancelled(self.state))
+            return
+        if cancel is not None:
+            self.wind_down(cancel.occurred_at + self.cancel_wait)
+            return
         stop = self._stop()
         if stop is not None:
             self.complete(stop)
@@ -196,10 +219,21 @@ class _Running:
         else:
             self.decided.wake(deadline(self.parameters.stopping, self.started_at))
 
+    def wind_down(self, until: datetime) -> None:
+        """Cancelled: request nothing more; complete once nothing is in flight, or at `until`
+        (the measurements still in flight then are counted cancelled)."""
+        waiting = self.state.draws.undrawn + sum(map(_in_flight, self._unsettled()))
+        if waiting == 0:
+            self.complete(_cancelled(self.state))
+        elif self.now >= until:
+            wait_s = self.cancel_wait.total_seconds()
+            waited = f"stopped waiting for {waiting} in flight after {wait_s:g} s"
+            self.complete(_cancelled(self.state, waited))
+        else:
+            self.decided.wake(until)
+
     def _stop(self) -> Stop | None:
-        """Cancellation, or the first stopping rule met."""
-        if self.state.cancel is not None:
-            return _cancelled(self.state)
+        """The first stopping rule met."""
         rules, outcomes = self.parameters.stopping, self.state.outcomes
         return rule_met(
             rules, outcomes, self._tracker(), self.started_at, self.now, self._training()
@@ -418,8 +452,14 @@ def _idle(proposal: Proposal) -> str:
     return "waits" if isinstance(proposal, Wait) else "proposed nothing new"
 
 
-def _cancelled(state: OperationState) -> Stop:
+def _in_flight(progress: EntityProgress) -> int:
+    """How many of the entity's measurements are awaited from the sampler or an actuator
+    (a retry not asked for yet is not: it never will be, once cancelled)."""
+    return sum(isinstance(step, InFlight) for step in progress.steps.values())
+
+
+def _cancelled(state: OperationState, waited: str = "") -> Stop:
     cancel = state.cancel
     assert cancel is not None
     detail = f"cancelled by {cancel.requested_by}" + (f": {cancel.reason}" if cancel.reason else "")
-    return Stop("cancelled", detail)
+    return Stop("cancelled", f"{detail} ({waited})" if waited else detail)
