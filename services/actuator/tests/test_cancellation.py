@@ -1,4 +1,5 @@
-"""A worker drops the work of operations that ended, and stops a measurement at its timeout."""
+"""A worker skips the queued work of operations that ended, lets a cancelled operation's
+running measurements land, stops those of other ends, and stops a measurement at its timeout."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from discospace.actuator.cancellation import EndedOperations, end_reason
 from discospace.actuator.synthetic import SyntheticActuator, SyntheticParameters
 from discospace.actuator.worker import Worker
 from discospace.core import Time
-from discospace.events import MeasurementCompleted, MeasurementFailed, MeasurementStarted
+from discospace.events import (
+    MeasurementCompleted,
+    MeasurementFailed,
+    MeasurementStarted,
+    OperationFailed,
+    new_event,
+)
 
 
 def _worker(clock, timeout: str | None = None, **parameters) -> Worker:
@@ -41,8 +48,44 @@ async def test_a_queued_request_of_a_cancelled_operation_fails_for_good_without_
     assert worker.metrics.calls_with("synthetic", "valid") == 0
 
 
-async def test_a_running_measurement_of_a_cancelled_operation_stops_at_once(
+async def test_a_running_measurement_of_a_cancelled_operation_finishes_and_lands(
+    clock, make_request, make_cancel, make_completion
+):
+    worker = _worker(clock, latency_s=1)
+    measuring = asyncio.ensure_future(_answers(worker, make_request(operation="op-2")))
+    while worker.metrics.value("discospace_measurements_in_flight") == 0:
+        await asyncio.sleep(0.01)
+    worker.operations.record(make_cancel("op-2"))
+    worker.operations.record(make_completion("op-2", stop_reason="cancelled"))
+    started, completed = await asyncio.wait_for(measuring, 5)
+
+    assert isinstance(started, MeasurementStarted)
+    assert isinstance(completed, MeasurementCompleted)
+    assert completed.is_valid
+    assert worker.metrics.calls_with("synthetic", "valid") == 1
+    assert worker.metrics.calls_with("synthetic", "cancelled") == 0
+
+
+async def test_a_request_taken_after_the_cancel_is_skipped_while_a_started_one_finishes(
     clock, make_request, make_cancel
+):
+    worker = _worker(clock, latency_s=0.5)
+    first = make_request({"batch_size": 1}, operation="op-2")
+    measuring = asyncio.ensure_future(_answers(worker, first))
+    while worker.metrics.value("discospace_measurements_in_flight") == 0:
+        await asyncio.sleep(0.01)
+    worker.operations.record(make_cancel("op-2"))
+    [skipped] = await _answers(worker, make_request({"batch_size": 2}, operation="op-2"))
+    _, landed = await asyncio.wait_for(measuring, 5)
+
+    assert isinstance(skipped, MeasurementFailed)
+    assert (skipped.retryable, skipped.reason) == (False, "operation cancelled")
+    assert isinstance(landed, MeasurementCompleted)
+    assert worker.metrics.value("discospace_measurement_requests_skipped_total") == 1
+
+
+async def test_a_running_measurement_of_an_operation_completed_by_a_stopping_rule_stops_at_once(
+    clock, make_request, make_completion
 ):
     worker = _worker(clock, latency_s=60)
     begun = time.monotonic()
@@ -50,12 +93,12 @@ async def test_a_running_measurement_of_a_cancelled_operation_stops_at_once(
     measuring = asyncio.ensure_future(_answers(worker, make_request(operation="op-2")))
     while worker.metrics.value("discospace_measurements_in_flight") == 0:
         await asyncio.sleep(0.01)
-    worker.operations.record(make_cancel("op-2"))
+    worker.operations.record(make_completion("op-2", stop_reason="max_duration"))
     started, failed = await asyncio.wait_for(measuring, 5)
 
     assert isinstance(started, MeasurementStarted)
     assert isinstance(failed, MeasurementFailed)
-    assert (failed.retryable, failed.reason) == (False, "operation cancelled")
+    assert (failed.retryable, failed.reason) == (False, "operation completed")
     assert time.monotonic() - begun < 5
     assert worker.metrics.calls_with("synthetic", "cancelled") == 1
     assert worker.metrics.value("discospace_measurements_in_flight") == 0
@@ -85,21 +128,37 @@ def test_an_operation_completed_because_it_was_cancelled_reads_as_cancelled(
 
 
 async def test_the_first_end_of_an_operation_is_its_reason_and_wakes_every_waiter(
-    make_completion, make_cancel
+    clock, make_completion
 ):
     operations = EndedOperations()
     waiters = [asyncio.ensure_future(operations.ended("op-1")) for _ in range(2)]
     await asyncio.sleep(0)
 
-    operations.record(make_cancel("op-1"))
-    operations.record(make_completion("op-1", stop_reason="cancelled"))
+    operations.record(make_completion("op-1", stop_reason="max_measurements"))
+    operations.record(new_event(OperationFailed, clock, operation_id="op-1", reason="broke"))
     operations.record(make_completion("op-2"))
 
-    assert await asyncio.gather(*waiters) == ["operation cancelled"] * 2
-    assert operations.reason("op-1") == "operation cancelled"
+    assert await asyncio.gather(*waiters) == ["operation completed"] * 2
+    assert operations.reason("op-1") == "operation completed"
     assert operations.reason("op-2") == "operation completed"
     assert operations.reason("op-3") is None
     assert len(operations) == 2
+
+
+async def test_a_cancel_skips_the_queue_but_wakes_no_running_measurement(
+    make_completion, make_cancel
+):
+    operations = EndedOperations()
+    waiter = asyncio.ensure_future(operations.ended("op-1"))
+    await asyncio.sleep(0)
+
+    operations.record(make_cancel("op-1"))
+    operations.record(make_completion("op-1", stop_reason="cancelled"))
+    await asyncio.sleep(0.05)
+
+    assert operations.reason("op-1") == "operation cancelled"
+    assert not waiter.done()
+    waiter.cancel()
 
 
 async def test_a_measurement_past_its_timeout_is_stopped_and_fails_retryably(clock, make_request):

@@ -4,6 +4,7 @@ hang, raise, run out of memory), the worker answers the request and goes on meas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -177,7 +178,25 @@ async def test_an_exception_in_the_child_fails_the_measurement_for_good_with_the
     assert worker.metrics.calls_with("child-test", "error") == 1
 
 
-async def test_cancelling_the_operation_kills_its_running_child_and_fails_it_for_good(
+async def test_an_operation_stopped_by_a_rule_kills_its_running_child_and_fails_it_for_good(
+    clock, make_request, make_completion, tmp_path
+):
+    worker = _worker(clock, pid_dir=str(tmp_path))
+    request = _ask(make_request, "hang", operation="op-9")
+
+    measuring = asyncio.ensure_future(_answers(worker, request))
+    pid = await _pid_of(tmp_path, request.request_id)
+    worker.operations.record(make_completion("op-9", stop_reason="max_duration"))
+    started, failed = await asyncio.wait_for(measuring, 10)
+
+    assert isinstance(started, MeasurementStarted)
+    assert isinstance(failed, MeasurementFailed)
+    assert (failed.retryable, failed.reason) == (False, "operation completed")
+    assert await _gone(pid), "the stopped measurement's child still runs"
+    assert worker.metrics.calls_with("child-test", "cancelled") == 1
+
+
+async def test_cancelling_the_operation_leaves_its_running_child_to_finish(
     clock, make_request, make_cancel, tmp_path
 ):
     worker = _worker(clock, pid_dir=str(tmp_path))
@@ -186,13 +205,14 @@ async def test_cancelling_the_operation_kills_its_running_child_and_fails_it_for
     measuring = asyncio.ensure_future(_answers(worker, request))
     pid = await _pid_of(tmp_path, request.request_id)
     worker.operations.record(make_cancel("op-9"))
-    started, failed = await asyncio.wait_for(measuring, 10)
+    await asyncio.sleep(0.5)
 
-    assert isinstance(started, MeasurementStarted)
-    assert isinstance(failed, MeasurementFailed)
-    assert (failed.retryable, failed.reason) == (False, "operation cancelled")
-    assert await _gone(pid), "the cancelled measurement's child still runs"
-    assert worker.metrics.calls_with("child-test", "cancelled") == 1
+    assert not measuring.done(), "the cancel stopped a measurement already running"
+    assert not await _gone(pid, 0.2), "the cancel killed the running child"
+    measuring.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await measuring
+    assert await _gone(pid)
 
 
 async def test_a_worker_stopped_mid_measurement_kills_its_child_and_publishes_no_result(

@@ -4,9 +4,18 @@
 operations topic.
 
 An operation ends when someone cancels it (`OperationCancelRequested`), or when the explorer
-completes or fails it. Its measurements still running are stopped (the child process killed)
-and its requests still queued are skipped: each is answered by a `MeasurementFailed` that is
-not retried ("operation cancelled"), so progress accounts for every request.
+completes or fails it. Its requests still queued are skipped: each is answered by a
+`MeasurementFailed` that is not retried ("operation cancelled", "operation completed",
+"operation failed"), without `MeasurementStarted`, so progress accounts for every request.
+
+What happens to its measurements already running depends on the end (`stops_running`):
+
+- a cancel (`OperationCancelRequested`, or `OperationCompleted` with `stop_reason` `cancelled`)
+  leaves them to finish: their results land, are recorded in the sample store and answer any
+  later request for the same configuration (what `discospace operation cancel` promises); the
+  explorer waits for them before it completes the operation, so its counts are final;
+- a completion for another reason (a stopping rule: a budget spent, a target reached) or a
+  failure stops them (the child process killed): "operation completed", "operation failed".
 
 The worker folds the topic up to its end at every start, before it takes any request (its
 follower, `Service.follow`), so a request of an operation that ended before the start is
@@ -67,11 +76,19 @@ def end_reason(event: OperationEnd) -> str:
     return "operation failed"
 
 
+def stops_running(event: OperationEnd) -> bool:
+    """Whether this end stops the operation's running measurements: every end but a cancel,
+    whose measurements in flight still land (module doc)."""
+    return end_reason(event) != CANCELLED
+
+
 class EndedOperations:
-    """The operations that ended (the first reason wins), and the measurements waiting on one."""
+    """The operations that ended (the first reason wins), and the measurements waiting for one
+    to end in a way that stops them (`stops_running`)."""
 
     def __init__(self) -> None:
         self._ended: dict[str, str] = {}
+        self._stopped: dict[str, str] = {}
         self._waiting: dict[str, set[asyncio.Future[str]]] = defaultdict(set)
 
     def __len__(self) -> int:
@@ -82,18 +99,20 @@ class EndedOperations:
         return self._ended.get(operation_id)
 
     def record(self, event: OperationEnd) -> None:
-        """Fold an end in, and wake the measurements of that operation."""
+        """Fold an end in; one that stops running measurements wakes those of the operation."""
         operation_id = event.operation_id
-        if operation_id in self._ended:
+        self._ended.setdefault(operation_id, end_reason(event))
+        if operation_id in self._stopped or not stops_running(event):
             return
-        reason = self._ended[operation_id] = end_reason(event)
+        reason = self._stopped[operation_id] = end_reason(event)
         for waiter in self._waiting.pop(operation_id, set()):
             if not waiter.done():
                 waiter.set_result(reason)
 
     async def ended(self, operation_id: str) -> str:
-        """Return (with the reason) once the operation has ended."""
-        known = self._ended.get(operation_id)
+        """Return (with the reason) once the operation has ended in a way that stops its
+        running measurements (never, for a cancel)."""
+        known = self._stopped.get(operation_id)
         if known is not None:
             return known
         waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()

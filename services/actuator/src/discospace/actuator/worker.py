@@ -11,8 +11,10 @@ A measurement races the worker's timeout and the end of its operation:
   wrong type, a target missing, a value that is not finite or an event cannot carry) fails
   for good, "actuator 'x' returned no value for target 'y' ...";
 - the timeout passes first -> `MeasurementFailed(retryable)`, "timed out after 30sec";
-- the operation ends first (cancelled, completed, failed) -> `MeasurementFailed`, not retried,
-  "operation cancelled".
+- the operation ends first, completed by a stopping rule or failed -> `MeasurementFailed`,
+  not retried, "operation completed" ("operation failed"). A cancel does not stop a running
+  measurement: it finishes, and its result lands in the sample store
+  (`cancellation.stops_running`).
 
 The loser is cancelled: for an isolated plugin, that kills its child process; an in-process
 plugin that ignores its cancellation is left behind after `stop_grace_s`, so it never holds the
@@ -24,7 +26,7 @@ Whatever a plugin raises (`SystemExit` too) fails the measurement for good; a `M
 in the worker's own process is retried ("the worker ran out of memory measuring it"): its
 memory is the worker's, shared, so it says nothing sure about the configuration. A result too
 large for one message fails for good, saying so. A request of an operation that already ended
-is answered at once, without `MeasurementStarted`.
+(cancelled included) is answered at once, without `MeasurementStarted`: it is skipped.
 """
 
 from __future__ import annotations
@@ -210,7 +212,8 @@ class Worker:
         return outcome, self._timer() - begun
 
     async def _race(self, task: MeasurementTask, operation_id: str) -> Outcome | Failure:
-        """The plugin against the timeout and the end of the operation; the loser is stopped."""
+        """The plugin against the timeout and an end of the operation that stops it (not a
+        cancel); the loser is stopped."""
         timeout_s = self._timeout_s
         deadline = None if timeout_s is None else time.monotonic() + timeout_s + STALL_GRACE_S
         with self._watched(deadline) as watch:
