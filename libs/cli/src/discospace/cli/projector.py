@@ -26,7 +26,7 @@ def projector_client(settings: CliSettings) -> Iterator["Client"]:
     from discospace.client import Client, ClientError
 
     try:
-        with Client(settings.projector_url) as client:
+        with Client(settings.projector_url, **_token(settings)) as client:
             yield client
     except ClientError as error:
         raise CliError(str(error)) from None
@@ -40,8 +40,14 @@ def projector_catalog(
     from discospace.client import Client, ClientError
 
     try:
-        with Client(settings.projector_url, timeout_s=timeout_s) as client:
+        with Client(settings.projector_url, timeout_s=timeout_s, **_token(settings)) as client:
             pools = client.actuators()
         return ExperimentCatalog(spec for pool in pools for spec in pool.experiments)
     except (ClientError, DiscospaceError):
         return None
+
+
+def _token(settings: CliSettings) -> dict[str, str]:
+    """The client's `token` argument when the CLI has one (`DISCOSPACE_API_TOKEN`); none
+    otherwise, so a projector without a token is asked as before."""
+    return {"token": settings.api_token} if settings.api_token else {}

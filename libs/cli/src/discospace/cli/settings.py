@@ -1,11 +1,14 @@
 """Where the CLI finds the system: Kafka, the topic prefix and the projector.
 
 Each comes from a root option (``discospace --kafka ... space create ...``) or its environment
-variable, with defaults that work on a laptop running ``make up``.
+variable, with defaults that work on a laptop running ``make up``. The projector's API token,
+when it asks for one, comes from ``DISCOSPACE_API_TOKEN`` only (an option would show it in the
+process list and the shell's history).
 """
 
 import getpass
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 import typer
 
@@ -14,6 +17,12 @@ from discospace.events.topics import DEFAULT_PREFIX, InvalidTopicNameError, Topi
 
 DEFAULT_KAFKA = "127.0.0.1:9092"
 DEFAULT_PROJECTOR = "http://127.0.0.1:8105"
+API_TOKEN_ENV = "DISCOSPACE_API_TOKEN"
+
+
+def api_token_from_env() -> str | None:
+    """The projector's API token from ``DISCOSPACE_API_TOKEN``; None when unset or blank."""
+    return os.environ.get(API_TOKEN_ENV, "").strip() or None
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,7 @@ class CliSettings:
     topic_prefix: str = DEFAULT_PREFIX
     projector_url: str = DEFAULT_PROJECTOR
     user: str = "cli"
+    api_token: str | None = field(default_factory=api_token_from_env, repr=False)
 
     @property
     def topics(self) -> TopicNames:

@@ -14,6 +14,7 @@ from discospace.client.client import (
     NotAPipelineError,
     NotKnownError,
     ProjectorUnavailableError,
+    UnauthorizedError,
 )
 from discospace.client.models import (
     JOB_STATUSES,
@@ -69,4 +70,5 @@ __all__ = [
     "TargetComparison",
     "TargetStatistics",
     "TrialPoint",
+    "UnauthorizedError",
 ]

@@ -8,7 +8,11 @@
         comparison = projector.pipeline_comparison("op-3f2a9c1d")   # a pipeline's before/after
 
 Every failure a user can meet is a `ClientError` whose message is one sentence: the projector
-not answering, an unknown space or operation, a bad parameter.
+not answering, an unknown space or operation, a bad parameter, a missing or wrong API token.
+
+A projector that asks for a token (`DISCOSPACE_PROJECTOR_API_TOKEN`) is read with
+`Client(url, token=...)`, or with the token in `DISCOSPACE_API_TOKEN`: it is sent as
+`Authorization: Bearer <token>` with every request.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
 
 DEFAULT_URL = "http://127.0.0.1:8105"
 URL_ENV = "DISCOSPACE_PROJECTOR_URL"
+TOKEN_ENV = "DISCOSPACE_API_TOKEN"
 Include = Literal["measured", "elsewhere", "unmeasured", "unsampled", "all"]
 ExportFormat = Literal["csv", "json", "parquet"]
 M = TypeVar("M")
@@ -60,6 +65,10 @@ class ProjectorUnavailableError(ClientError):
     """Nothing answered at the projector's URL, or it answered too late."""
 
 
+class UnauthorizedError(ClientError):
+    """The projector asks for an API token, and none or another one was sent."""
+
+
 class NotKnownError(ClientError):
     """The space or operation asked for is not known to the projector."""
 
@@ -71,19 +80,26 @@ class NotAPipelineError(ClientError):
 class Client:
     """A client of the projector's HTTP API.
 
-    `base_url` defaults to `DISCOSPACE_PROJECTOR_URL`, else http://127.0.0.1:8105.
+    `base_url` defaults to `DISCOSPACE_PROJECTOR_URL`, else http://127.0.0.1:8105; `token`
+    (the projector's API token) to `DISCOSPACE_API_TOKEN`, else none is sent.
     """
 
     def __init__(
         self,
         base_url: str | None = None,
         *,
+        token: str | None = None,
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = (base_url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
         self.timeout_s = timeout_s
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=timeout_s,
+            transport=transport,
+            headers=_authorization(token if token is not None else os.environ.get(TOKEN_ENV)),
+        )
 
     def __enter__(self) -> Client:
         return self
@@ -263,6 +279,8 @@ class Client:
             raise ProjectorUnavailableError(
                 f"the projector at {self.base_url} is not answering: start it with `make up`."
             ) from None
+        if answer.status_code == 401:
+            raise _unauthorized(self.base_url, sent="authorization" in self._http.headers)
         if answer.status_code >= 400:
             raise _error_of(answer, self.base_url)
         return answer
@@ -306,8 +324,20 @@ def _statuses(status: str | Sequence[str] | None) -> frozenset[str]:
     return wanted
 
 
+def _authorization(token: str | None) -> dict[str, str]:
+    """The header that carries the API token; none for no token (or a blank one)."""
+    token = (token or "").strip()
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def _include(include: Include | Sequence[Include] | str) -> str:
     return include if isinstance(include, str) else ",".join(include)
+
+
+def _unauthorized(base_url: str, *, sent: bool) -> UnauthorizedError:
+    """The projector asks for its API token: none, or another one, was sent."""
+    what = "refused the API token sent" if sent else "asks for an API token"
+    return UnauthorizedError(f"the projector at {base_url} {what}: set {TOKEN_ENV} to its token.")
 
 
 def _error_of(answer: httpx.Response, base_url: str) -> ClientError:
