@@ -192,6 +192,8 @@ def cancel(
     operation_id: OperationId,
     reason: Annotated[str, typer.Option("--reason", help="Why, for the record.")] = "",
 ) -> None:
-    """Ask the explorer to stop an operation; measurements in flight still land."""
+    """Ask the explorer to stop an operation: it requests nothing more, measurements already
+    running finish and land in the sample store, requests still queued are skipped (counted
+    failed: "operation cancelled"), and it completes cancelled once all have landed."""
     asyncio.run(request_cancel(settings_of(ctx), operation_id, reason))
     typer.echo(f"cancel requested for {operation_id}")
