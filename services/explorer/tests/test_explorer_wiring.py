@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from faststream.kafka import TestKafkaBroker
 from faststream.message import StreamMessage
 
@@ -111,3 +112,12 @@ async def test_the_handlers_fold_and_decide_over_their_parts_without_the_app(
     assert isinstance(started, OperationStarted)
     assert isinstance(first, SamplesRequested)
     assert (first.count, first.seed) == (2, 5)
+
+
+def test_the_explorer_settings_give_the_engine_its_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DISCOSPACE_EXPLORER_CANCEL_WAIT_S", "42")
+    monkeypatch.setenv("DISCOSPACE_EXPLORER_SPACE_WAIT_S", "7")
+
+    timing = ExplorerSettings().timing
+
+    assert (timing.cancel_wait_s, timing.space_wait_s) == (42.0, 7.0)

@@ -34,6 +34,12 @@ class ExplorerSettings(ServiceSettings):
         description="How long an operation on a space not read yet waits for it before it "
         "fails as not registered.",
     )
+    cancel_wait_s: float = Field(
+        default=600.0,
+        ge=0,
+        description="How long a cancelled operation waits for the measurements it had in "
+        "flight to land before it completes anyway (those still land in the store later).",
+    )
     publish_retry_s: float = Field(
         default=1.0,
         gt=0,
@@ -66,4 +72,5 @@ class ExplorerSettings(ServiceSettings):
             retry_backoff_s=self.measurement_retry_backoff_s,
             retry_backoff_max_s=self.measurement_retry_backoff_max_s,
             space_wait_s=self.space_wait_s,
+            cancel_wait_s=self.cancel_wait_s,
         )
