@@ -9,6 +9,9 @@
 #   DISCOSPACE_<NAME>_HTTP_PORT      a process's /health and /metrics port (NAME: REGISTRY,
 #                                    EXPLORER, SAMPLER, ACTUATOR, PROJECTOR, ACTUATOR_CPU)
 #   DISCOSPACE_PROJECTOR_URL         where the CLI reads the store (the projector's port)
+#   DISCOSPACE_PROJECTOR_API_TOKEN   the projector's API token (none by default: it listens on
+#                                    127.0.0.1); the demo's CLI sends it as DISCOSPACE_API_TOKEN
+#   DISCOSPACE_API_TOKEN             the token the CLI sends (default: the projector's)
 
 SETTINGS_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 RUN_DIR="${DISCOSPACE_RUN_DIR:-$SETTINGS_REPO_ROOT/.run}"
@@ -50,4 +53,8 @@ export_client_settings() {
   KAFKA_BOOTSTRAP_SERVERS="$(bootstrap)"
   DISCOSPACE_PROJECTOR_URL="$(projector_url)"
   export KAFKA_BOOTSTRAP_SERVERS DISCOSPACE_PROJECTOR_URL
+  local token="${DISCOSPACE_API_TOKEN:-${DISCOSPACE_PROJECTOR_API_TOKEN:-}}"
+  if [[ -n "$token" ]]; then
+    export DISCOSPACE_API_TOKEN="$token"
+  fi
 }
