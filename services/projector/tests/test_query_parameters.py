@@ -1,0 +1,29 @@
+"""Counts in the query string: ASCII digits up to `MAX_COUNT`, else 400 with a sentence."""
+
+from __future__ import annotations
+
+import pytest
+
+from discospace.projector.errors import ViewError
+from discospace.projector.routes import MAX_COUNT, Query
+
+
+@pytest.mark.parametrize("text", ["0", "5", "0007", str(MAX_COUNT)])
+def test_a_count_in_ascii_digits_up_to_the_maximum_is_read(text: str) -> None:
+    assert Query(f"limit={text}".encode()).count("limit") == int(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["-1", "1e3", "²", "١٢", "5 ", str(MAX_COUNT + 1), "9" * 32, "1%00"],
+)
+def test_any_other_count_is_refused_with_one_sentence(text: str) -> None:
+    query = Query(b"limit=" + text.encode())
+    with pytest.raises(ViewError, match="must be a whole number from 0 to") as refused:
+        query.count("limit")
+    assert "\n" not in str(refused.value)
+
+
+def test_an_empty_or_missing_count_is_no_count() -> None:
+    assert Query(b"limit=").count("limit") is None
+    assert Query(b"").count("limit") is None
