@@ -15,10 +15,12 @@ read from its experiment, but a bare target name cannot be placed: the progress 
 until the space is known. An ended operation's reported best needs no space (its values are
 keyed by target); only its `experiment_id` stays empty without one.
 
-An ended operation counts what it received before it ended (`before_end`): the explorer
-completes at once when it stops, without waiting for the measurements in flight, so a pair not
-settled by then is `cancelled`, whatever comes of it later (the actuator's "operation completed"
-failure, or a result that lands in the sample store but not in the operation's counts or best).
+An ended operation counts what it received before it ended (`before_end`): when a stopping
+rule ends it (or a pipeline cancels its child) the explorer completes at once, without waiting
+for the measurements in flight, so a pair not settled by then is `cancelled`, whatever comes of
+it later (the actuator's "operation completed" failure, or a result that lands in the sample
+store but not in the operation's counts or best). A user's cancel waits for what is in flight
+(up to the explorer's `cancel_wait_s`), so its counts are final when it ends.
 The end is told by time: the `occurred_at` of the operation's end against that of each result.
 
 What an operator that settles on one configuration chose (`zeus_bso`) is read from its
