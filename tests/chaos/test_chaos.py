@@ -34,6 +34,9 @@ def one_run(plan: ChaosPlan, workdir: Path) -> tuple[dict[str, Any], list[str], 
         counts = summary(run, log)
         drawn = decisions(run, log)
     (workdir / "chaos-summary.json").write_text(json.dumps(counts, indent=2))
+    (workdir / "chaos-timeline.txt").write_text("\n".join(run.tally.timeline) + "\n")
+    if broken:
+        broken.append(f"faults (UTC) in {workdir / 'chaos-timeline.txt'}")
     return counts, broken, drawn
 
 

@@ -30,6 +30,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,9 @@ class ChaosPlan:
     latency_s: float = 0.05
     """How long the synthetic actuator takes per measurement."""
     rounds_at_least: int = 1
+    wait_healthy: bool = False
+    """Wait for a restarted service to answer /health before the next fault (slower: a start
+    takes seconds on a busy machine); by default the next fault may hit it while it starts."""
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ChaosPlan:
@@ -174,6 +178,13 @@ class Tally:
     rounds: list[list[tuple[str, int, str]]] = field(default_factory=list)
     """Per round: (operation id, walk seed, space id) of each operation."""
     errors: list[str] = field(default_factory=list)
+    exits: Counter[str] = field(default_factory=Counter)
+    """Services that ended by themselves (not killed by the schedule), restarted as a
+    supervisor (systemd, Kubernetes) would; e.g. a service started while the broker is down
+    refuses to start (exit 2)."""
+    exit_reasons: list[str] = field(default_factory=list)
+    timeline: list[str] = field(default_factory=list)
+    """`HH:MM:SS.ffffff victim` (UTC) for each fault, to read beside the log's times."""
 
     @property
     def operations(self) -> list[str]:
@@ -189,6 +200,8 @@ class ChaosRun:
     broker: OwnBroker = field(init=False)
     loop: Loop = field(init=False)
     tally: Tally = field(default_factory=Tally)
+    faulting: threading.Lock = field(default_factory=threading.Lock)
+    done: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -220,25 +233,59 @@ class ChaosRun:
 
     # -- the run ------------------------------------------------------------------------------
 
-    def run(self, round_timeout_s: float = 600.0) -> Tally:
+    def run(self, round_timeout_s: float = 240.0) -> Tally:
         """Rounds of overlapping walks while the schedule's faults happen; at least
         `plan.rounds_at_least` rounds, and rounds go on until the last fault is done."""
         chaos = threading.Thread(target=self._faults, name="chaos", daemon=True)
+        supervisor = threading.Thread(target=self._supervise, name="supervisor", daemon=True)
         chaos.start()
-        index = 0
-        while index < self.plan.rounds_at_least or chaos.is_alive():
-            self._round(index, round_timeout_s)
-            index += 1
-        chaos.join()
+        supervisor.start()
+        try:
+            index = 0
+            while index < self.plan.rounds_at_least or chaos.is_alive():
+                self._round(index, round_timeout_s)
+                index += 1
+            chaos.join()
+        finally:
+            self.done.set()
+            supervisor.join()
         return self.tally
+
+    def _supervise(self) -> None:
+        """Start again a service that ended by itself, once no fault is under way."""
+        while not self.done.wait(0.5):
+            with self.faulting:
+                for name, service in self.loop.services.items():
+                    if service.process is not None and not service.running:
+                        self.tally.exits[name] += 1
+                        last = service.log_tail(1).strip()[-300:]
+                        code = service.process.returncode
+                        self.tally.exit_reasons.append(f"{name} exited ({code}): {last}")
+                        service.start()
 
     def _faults(self) -> None:
         for pause, victim in self.plan.schedule():
             time.sleep(pause)
             try:
-                self._fault(victim)
+                with self.faulting:
+                    self.tally.timeline.append(f"{datetime.now(UTC):%H:%M:%S.%f} {victim}")
+                    self._fault(victim)
             except (AssertionError, RuntimeError) as error:
                 self.tally.errors.append(f"{victim}: {error}")
+        self._wait_all_healthy()
+
+    def _wait_all_healthy(self, timeout_s: float = 180.0) -> None:
+        """Every service answers /health (the supervisor restarts one that exits meanwhile)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.loop.wait_healthy()
+                return
+            except AssertionError as error:
+                if time.monotonic() > deadline:
+                    self.tally.errors.append(f"not every service came back: {error}")
+                    return
+                time.sleep(1.0)
 
     def _fault(self, victim: str) -> None:
         rng = random.Random(f"{self.plan.seed}-{victim}-{sum(self.tally.faults.values())}")
@@ -252,7 +299,8 @@ class ChaosRun:
         self.tally.faults[victim] += 1
         time.sleep(rng.uniform(*self.plan.down_s))
         self.loop.services[victim].start()
-        self.loop.services[victim].wait_healthy(timeout_s=180)
+        if self.plan.wait_healthy:
+            self.loop.services[victim].wait_healthy(timeout_s=180)
 
     def _round(self, index: int, timeout_s: float) -> None:
         """Two spaces on a fresh store, 2-4 walks on them at once, waited for."""
@@ -396,7 +444,30 @@ def _measured_once(log: Log) -> list[str]:
     twice = {pair: n for pair, n in per_pair.items() if n > 1}
     if not twice:
         return []
-    return [f"{len(twice)} (store, entity, experiment) measured more than once: {_first(twice)}"]
+    found = f"{len(twice)} (store, entity, experiment) measured more than once: {_first(twice)}"
+    return [found, *(_evidence(log, pair) for pair in list(twice)[:3])]
+
+
+def _evidence(log: Log, pair: tuple[str, str, str]) -> str:
+    """What the log holds about one pair: each request to the pool and each completion."""
+
+    def mine(event: Any) -> bool:
+        return (event.sample_store, event.entity_id, event.experiment_id) == pair
+
+    requests = [e for e in log.distinct(log.measure, MeasurementRequested) if mine(e)]
+    done = [e for e in log.distinct(log.measurements, MeasurementCompleted) if mine(e)]
+    lines = [f"  {pair}:"]
+    lines += [
+        f"    requested {e.occurred_at:%H:%M:%S.%f} op {e.operation_id} attempt {e.attempt} "
+        f"request {e.request_id} event {e.event_id}"
+        for e in requests
+    ]
+    lines += [
+        f"    completed {e.occurred_at:%H:%M:%S.%f} op {e.operation_id} attempt {e.attempt} "
+        f"request {e.request_id} by {e.worker_id}"
+        for e in done
+    ]
+    return "\n".join(lines)
 
 
 def _first(items: dict[Any, int], count: int = 5) -> str:
@@ -474,6 +545,8 @@ def summary(run: ChaosRun, log: Log) -> dict[str, Any]:
         "reuses": len(log.distinct(log.measurements, MeasurementReused)),
         "failures": len(log.distinct(log.measurements, MeasurementFailed)),
         "dead_letters": len(log.distinct(log.dead_letters, DeadLettered)),
+        "exits": dict(run.tally.exits),
+        "exit_reasons": list(run.tally.exit_reasons),
         "fault_errors": list(run.tally.errors),
     }
 
