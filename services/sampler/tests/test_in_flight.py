@@ -25,6 +25,7 @@ from discospace.sampler.domain import (
     evolve_space,
     evolve_started,
     fail,
+    hold_sent,
     land,
     stop_waiting,
     take,
@@ -249,3 +250,32 @@ def test_only_the_released_requests_waiters_are_handed_back():
     assert [w.request_id for w in released] == ["r-2"]
     assert in_flight.waiting_for("ev-r-3") == 1
     assert in_flight.holder(KEY) == "r-1"
+
+
+def test_a_request_read_back_at_start_holds_its_pair_so_a_restarted_sampler_does_not_send_it_again(
+    state: SamplerState, make
+):
+    before = SamplerState()  # the sampler that sent the request, then was killed
+    evolve_space(before, make.registered())
+    evolve_pools(before, make.pool("a100", "A100"))
+    [sent] = _decide_and_take(before, _request(make, "op-a", POINT), make)[1:]
+    assert isinstance(sent, MeasurementRequested)
+
+    hold_sent(state, sent)  # the restarted sampler, reading the pool's topic back
+    second = _request(make, "op-b", POINT)
+    answers = _decide_and_take(state, second, make)
+
+    assert not any(isinstance(answer, MeasurementRequested) for answer in answers)
+    assert state.in_flight.waiting_for(second.event_id) == 1
+
+
+def test_a_request_read_back_after_it_failed_or_landed_holds_nothing(state: SamplerState, make):
+    before = SamplerState()
+    evolve_space(before, make.registered())
+    evolve_pools(before, make.pool("a100", "A100"))
+    [sent] = _decide_and_take(before, _request(make, "op-a", POINT), make)[1:]
+
+    fail(state, _failed(sent, make), make.at)  # the failure was folded from the memo's topic
+    hold_sent(state, sent)
+
+    assert len(state.in_flight) == 0

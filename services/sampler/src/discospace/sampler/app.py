@@ -15,6 +15,7 @@ from discospace.events.factory import Clock, utc_now
 from discospace.runtime import Service, bind, create_service
 from discospace.sampler.bootstrap import bootstrap
 from discospace.sampler.handlers import (
+    fold_requests_sent,
     on_actuator_registered,
     on_measurement_event,
     on_request_read,
@@ -48,6 +49,11 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
         description="Every request for samples, in log order: the first of each index wins.",
     )
     first(bind(on_request_read, deps))
+
+    @service.on_startup  # after the followers' fold: the pools and the memo are known
+    async def requests_sent() -> None:
+        await fold_requests_sent(deps, settings.kafka_bootstrap_servers, topics)
+
     requests = service.consumer(topics.operations, description="Requests for more samples.")
     requests(bind(on_samples_requested, deps))
     return service

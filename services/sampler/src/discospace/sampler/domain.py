@@ -57,6 +57,8 @@ class SamplerState:
     memo: MemoIndex = field(default_factory=MemoIndex)
     in_flight: InFlight = field(default_factory=InFlight)
     requests: FirstRequests = field(default_factory=FirstRequests)
+    failed_requests: set[str] = field(default_factory=set)
+    """Request ids of measurements that failed: a request read back at start is not in flight."""
 
 
 def evolve_space(state: SamplerState, event: SpaceRegistered) -> None:
@@ -122,8 +124,17 @@ def land(
     return [reused_later(_waiting(w), found, now) for w in waiters]
 
 
+def hold_sent(state: SamplerState, event: MeasurementRequested) -> None:
+    """A measurement request read back from a pool's topic at start (sent before this sampler
+    started, perhaps not taken by a worker yet): its key is in flight unless the memo holds it
+    or the request failed."""
+    if state.memo.lookup(*_key(event)) is None and event.request_id not in state.failed_requests:
+        state.in_flight.hold(_key(event), event.request_id)
+
+
 def fail(state: SamplerState, event: MeasurementFailed, now: datetime) -> list[Answer]:
     """The holder of a key failed: the first waiter is answered anew (sent to a pool)."""
+    state.failed_requests.add(event.request_id)
     key = (event.sample_store, event.entity_id, event.experiment_id)
     waiter = state.in_flight.fail(key, event.request_id)
     if waiter is None:

@@ -32,6 +32,7 @@ from discospace.events import (
     Event,
     MeasurementCompleted,
     MeasurementFailed,
+    MeasurementRequested,
     MeasurementReused,
     MeasurementStarted,
     OperationCompleted,
@@ -41,6 +42,8 @@ from discospace.events import (
     SpaceRejected,
 )
 from discospace.events.factory import Clock
+from discospace.events.topics import TopicNames
+from discospace.runtime.replay import replay
 from discospace.sampler.answers import Answer
 from discospace.sampler.domain import (
     SamplerState,
@@ -50,6 +53,7 @@ from discospace.sampler.domain import (
     evolve_space,
     evolve_started,
     fail,
+    hold_sent,
     land,
     stop_waiting,
     take,
@@ -99,6 +103,31 @@ async def on_measurement_event(event: MeasurementEvent, deps: SamplerDeps) -> No
     elif isinstance(event, MeasurementFailed):
         answers += fail(deps.state, event, deps.clock())
     await _publish(answers, deps)
+
+
+async def fold_requests_sent(deps: SamplerDeps, bootstrap_servers: str, topics: TopicNames) -> None:
+    """At start, once the followers folded (pools and memo known): read back every request sent
+    to a known pool's topic, so that a measurement sent before this sampler started and not
+    landed yet is in flight here too, and a second request for its pair waits for it instead of
+    measuring it again (a sampler killed with measurements queued would forget them)."""
+    pools = deps.state.pools.names
+    if not pools:
+        return
+
+    def fold(event: Event) -> None:
+        if isinstance(event, MeasurementRequested):
+            hold_sent(deps.state, event)
+
+    measure_topics = [topics.measure(pool) for pool in pools]
+    report = await replay(
+        bootstrap_servers, measure_topics, fold, client_id="discospace-sampler-sent"
+    )
+    logger.info(
+        "read back %d requests sent to %d pools: %d measurements in flight",
+        report.events,
+        len(pools),
+        len(deps.state.in_flight),
+    )
 
 
 async def on_request_read(

@@ -40,6 +40,11 @@ class PoolDirectory:
         for spec in event.experiments:
             self._offers[(spec.actuator, spec.experiment)].add(event.pool)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every pool that announced itself, sorted."""
+        return tuple(sorted(self.gpu_models))
+
     def pools_offering(self, actuator: str, experiment: str) -> frozenset[str]:
         return frozenset(self._offers.get((actuator, experiment), ()))
 
