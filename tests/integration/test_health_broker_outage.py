@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,41 +19,16 @@ from typing import Any
 import pytest
 
 from discospace.events import TopicNames
+from discospace.testing.chaos import OwnBroker
 from discospace.testing.kafka import free_port
 from discospace.testing.loop import ServiceProcess
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "deploy" / "local" / "kafka.sh"
 OUTAGE_S = 20
 MAX_LINES = 150
 """About 10 kinds of warning and error, each at most once per 10 s, over 20 s and the broker's
 stop and start (about 30 s more); 5,780 lines before."""
-
-
-class OwnBroker:
-    """A broker of deploy/local/kafka.sh that this test may stop and start again on its port."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.port = free_port()
-        self.env = {**os.environ, "KAFKA_PORT": str(self.port), "KAFKA_STATE_DIR": str(state_dir)}
-        self.env.pop("KAFKA_CONTROLLER_PORT", None)
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def run(self, command: str) -> None:
-        result = subprocess.run(
-            ["bash", str(SCRIPT), command],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        assert result.returncode == 0, f"kafka.sh {command}: {result.stderr[-2000:]}"
 
 
 @pytest.fixture
