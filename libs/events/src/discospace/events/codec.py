@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from discospace.events.envelope import (
     MAX_MESSAGE_BYTES,
-    MAX_REASON_CHARS,
     Event,
     message_size,
+    shortened,
 )
 from discospace.events.event_types import UnknownEventTypeError, event_type
 from discospace.events.upcasting import MissingUpcasterError, upcast
@@ -48,7 +48,7 @@ class EventDecodeError(ValueError):
         type_name: str | None = None,
         schema_version: int | None = None,
     ) -> None:
-        reason = _shortened(reason)
+        reason = shortened(reason)
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
@@ -200,9 +200,3 @@ def _version(payload: dict[str, Any], cls: type[Event]) -> int:
             version,
         )
     return version
-
-
-def _shortened(text: str) -> str:
-    if len(text) <= MAX_REASON_CHARS:
-        return text
-    return text[: MAX_REASON_CHARS - 1] + "…"

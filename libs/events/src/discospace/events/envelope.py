@@ -27,6 +27,11 @@ MAX_REASON_CHARS = 500
 an ellipsis."""
 
 
+def shortened(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """`text`, cut to `limit` characters (with "…"), as every reason in an event is."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def message_size(value: bytes, key: bytes | None) -> int:
     """How many bytes a message of `value` under `key` takes at most, framing included."""
     return len(value) + len(key or b"") + FRAMING_BYTES

@@ -47,7 +47,7 @@ from discospace.core import Entity, Experiment, ExperimentSpec, ParameterizedExp
 from discospace.core.canonical import Value
 from discospace.core.loading import DEFAULT_LIMITS
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
-from discospace.events.envelope import MAX_REASON_CHARS
+from discospace.events.envelope import MAX_REASON_CHARS, shortened
 
 ENTRY_POINT_GROUP = "discospace.actuators"
 """Where actuator plugins are registered (Python entry points)."""
@@ -169,11 +169,6 @@ def _reason(outcome: object) -> str | None:
     if not isinstance(reason, str) or not reason.strip() or _not_utf8(reason):
         return None
     return shortened(reason)
-
-
-def shortened(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    """`text`, cut to `limit` characters (with "…"), as every reason in an event is."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _checked_valid(outcome: ValidMeasurement, experiment: Experiment) -> Outcome | str:
