@@ -21,6 +21,7 @@ from typing import NoReturn
 
 import uvicorn
 from aiokafka.errors import KafkaError
+from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
 from pydantic import ValidationError
 
 from discospace.runtime.logs import configure_logging
@@ -66,11 +67,56 @@ def _check_kafka(service: Service) -> None:
         _refuse_start(service.name, f"Kafka at {servers} did not answer ({error}).")
 
 
-def server(service: Service) -> uvicorn.Server:
-    """The uvicorn server of `service`, logging through the process's JSON logs."""
+class BrokerStartWatch:
+    """Ends the server when the broker fails to start after the app reported it started.
+
+    FastStream's ASGI app tells uvicorn "startup complete" once the startup hooks ran, and only
+    then connects its broker. When that connection fails (the broker went away between the
+    check at start and the connection), the app reports it as a failed *shutdown*, and uvicorn
+    goes on serving HTTP with no consumer: a process that neither consumes nor exits, which no
+    supervisor restarts (the chaos suite found a projector so after a broker stop). This
+    wrapper sees that report while no shutdown was asked for, and asks uvicorn to exit; `run`
+    then ends the process with status 2 and one sentence, so the supervisor starts it again.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.server: uvicorn.Server | None = None
+        self.failure: str | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        asked_to_stop = False
+
+        async def watched_receive() -> Message:
+            nonlocal asked_to_stop
+            message = await receive()
+            asked_to_stop = asked_to_stop or message["type"] == "lifespan.shutdown"
+            return message
+
+        async def watched_send(message: Message) -> None:
+            if message["type"] == "lifespan.shutdown.failed" and not asked_to_stop:
+                self.failure = last_line(str(message.get("message") or "")) or "unknown error"
+                if self.server is not None:
+                    self.server.should_exit = True
+            await send(message)
+
+        await self.app(scope, watched_receive, watched_send)
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of a traceback: the exception and its message."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def server(service: Service, app: ASGIApp | None = None) -> uvicorn.Server:
+    """The uvicorn server of `service` (or of `app` wrapping it), logging through JSON logs."""
     settings = service.settings
     config = uvicorn.Config(
-        service.app,
+        app or service.app,
         host=settings.http_host,
         port=settings.http_port,
         log_config=None,
@@ -88,8 +134,12 @@ def run(service: Service) -> None:
     _check_kafka(service)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _note_signal)
-    instance = server(service)
+    watch = BrokerStartWatch(service.app)
+    instance = server(service, watch)
+    watch.server = instance
     instance.run()
+    if watch.failure is not None:
+        _refuse_start(service.name, f"its broker did not start ({watch.failure}).")
     if not instance.started:
         logger.error("the service did not start; see the lines above")
         sys.exit(EXIT_BAD_START)

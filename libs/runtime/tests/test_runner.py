@@ -1,0 +1,161 @@
+"""A service whose broker fails to start after its app reported "startup complete" exits 2.
+
+FastStream's ASGI app reports startup complete before it connects its broker; a connection
+that then fails was reported only as a failed shutdown, and uvicorn went on serving HTTP with no
+consumer (the chaos suite found a projector in that state for 8 minutes after a broker stop).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from discospace.runtime import runner
+from discospace.runtime.runner import BrokerStartWatch, last_line
+
+TRACEBACK = (
+    "Traceback (most recent call last):\n  File x, line 1\n"
+    "aiokafka.errors.KafkaConnectionError: Unable to bootstrap from [('127.0.0.1', 1)]\n"
+)
+
+
+class FakeServer:
+    should_exit = False
+
+
+def lifespan_app(messages: list[str]):  # type: ignore[no-untyped-def]
+    """An ASGI app that answers the lifespan with `messages`, like FastStream's."""
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        await receive()
+        for kind in messages:
+            if kind == "wait-shutdown":
+                await receive()
+            else:
+                await send({"type": kind, "message": TRACEBACK})
+
+    return app
+
+
+async def drive(watch: BrokerStartWatch, incoming: list[str]) -> list[str]:
+    sent: list[str] = []
+    queue = [{"type": kind} for kind in incoming]
+
+    async def receive():  # type: ignore[no-untyped-def]
+        return queue.pop(0)
+
+    async def send(message):  # type: ignore[no-untyped-def]
+        sent.append(message["type"])
+
+    await watch({"type": "lifespan"}, receive, send)
+    return sent
+
+
+async def test_a_failure_reported_after_startup_complete_ends_the_server() -> None:
+    server = FakeServer()
+    watch = BrokerStartWatch(
+        lifespan_app(["lifespan.startup.complete", "lifespan.shutdown.failed"])
+    )
+    watch.server = server  # type: ignore[assignment]
+
+    sent = await drive(watch, ["lifespan.startup"])
+
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.failed"]
+    assert server.should_exit is True
+    assert watch.failure == (
+        "aiokafka.errors.KafkaConnectionError: Unable to bootstrap from [('127.0.0.1', 1)]"
+    )
+
+
+async def test_a_failed_shutdown_that_was_asked_for_is_not_a_failed_start() -> None:
+    server = FakeServer()
+    watch = BrokerStartWatch(
+        lifespan_app(["lifespan.startup.complete", "wait-shutdown", "lifespan.shutdown.failed"])
+    )
+    watch.server = server  # type: ignore[assignment]
+
+    await drive(watch, ["lifespan.startup", "lifespan.shutdown"])
+
+    assert watch.failure is None
+    assert server.should_exit is False
+
+
+def test_last_line_is_the_exception() -> None:
+    assert last_line(TRACEBACK).startswith("aiokafka.errors.KafkaConnectionError")
+    assert last_line("\n \n") == ""
+
+
+@pytest.fixture
+def slow_refusal() -> Iterator[int]:
+    """A port that accepts connections and closes them a second later, answering nothing: the
+    broker's connection fails after FastStream already reported startup complete."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def close_later(connection: socket.socket) -> None:
+        time.sleep(1.0)
+        connection.close()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=close_later, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(timeout=2)
+    listener.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+SERVICE_WHOSE_BROKER_GOES_AWAY = """
+import sys
+from discospace.runtime import ServiceSettings, create_service, runner
+from discospace.runtime import service as service_module
+
+async def topics_exist(*args, **kwargs):
+    # The broker answered the check at start, then went away (as in the chaos run).
+    return None
+
+service_module.provision_topics = topics_exist
+runner._check_kafka = lambda service: None
+settings = ServiceSettings(kafka_bootstrap_servers=sys.argv[1], http_port=int(sys.argv[2]))
+runner.run(create_service(settings, description="A service whose broker goes away."))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_service_whose_broker_does_not_start_exits_2_with_a_sentence(slow_refusal: int) -> None:
+    broker_and_port = [f"127.0.0.1:{slow_refusal}", str(free_port())]
+    started = time.monotonic()
+    ended = subprocess.run(
+        [sys.executable, "-c", SERVICE_WHOSE_BROKER_GOES_AWAY, *broker_and_port],
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+
+    assert ended.returncode == runner.EXIT_BAD_START, ended.stderr[-2000:]
+    assert time.monotonic() - started < 40
+    sentences = [line for line in ended.stderr.splitlines() if not line.startswith("{")]
+    assert sentences[-1].startswith("discospace service cannot start: its broker did not start")
+    assert "KafkaConnectionError" in sentences[-1]
