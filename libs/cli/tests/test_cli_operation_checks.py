@@ -70,6 +70,15 @@ SID = SPACE.space_id
         ),
         (request(SID, options={"k": 1}), "random_walk takes no options, but was given k"),
         (
+            request(
+                SID,
+                "optuna_tpe",
+                objective={"property": "throughput", "direction": "max"},
+                options={"n_trials": 3},
+            ),
+            "optuna_tpe has no option 'n_trials' (its options: ",
+        ),
+        (
             request(SID, sampler="grouped", group_by=["nope"]),
             "the grouped sampler cannot run on space",
         ),

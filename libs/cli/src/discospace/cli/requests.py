@@ -203,8 +203,24 @@ def _pipeline_shape(request: OperationRequested) -> str | None:
 
 
 def registered_problem(request: OperationRequested, registered: SpaceRegistered) -> str | None:
-    """Why the request cannot run on its registered space, or None (as far as core can tell;
-    an optimizer's or Zeus's options are checked by the explorer)."""
+    """Why the request cannot run on its registered space, or None: core's rules, then the
+    explorer's own start check (an optimizer's or Zeus's options, the extras a sampler needs)."""
+    return _core_problem(request, registered) or explorer_problem(request, registered)
+
+
+def explorer_problem(request: OperationRequested, registered: SpaceRegistered) -> str | None:
+    """The explorer's start check (`discospace.explorer.door`) where the explorer is installed
+    beside the CLI, as in every install of this repository; a CLI installed alone leaves these
+    checks to the explorer, which refuses the request with the same sentence (OperationFailed).
+    Imported here, not at the top, so the CLI starts without loading Optuna."""
+    try:
+        from discospace.explorer.door import start_problem
+    except ImportError:
+        return None
+    return start_problem(request, registered)
+
+
+def _core_problem(request: OperationRequested, registered: SpaceRegistered) -> str | None:
     space_id, parameters = registered.space_id, request.parameters
     try:
         space = DiscoverySpace.from_spec(registered.spec)
