@@ -292,12 +292,18 @@ class _Running:
             outcomes=self.state.outcomes,
             best=self.state.tracker.best if self.state.tracker else None,
             store_results=self._store_results(),
+            store_elsewhere=self._store_elsewhere(),
         )
 
     def _store_results(self) -> tuple[PairResult, ...]:
         if self.store is None:
             return ()
         return self.store.results_for(self.space, self.state.operation_id, self.started_at)
+
+    def _store_elsewhere(self) -> tuple[PairResult, ...]:
+        if self.store is None:
+            return ()
+        return self.store.results_elsewhere(self.space, self.state.operation_id, self.started_at)
 
     # -- decisions -----------------------------------------------------------------------------
 

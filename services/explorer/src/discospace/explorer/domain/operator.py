@@ -70,6 +70,10 @@ class OperationView:
     """Results of the space's sample store that other operations measured before this one
     started (valid and invalid), for the space's entities and experiments, oldest first: what
     an optimizer warm-starts from (see `sample_store.py`)."""
+    store_elsewhere: Sequence[PairResult] = ()
+    """Results of the space's sample store, for the space's experiments, on entities OUTSIDE the
+    space (other values, or another set of properties), that other operations measured before
+    this one started, oldest first: what an optimizer learns from across spaces, never reuses."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,11 @@ for its space's entities and experiments, from other operations, in the order of
 `occurred_at` (then event id). Replaying the topics gives the same set; only a result still in
 transit when the operation started (it occurred before, and was read after) is missed live and
 seen after a restart, which can change decisions not yet taken, never those taken.
+
+`results_elsewhere` applies the same rule to the store's results for the space's experiments on
+entities OUTSIDE the space (other values of a property, or another set of properties): what a
+model-based optimizer learns from across spaces (e.g. the same fine-tuning grid for another
+model), never what it measures or reuses.
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ class SampleStores:
 
     stores: dict[str, _Store] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
-    _cache: dict[tuple[str, str], tuple[int, tuple[PairResult, ...]]] = field(default_factory=dict)
+    _cache: dict[tuple[str, str, bool], tuple[int, tuple[PairResult, ...]]] = field(
+        default_factory=dict
+    )
 
     def knows(self, event: MeasurementCompleted) -> bool:
         return event.event_id in self.seen
@@ -74,14 +81,27 @@ class SampleStores:
         self, space: KnownSpace, operation_id: str, started_at: datetime
     ) -> tuple[PairResult, ...]:
         """Results of the space's store an operation started at `started_at` may reuse."""
+        return self._results(space, operation_id, started_at, inside=True)
+
+    def results_elsewhere(
+        self, space: KnownSpace, operation_id: str, started_at: datetime
+    ) -> tuple[PairResult, ...]:
+        """Results of the space's store, for its experiments, on entities outside the space,
+        that an operation started at `started_at` may learn from (same rule as `results_for`)."""
+        return self._results(space, operation_id, started_at, inside=False)
+
+    def _results(
+        self, space: KnownSpace, operation_id: str, started_at: datetime, *, inside: bool
+    ) -> tuple[PairResult, ...]:
         store = self.stores.get(space.sample_store)
         if store is None:
             return ()
-        cached = self._cache.get((operation_id, space.space_id))
+        key = (operation_id, space.space_id, inside)
+        cached = self._cache.get(key)
         if cached is not None and cached[0] == store.version:
             return cached[1]
-        found = _of_space(store, space, operation_id, started_at)
-        self._cache[(operation_id, space.space_id)] = (store.version, found)
+        found = _chosen(store, space, operation_id, started_at, inside=inside)
+        self._cache[key] = (store.version, found)
         return found
 
     def forget(self, operation_id: str) -> None:
@@ -90,18 +110,23 @@ class SampleStores:
             del self._cache[key]
 
 
-def _of_space(
-    store: _Store, space: KnownSpace, operation_id: str, started_at: datetime
+def _chosen(
+    store: _Store, space: KnownSpace, operation_id: str, started_at: datetime, *, inside: bool
 ) -> tuple[PairResult, ...]:
+    """The store's results before `started_at`, from other operations, for the space's
+    experiments, on entities inside the space (or outside it), oldest first."""
     experiments = {experiment.id for experiment in space.experiments}
-    names = set(space.entity_space.names)
     chosen = [
         result
         for result in store.results.values()
         if result.occurred_at < started_at
         and result.operation_id != operation_id
         and result.outcome.experiment_id in experiments
-        and set(result.outcome.entity_values) == names
-        and result.outcome.entity_values in space.entity_space
+        and _in_space(space, result.outcome) == inside
     ]
     return tuple(result.outcome for result in sorted(chosen, key=lambda r: r.order))
+
+
+def _in_space(space: KnownSpace, outcome: PairResult) -> bool:
+    names = set(space.entity_space.names)
+    return set(outcome.entity_values) == names and outcome.entity_values in space.entity_space

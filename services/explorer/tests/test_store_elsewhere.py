@@ -1,0 +1,150 @@
+"""What an operation sees of its store outside its space (`OperationView.store_elsewhere`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from discospace.core import Entity, parameterized_experiment_id
+from discospace.events import (
+    MeasurementCompleted,
+    OperationCompleted,
+    OperationParameters,
+    OperationRequested,
+    OperationStarted,
+    SpaceRegistered,
+    measurement_request_id,
+)
+from discospace.explorer.domain.decide import Engine
+from discospace.explorer.domain.operator import (
+    Finish,
+    OperationView,
+    OperatorRegistry,
+    Proposal,
+    Wait,
+)
+from discospace.explorer.domain.sample_store import SampleStores
+from discospace.explorer.domain.spaces import KnownSpace, known_space
+
+from .conftest import SMALL, T0, request, space_registered
+
+BENCH_ID = parameterized_experiment_id("bench", {})
+
+
+def _space(event: SpaceRegistered) -> KnownSpace:
+    known = known_space(event)
+    assert isinstance(known, KnownSpace)
+    return known
+
+
+def _result(
+    values: dict[str, Any],
+    seconds: int,
+    *,
+    operation: str = "op-old",
+    experiment: str = BENCH_ID,
+    store: str = "store-a",
+    tps: float = 1.0,
+) -> MeasurementCompleted:
+    cause = OperationRequested(
+        event_id=f"request-{operation}",
+        occurred_at=T0,
+        operation_id=operation,
+        space_id="somewhere",
+        operator="random_walk",
+        requested_by="tester",
+    )
+    entity = Entity.of(values)
+    return MeasurementCompleted.caused_by(
+        cause,
+        T0 + timedelta(seconds=seconds),
+        seconds,
+        operation_id=operation,
+        request_id=measurement_request_id(operation, entity.id, experiment),
+        space_id="somewhere",
+        sample_store=store,
+        entity_id=entity.id,
+        entity_values=values,
+        experiment_id=experiment,
+        worker_id="w0",
+        values={"tps": tps, "mem": 1},
+        is_valid=True,
+        uncertainty={},
+        duration_seconds=1.0,
+    )
+
+
+def _stores(*events: MeasurementCompleted) -> SampleStores:
+    stores = SampleStores()
+    for event in events:
+        stores.record(event)
+    return stores
+
+
+def test_results_outside_the_space_are_seen_elsewhere_and_inside_ones_are_not():
+    space = _space(space_registered(SMALL))
+    inside = _result({"batch_size": 2, "number_gpus": 1}, 3)
+    other_value = _result({"batch_size": 16, "number_gpus": 1}, 2)
+    other_names = _result({"batch_size": 2, "number_gpus": 1, "model": "llama"}, 1)
+    stores = _stores(inside, other_value, other_names)
+    started = T0 + timedelta(minutes=1)
+    elsewhere = stores.results_elsewhere(space, "op-new", started)
+    assert [r.entity_values for r in elsewhere] == [
+        {"batch_size": 2, "number_gpus": 1, "model": "llama"},
+        {"batch_size": 16, "number_gpus": 1},
+    ]
+    assert [r.entity_id for r in stores.results_for(space, "op-new", started)] == [inside.entity_id]
+
+
+def test_results_after_the_start_of_the_operation_its_own_or_of_other_experiments_are_left_out():
+    space = _space(space_registered(SMALL))
+    outside = {"batch_size": 2, "number_gpus": 1, "model": "llama"}
+    stores = _stores(
+        _result(outside, 1, experiment="other-experiment"),
+        _result(outside, 2, operation="op-new"),
+        _result(outside, 3, store="store-b"),
+        _result(outside, 120),
+    )
+    assert stores.results_elsewhere(space, "op-new", T0 + timedelta(minutes=1)) == ()
+
+
+def test_the_view_of_elsewhere_changes_with_the_store_not_with_the_cache():
+    space = _space(space_registered(SMALL))
+    started = T0 + timedelta(minutes=5)
+    stores = _stores(_result({"batch_size": 2, "number_gpus": 1, "model": "a"}, 10))
+    assert len(stores.results_elsewhere(space, "op-new", started)) == 1
+    stores.record(_result({"batch_size": 4, "number_gpus": 1, "model": "a"}, 5))
+    seen = stores.results_elsewhere(space, "op-new", started)
+    assert [r.entity_values["batch_size"] for r in seen] == [4, 2]
+
+
+class Recording:
+    """An operator that keeps what it saw elsewhere, then finishes."""
+
+    name: ClassVar[str] = "recording"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[dict[str, Any], ...]] = []
+
+    def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
+        return None
+
+    def propose(self, view: OperationView) -> Proposal:
+        self.seen.append(tuple(dict(r.entity_values) for r in view.store_elsewhere))
+        return Finish("operator_finished", "seen") if view.in_flight == 0 else Wait()
+
+
+def test_an_operation_sees_other_spaces_results_from_before_it_started_also_after_a_restart(loop):
+    space = space_registered(SMALL)
+    sim = loop(space)
+    recording = Recording()
+    sim.engine = Engine(OperatorRegistry([recording]), sim.timing)
+    sim.send(_result({"batch_size": 2, "number_gpus": 1, "model": "llama"}, -60))
+    made = sim.send(request(space, "op-new", operator="recording"))
+    assert [type(e) for e in made] == [OperationStarted, OperationCompleted]
+    assert recording.seen == [({"batch_size": 2, "number_gpus": 1, "model": "llama"},)]
+    sim.crash(unpublished=len(made))
+    sim.log.append(_result({"batch_size": 4, "number_gpus": 1, "model": "llama"}, 3600))
+    again = sim.restart()
+    assert [e.event_id for e in again] == [e.event_id for e in made]
+    assert recording.seen[1] == recording.seen[0]
