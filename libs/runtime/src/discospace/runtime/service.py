@@ -196,6 +196,11 @@ def _broker(settings: ServiceSettings, description: str) -> KafkaBroker:
         client_id=f"discospace-{name}",
         graceful_timeout=settings.graceful_timeout_s,
         max_request_size=settings.max_message_bytes,
+        # Every in-sync replica has a message before it counts as sent (a cluster that loses
+        # its leader loses nothing acknowledged), and a send retried after a lost answer is not
+        # written twice.
+        acks="all",
+        enable_idempotence=True,
         # Pattern subscriptions (measure.<pool>) see a new pool's topic at the next refresh.
         metadata_max_age_ms=int(settings.metadata_max_age_s * 1000),
         logger=logging.getLogger(f"discospace.{name}.broker"),
