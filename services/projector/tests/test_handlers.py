@@ -1,21 +1,22 @@
-"""The projector's handler without its app: an event and where it was read, into the buffer;
-and the app's subscription, in memory, reading where each event came from on the event loop."""
+"""The projector's handler without its app: a batch of records, each decoded once, into the
+buffer with where it was read (unreadable ones dead-lettered); and the app's batch subscription,
+in memory, handling every batch on the event loop, never in a worker thread."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
+import anyio.to_thread
 import pytest
 from aiokafka import ConsumerRecord
 from faststream.kafka import TestKafkaBroker
 from prometheus_client import CollectorRegistry
 
-from discospace.events import TopicNames, encode
+from discospace.events import EventDecodeError, TopicNames, encode
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.app import create_app
 from discospace.projector.buffering import ProjectionBuffer
-from discospace.projector.handlers import ProjectorDeps, on_event
+from discospace.projector.handlers import ProjectorDeps, Record, on_records
 from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.settings import ProjectorSettings
 from discospace.projector.writing import ReadEvent
@@ -23,7 +24,7 @@ from discospace.store.client import StoreSettings
 from discospace.store.errors import StoreError
 
 
-def _record(topic: str, partition: int, offset: int, key: bytes) -> ConsumerRecord[bytes, bytes]:
+def _record(topic: str, partition: int, offset: int, key: bytes | None, value: bytes) -> Record:
     return ConsumerRecord(
         topic=topic,
         partition=partition,
@@ -31,33 +32,37 @@ def _record(topic: str, partition: int, offset: int, key: bytes) -> ConsumerReco
         timestamp=0,
         timestamp_type=0,
         key=key,
-        value=b"",
+        value=value,
         checksum=None,
-        serialized_key_size=len(key),
-        serialized_value_size=0,
+        serialized_key_size=len(key or b""),
+        serialized_value_size=len(value),
         headers=(),
     )
 
 
-def _deps(record: ConsumerRecord[bytes, bytes]) -> tuple[ProjectorDeps, list[ReadEvent]]:
+def _deps() -> tuple[ProjectorDeps, list[ReadEvent], list[tuple[Record, EventDecodeError]]]:
     written: list[ReadEvent] = []
+    dead: list[tuple[Record, EventDecodeError]] = []
 
     async def write(batch: Sequence[ReadEvent]) -> int:
         written.extend(batch)
         return len(batch)
 
+    async def dead_letter(record: Record, error: EventDecodeError) -> None:
+        dead.append((record, error))
+
     metrics = ProjectorMetrics.create(CollectorRegistry())
     store = StoreWorker(StoreSettings(), "projector", metrics)
-    return ProjectorDeps(store, ProjectionBuffer(write, metrics), lambda: record), written
+    return ProjectorDeps(store, ProjectionBuffer(write, metrics), dead_letter), written, dead
 
 
 async def test_an_event_goes_to_the_buffer_with_the_topic_partition_offset_and_key_it_came_from(
     story,
 ):
     space = story.space_a
-    deps, written = _deps(_record("t.spaces", 2, 41, space.key()))
+    deps, written, _ = _deps()
 
-    await on_event(space, deps)
+    await on_records([_record("t.spaces", 2, 41, space.key(), encode(space))], deps)
     await deps.buffer.flush()
 
     [read] = written
@@ -67,36 +72,69 @@ async def test_an_event_goes_to_the_buffer_with_the_topic_partition_offset_and_k
     assert (record.event_id, record.key) == (space.event_id, space.key().decode())
 
 
+async def test_an_unreadable_record_is_dead_lettered_and_the_events_around_it_keep_their_order(
+    story,
+):
+    events = story.events[:4]
+    records = [_record("t.operations", 0, i, b"op-a", encode(e)) for i, e in enumerate(events)]
+    broken = _record("t.operations", 0, 99, b"op-a", b"not json at all")
+    deps, written, dead = _deps()
+
+    await on_records([*records[:2], broken, *records[2:]], deps)
+    await deps.buffer.flush()
+
+    assert [read.event for read in written] == events
+    [(record, error)] = dead
+    assert record is broken
+    assert error.kind == "malformed"
+
+
+async def test_a_dead_letter_the_broker_refuses_is_tried_again_until_it_is_taken() -> None:
+    deps, _, dead = _deps()
+    refusals: list[int] = []
+
+    async def flaky(record: Record, error: EventDecodeError) -> None:
+        if len(refusals) < 2:
+            refusals.append(record.offset)
+            raise ConnectionError("broker away")
+        dead.append((record, error))
+
+    broken = _record("t.operations", 0, 7, None, b"{}")
+    deps = ProjectorDeps(deps.store, deps.buffer, flaky, retry_s=0.01)
+
+    await on_records([broken], deps)
+
+    assert refusals == [7, 7]
+    assert [record.offset for record, _ in dead] == [7]
+
+
 async def test_in_memory_every_event_is_buffered_with_its_record_and_no_worker_thread(
     story, monkeypatch
 ):
     buffered: list[ReadEvent] = []
+    hops: list[object] = []
 
-    async def add(buffer: ProjectionBuffer, item: ReadEvent) -> None:
-        buffered.append(item)
+    async def add_many(buffer: ProjectionBuffer, items: Sequence[ReadEvent]) -> None:
+        buffered.extend(items)
 
-    monkeypatch.setattr(ProjectionBuffer, "add", add)
+    run_sync = anyio.to_thread.run_sync
+
+    async def noting(function: object, *args: object, **kwargs: object) -> object:
+        hops.append(function)
+        return await run_sync(function, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ProjectionBuffer, "add_many", add_many)
     topics = TopicNames.unique("projector")
     service = create_app(ProjectorSettings(topic_prefix=topics.prefix), store=StoreSettings())
-    started: list[str] = []
-    start = threading.Thread.start
-
-    def noting(thread: threading.Thread) -> None:
-        started.append(thread.name)
-        start(thread)
-
     events = story.events[:5]
     async with TestKafkaBroker(service.broker) as broker:
-        threading.Thread.start = noting  # type: ignore[method-assign]
-        try:
-            for event in events:
-                await broker.publish(encode(event), event.topic(topics), key=event.key())
-        finally:
-            threading.Thread.start = start  # type: ignore[method-assign]
+        monkeypatch.setattr(anyio.to_thread, "run_sync", noting)
+        for event in events:
+            await broker.publish(encode(event), event.topic(topics), key=event.key())
 
     assert [read.event for read in buffered] == events
     assert [read.record.topic for read in buffered] == [event.topic(topics) for event in events]
-    assert started == []
+    assert hops == []
 
 
 async def test_a_read_before_the_store_is_open_is_a_transient_failure_not_a_poison_one() -> None:

@@ -183,3 +183,34 @@ def test_an_ended_operation_keeps_what_it_received_before_its_end(store_client, 
 
     assert (progress.counts.measured, progress.counts.cancelled, progress.done) == (3, 2, 4)
     assert [r.entity_values for r in results if r.is_valid] == story.valid_in_a
+
+
+def test_every_view_reads_the_same_while_copies_of_replayed_events_are_not_merged_yet(
+    store_client, story
+) -> None:
+    once = StoreViews(store_client)
+    Projection(store_client, CONSUMER).write(story.history.read())
+    space, operation = story.space_a.space_id, "op-a"
+    before = (
+        once.entities(space),
+        once.operation(operation),
+        once.operations(),
+        once.operation_results(operation),
+        once.spaces(),
+        once.actuators(),
+    )
+    store_client.command("SYSTEM STOP MERGES")
+    try:
+        Projection(store_client, "another-writer").write(story.history.read())  # every row twice
+        twice = StoreViews(store_client)
+        assert _count(store_client, "measurements") * 2 == int(
+            store_client.command("SELECT count() FROM measurements")
+        )
+        assert twice.entities(space).equals(before[0])
+        assert twice.operation(operation) == before[1]
+        assert twice.operations() == before[2]
+        assert twice.operation_results(operation) == before[3]
+        assert twice.spaces() == before[4]
+        assert twice.actuators() == before[5]
+    finally:
+        store_client.command("SYSTEM START MERGES")

@@ -3,8 +3,15 @@
 Writes are idempotent: an event is identified by its `event_id`. A batch drops its own duplicates;
 `write_batch` also skips what its consumer has already recorded as read; and the `events` table (a
 ReplacingMergeTree ordered by operation then event_id) folds whatever copies still get written, by
-a replay or by two writers racing, so every read uses `FINAL`. Looking up stored ids before each
-insert would cost a scan growing with the store, so this module never does.
+a replay or by two writers racing, so every read of it uses `FINAL`: `read_events` and
+`count_events` promise one row per event id (a count would otherwise count the copies), and
+they read the raw log for replays, imports and tests, never for the views. Looking up stored
+ids before each insert would cost a scan growing with the store, so this module never does.
+
+`consumer_offsets` is read with `FINAL` too, for another reason: its rows of one (consumer,
+topic, partition) are not copies but successive versions, and `FINAL` keeps the one with the
+latest `updated_at` (the table's version column). It is read once when a projection opens and
+after a rebalance, and holds one row per partition once merged, so it costs nothing per event.
 
 A projection writes its events first and its offsets second (ClickHouse has no transaction across
 tables): a crash in between replays the batch, which the deduplication absorbs.

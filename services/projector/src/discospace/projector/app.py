@@ -1,8 +1,9 @@
 """The projector's wiring: every topic into the store, and the views over HTTP beside /health.
 
-Its parts are built in `bootstrap.py`, its handler is `handlers.on_event`, its subscription
-(resuming from the store's offsets) is in `consuming.py`, its views in `routes.py`, and who
-may read them (loopback by default, a bearer token for anything else) in `access.py`.
+Its parts are built in `bootstrap.py`, its handler is `handlers.on_records`, its batch
+subscription (resuming from the store's offsets) is in `consuming.py`, its views in
+`routes.py`, and who may read them (loopback by default, a bearer token for anything else)
+in `access.py`.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from discospace.events.factory import Clock, utc_now
 from discospace.projector.access import api_token, check_exposure, guard
 from discospace.projector.bootstrap import bootstrap
 from discospace.projector.consuming import subscribe_to_everything
-from discospace.projector.handlers import on_event
 from discospace.projector.routes import view_routes
 from discospace.projector.settings import ProjectorSettings
-from discospace.runtime import Service, bind, create_service
+from discospace.runtime import Service, create_service
 from discospace.store.client import StoreSettings
 
 DESCRIPTION = (
@@ -45,7 +45,7 @@ def create_app(
     service.on_startup(deps.buffer.start)
     service.on_shutdown(deps.buffer.stop)
     service.on_shutdown(deps.store.close)
-    subscribe_to_everything(service, deps.store, deps.buffer)(bind(on_event, deps))
+    subscribe_to_everything(service, settings, deps)
     for path, route in view_routes(deps.store.read):
         service.app.mount(path, guard(route, token))
     return service

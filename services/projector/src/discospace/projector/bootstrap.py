@@ -1,20 +1,16 @@
 """The projector's composition root: its parts, built once per process from settings.
 
 `bootstrap` builds what the handler (`handlers.py`) works with: the domain metrics, the
-store's worker (opened when the service starts), the buffer that writes batches to it, and a
-reader of the Kafka record being handled. `app.py` only wires them.
+store's worker (opened when the service starts), the buffer that writes batches to it, and
+how an unreadable record is dead-lettered. `app.py` only wires them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import cast
-
-from faststream._internal.context.repository import ContextRepo
-
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.buffering import ProjectionBuffer
-from discospace.projector.handlers import ProjectorDeps, Record
+from discospace.projector.consuming import dead_letter_to
+from discospace.projector.handlers import ProjectorDeps
 from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.settings import ProjectorSettings
 from discospace.runtime import Service
@@ -29,25 +25,13 @@ def bootstrap(service: Service, settings: ProjectorSettings, store: StoreSetting
     """The projector's parts, on `service`'s broker and metrics registry."""
     metrics = ProjectorMetrics.create(service.metrics.registry)
     worker = StoreWorker(store, PROJECTION, metrics)
+    retry_s = max(settings.retry_backoff_s, 0.1)
     buffer = ProjectionBuffer(
         worker.write,
         metrics,
         max_batch=settings.batch_max_events,
         linger_s=settings.batch_linger_s,
         capacity=settings.buffer_capacity,
-        retry_s=max(settings.retry_backoff_s, 0.1),
+        retry_s=retry_s,
     )
-    return ProjectorDeps(worker, buffer, current_record(service.broker.context))
-
-
-def current_record(context: ContextRepo) -> Callable[[], Record]:
-    """The Kafka record of the message being handled, read from FastStream's context.
-
-    The same value a `KafkaMessage` parameter would get, without FastStream's injection: that
-    resolves every message's context in a worker thread.
-    """
-
-    def record() -> Record:
-        return cast("Record", context.get_local("message").raw_message)
-
-    return record
+    return ProjectorDeps(worker, buffer, dead_letter_to(service), retry_s)

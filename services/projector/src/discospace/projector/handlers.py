@@ -1,47 +1,87 @@
 """The projector's message handler: a module-level function over the parts `bootstrap` builds.
 
-The handler takes the event and `ProjectorDeps`; the runtime's `bind` hands FastStream a version
-that takes the event alone. So it runs in a test with hand-built parts, no app, no broker.
+The handler takes one batch of Kafka records (what one `getmany` returned, in order per
+partition) and `ProjectorDeps`, so it runs in a test with hand-built parts, no app, no broker.
 
-- `on_event`: every event of every topic (the fixed topics and every pool's measure topic),
-  with where it was read from (topic, partition, offset, key), goes to the buffer that writes
-  it to the store in batches.
+- `on_records`: each record is decoded once; an event goes, with where it was read from
+  (topic, partition, offset, key), to the buffer that writes it to the store in batches; a
+  record that is no readable event is dead-lettered with the reason and the original bytes.
+
+The handler never raises for one record: the subscription commits before handling
+(`consuming.py`), so a batch dropped half way would be skipped until the next restart, and
+the store's offsets, moved on by the batches after it, would skip it for good. So events read
+before an unreadable record are buffered before its dead letter is published, and a dead
+letter that cannot be published is tried again until it is (the consumer waits meanwhile).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from aiokafka import ConsumerRecord
 
-from discospace.events import Event
+from discospace.events import EventDecodeError, decode
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.buffering import ProjectionBuffer
 from discospace.projector.writing import ReadEvent
 from discospace.store.events import EventRecord
 
 Record: TypeAlias = ConsumerRecord[bytes, bytes]
+DeadLetter = Callable[[Record, EventDecodeError], Awaitable[None]]
+logger = logging.getLogger("discospace.projector.handler")
 
 
 @dataclass(frozen=True)
 class ProjectorDeps:
     """The projector's parts: the store (views and writes), the buffer between Kafka and the
-    store, and the Kafka record of the message being handled."""
+    store, and how an unreadable record is set aside (published to the dead-letter topic)."""
 
     store: StoreWorker
     buffer: ProjectionBuffer
-    current_record: Callable[[], Record]
+    dead_letter: DeadLetter
+    retry_s: float = 1.0
 
 
-async def on_event(event: Event, deps: ProjectorDeps) -> None:
-    record = deps.current_record()
-    read = EventRecord.of(
-        event,
-        topic=record.topic,
-        partition=record.partition,
-        offset=record.offset,
-        key=record.key,
+async def on_records(records: Sequence[Record], deps: ProjectorDeps) -> None:
+    """Buffer the events of `records` in order; dead-letter the records that hold none."""
+    readable: list[ReadEvent] = []
+    for record in records:
+        try:
+            readable.append(read_event(record))
+        except EventDecodeError as error:
+            await deps.buffer.add_many(readable)
+            readable = []
+            await _set_aside(record, error, deps)
+    await deps.buffer.add_many(readable)
+
+
+def read_event(record: Record) -> ReadEvent:
+    """The event a record holds, with where it was read from; `EventDecodeError` otherwise."""
+    event = decode(record.value or b"")
+    where = EventRecord.of(
+        event, topic=record.topic, partition=record.partition, offset=record.offset, key=record.key
     )
-    await deps.buffer.add(ReadEvent(event, read))
+    return ReadEvent(event, where)
+
+
+async def _set_aside(record: Record, error: EventDecodeError, deps: ProjectorDeps) -> None:
+    """Publish the record's dead letter, trying again until the broker takes it."""
+    while True:
+        try:
+            await deps.dead_letter(record, error)
+            return
+        except Exception as failure:  # the broker is away: the consumer waits for it
+            logger.warning(
+                "dead letter not published (%s); trying again in %.1f s", failure, deps.retry_s
+            )
+            await asyncio.sleep(deps.retry_s)
+
+
+def records_of(batch: Any) -> Sequence[Record]:
+    """The records of a FastStream batch body (the decoder in `consuming.py` hands them over
+    as they are)."""
+    return batch if isinstance(batch, tuple | list) else ()

@@ -6,12 +6,19 @@ sample store's results for given entities (`sample_store`, `entity_id`). Each ta
 a typed record whose fields name the columns selected, each checked against the table's one
 declaration in `discospace.store.tables`; every value is a query parameter.
 
-Copies of a replayed event may sit in the tables until ClickHouse merges them. Reads of spaces,
-actuators and operations use `FINAL` (small tables). Reads of measurements and results do not:
-a copy is the same row (same event id, same content), and the views fold rows per entity and
-per request, so a copy changes nothing, while `FINAL` would keep ClickHouse from filtering
-before reading (the "elsewhere" read of an 80-entity space took 120 ms with it and 4 ms without
-it in a store of 10^6 results).
+No read uses `FINAL`. Copies of a replayed event may sit in a table until ClickHouse merges
+them (each table is a ReplacingMergeTree ending its ORDER BY with `event_id`), but a copy is
+the same row: same event id, same content, because an event id names one event and a replay
+re-reads the same bytes. Every fold over these rows is blind to an exact copy: spaces and
+catalogs take the latest or highest-ranked row and sets of ids; an operation's lifecycle keeps
+the latest payload of each type, its jobs one entry per job; progress counts per request id;
+results are kept once per event id; the entity table folds per entity and experiment. `FINAL`
+would instead merge every part's rows of the key range before filtering: its cost grows with
+the parts the store holds, which is worst right after a bulk insert (the "elsewhere" read of an
+80-entity space took 120 ms with it and 4 ms without it in a store of 10^6 results). So a
+view's cost stays with the rows it selects, whatever the store holds. (The store's own
+`FINAL` reads, of `consumer_offsets` and of the raw `events`, are explained in
+`discospace.store.events`.)
 
 Blocking: call from the store's worker thread.
 """
@@ -174,7 +181,7 @@ def store_results(
         conditions.append("entity_id IN {entities:Array(String)}")
         parameters["entities"] = list(entity_ids)
     where = " AND ".join(conditions)
-    return _select(client, RESULTS, ResultRow, where, parameters, final=False)
+    return _select(client, RESULTS, ResultRow, where, parameters)
 
 
 def _select(
@@ -183,13 +190,10 @@ def _select(
     row_type: type[R],
     where: str = "",
     parameters: dict[str, object] | None = None,
-    *,
-    final: bool = True,
 ) -> list[R]:
+    """The rows of `table` matching `where`, oldest first, without `FINAL` (module doc)."""
     columns = ", ".join(table.column(name).name for name in row_type._fields)
     sql = f"SELECT {columns} FROM {table.name}"  # noqa: S608 (declared names only)
-    if final:
-        sql += " FINAL"
     if where:
         sql += f" WHERE {where}"
     sql += " ORDER BY occurred_at, event_id"

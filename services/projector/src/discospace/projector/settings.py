@@ -31,17 +31,27 @@ class ProjectorSettings(ServiceSettings):
         default=8105, ge=0, le=65535, description="Port of the views, /health and /metrics."
     )
     batch_max_events: int = Field(
-        default=1000, ge=1, description="Most events written to the store in one batch."
+        default=5000,
+        ge=1,
+        description="Events that make the writer write at once (and the most in one batch).",
     )
     batch_linger_s: float = Field(
-        default=0.05,
+        default=0.1,
         ge=0,
-        description="How long the writer waits for more events before writing a batch.",
+        description="How long after the first unwritten event the writer writes anyway.",
     )
     buffer_capacity: int = Field(
-        default=20_000,
+        default=50_000,
         ge=1,
         description="Events read and not yet written before the consumer waits for the store.",
+    )
+    fetch_max_records: int = Field(
+        default=2000, ge=1, description="Most Kafka records handed to the handler at once."
+    )
+    fetch_wait_ms: int = Field(
+        default=50,
+        ge=1,
+        description="How long one fetch waits for records when none are there yet.",
     )
     api_token: SecretStr | None = Field(
         default=None,

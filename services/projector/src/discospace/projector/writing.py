@@ -70,16 +70,20 @@ class Projection:
 
     def write(self, batch: Sequence[ReadEvent]) -> int:
         """Store what was not read before; return how many events that was (0 for a replay)."""
+        return len(self.write_fresh(batch))
+
+    def write_fresh(self, batch: Sequence[ReadEvent]) -> list[ReadEvent]:
+        """Store what was not read before, one insert per table; return those events."""
         fresh = self.unseen(batch)
         if not fresh:
-            return 0
+            return fresh
         insert_rows(self.client, [item.event for item in fresh])
         records = [item.record for item in fresh]
         insert_events(self.client, records)
         offsets = next_offsets(records)
         record_offsets(self.client, self.consumer, offsets)
         self._next.update(offsets)
-        return len(fresh)
+        return fresh
 
     def _position(self, record: EventRecord) -> int:
         return self._next.get((record.topic, record.partition), 0)
