@@ -1,12 +1,17 @@
-"""View figures on embedded chDB: a fixed 80-entity space while the store grows around it.
+"""View figures on embedded chDB against its floor: a fixed 80-entity space while the store grows.
 
-Run: .venv/bin/python benchmarks/bench_views.py [--sizes 1000,100000,1000000]
+Run: .venv/bin/python benchmarks/bench_views.py [--sizes 1000,100000,1000000] [--rounds 3]
 
 The space (2 models x 10 batch sizes x 4 GPU counts, one experiment) is measured in full
-through the real fold. The store then grows to each size with measurements of other spaces:
-`other-stores` puts them in other sample stores, `same-store` in the space's own sample store
-(entities outside the space), the worst case for the "elsewhere" view. Each figure is the
-median of 5 reads, printed one per line; a fresh temporary data dir is used and removed.
+through the real fold. The store then grows to each size with measurements of other spaces, in
+bulk inserts of 100,000 rows: `other-stores` puts them in other sample stores, `same-store` in
+the space's own sample store (entities outside the space), the worst case for the "elsewhere"
+view. Each view is read right after the bulk insert (its parts not merged yet), then again once
+the tables are merged (`OPTIMIZE ... FINAL`). The baseline is `SELECT 1` through the same
+client, measured in the same round, interleaved with the view: a round's figure is the median
+of 5 reads of each, its ratio view / `SELECT 1`; each line prints min / median / max over the
+rounds. On a shared 2-core machine the figures are noisy: read the ratios. A fresh temporary
+data dir is used and removed.
 """
 
 from __future__ import annotations
@@ -64,13 +69,18 @@ SPEC = SpaceSpec(
 )
 SPACE_ID = DiscoverySpace.from_spec(SPEC).id
 CHUNK = 100_000
+ROUNDS = 3
+READS = 5
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,100000,1000000")
+    parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
     sizes = [int(size) for size in arguments.sizes.split(",")]
+    global ROUNDS
+    ROUNDS = arguments.rounds
     for layout in ("other-stores", "same-store"):
         with tempfile.TemporaryDirectory(prefix="bench-views-") as data_dir:
             client = connect(StoreSettings(url=None, data_dir=Path(data_dir), database="bench"))
@@ -140,7 +150,10 @@ def _grow_and_measure(client: Client, layout: str, sizes: list[int]) -> None:
             stored += count
         grown = time.perf_counter() - began
         print(f"[{layout}] store at {size:>9,} other measurements (grown in {grown:.1f} s)")
-        _measure_views(StoreViews(client))
+        _measure_views(client, "right after the bulk insert")
+        for table in (MEASUREMENTS, RESULTS):
+            client.command(f"OPTIMIZE TABLE {table.name} FINAL")
+        _measure_views(client, "merged")
 
 
 def _insert_background(client: Client, layout: str, start: int, count: int) -> None:
@@ -162,22 +175,51 @@ def _insert_background(client: Client, layout: str, start: int, count: int) -> N
     client.insert(RESULTS.name, results, column_names=RESULTS.column_names)
 
 
-def _measure_views(views: StoreViews) -> None:
-    _figure("space show --include all (80 rows)", lambda: views.entities(SPACE_ID), 80)
-    _figure("space show --include measured", lambda: views.entities(SPACE_ID, ("measured",)), 80)
-    _figure("space show --include elsewhere", lambda: views.entities(SPACE_ID, ("elsewhere",)), 0)
-    _figure("operation progress (80 pairs)", lambda: [views.operation("op-bench")], 1)
+def _measure_views(client: Client, state: str) -> None:
+    parts = client.command(
+        "SELECT count() FROM system.parts WHERE active AND database = currentDatabase()"
+        " AND table IN ('measurements', 'results')"
+    )
+    print(f"  {state} ({parts} active parts in measurements and results):")
+    views = StoreViews(client)
+    floor = lambda: client.query("SELECT 1").result_rows  # noqa: E731 (the baseline)
+    _figure("space show --include all (80 rows)", lambda: views.entities(SPACE_ID), 80, floor)
+    _figure(
+        "space show --include measured", lambda: views.entities(SPACE_ID, ("measured",)), 80, floor
+    )
+    _figure(
+        "space show --include elsewhere", lambda: views.entities(SPACE_ID, ("elsewhere",)), 0, floor
+    )
+    _figure("operation progress (80 pairs)", lambda: [views.operation("op-bench")], 1, floor)
 
 
-def _figure(name: str, read: Callable[[], Any], rows: int) -> None:
+def _figure(name: str, read: Callable[[], Any], rows: int, floor: Callable[[], Any]) -> None:
     got = read()  # warm the caches the projector keeps (the space's layout)
     assert len(got) == rows, f"{name}: {len(got)} rows, expected {rows}"
+    views, floors = [], []
+    for _ in range(ROUNDS):
+        views.append(_median_seconds(read))
+        floors.append(_median_seconds(floor))
+    ratios = [view / base for view, base in zip(views, floors, strict=True)]
+    print(
+        f"    {name}: {_spread(views, 1000, '{:.1f}')} ms, SELECT 1 "
+        f"{_spread(floors, 1000, '{:.2f}')} ms, ratio {_spread(ratios, 1, '{:.1f}')}x"
+    )
+
+
+def _median_seconds(read: Callable[[], Any]) -> float:
     seconds = []
-    for _ in range(5):
+    for _ in range(READS):
         began = time.perf_counter()
         read()
         seconds.append(time.perf_counter() - began)
-    print(f"  {name}: {statistics.median(seconds) * 1000:.1f} ms")
+    return statistics.median(seconds)
+
+
+def _spread(values: list[float], scale: float, form: str) -> str:
+    """min / median / max of `values` times `scale`, each in `form`."""
+    figures = (min(values), statistics.median(values), max(values))
+    return " / ".join(form.format(value * scale) for value in figures)
 
 
 if __name__ == "__main__":
