@@ -13,7 +13,12 @@ or failed with a reason, no (store, entity, experiment) measured twice by an act
 counts equal a fold of the log. `decisions` gives what the explorer drew per operation (the order
 of the entities its strategy drew, without ids or times), to compare two runs of one seed.
 
-Only a single broker: the 3-broker KRaft cluster of issue 13 is not part of this harness.
+With `ChaosPlan.brokers == 3` the run is on a 3-broker KRaft cluster of its own
+(`cluster.OwnCluster`, `deploy/local/kafka-cluster.sh`): services create their topics with 3
+replicas, and the schedule SIGKILLs one node mid-run (`broker-loss`) and starts it again some
+faults later (`broker-return`); `check` then also asks that nothing was lost and that every
+topic is back to 3 replicas in sync. The single broker is started plaintext explicitly
+(`KAFKA_SECURITY=plaintext`), as is the cluster.
 """
 
 from __future__ import annotations
@@ -49,6 +54,18 @@ from discospace.events import (
     SamplesRequested,
     TopicNames,
 )
+from discospace.testing.cluster import (
+    LOSS,
+    NODES,
+    RETURN,
+    OwnCluster,
+    node_to_lose,
+    nothing_lost,
+    place_losses,
+    replicated,
+    replication_env,
+    services_read_a_list,
+)
 from discospace.testing.kafka import free_port
 from discospace.testing.loop import REPO, Loop
 
@@ -67,6 +84,7 @@ SHAPE: dict[str, list[Any]] = {
 }
 BATCH_SIZES = ([1, 2, 4, 8], [2, 4, 8, 16])
 """The two spaces of a round: 40 entities each, 30 of them shared."""
+SPACE_SIZE = 40
 ENDED = (OperationCompleted, OperationFailed)
 
 
@@ -87,9 +105,21 @@ class ChaosPlan:
     latency_s: float = 0.05
     """How long the synthetic actuator takes per measurement."""
     rounds_at_least: int = 1
+    brokers: int = 1
+    """1: one kafka.sh broker; 3: a kafka-cluster.sh cluster, topics replicated 3 times."""
+    broker_losses: int = 0
+    """On a cluster: how many times one node is SIGKILLed mid-run (one down at a time)."""
+    loss_down_faults: int = 8
+    """How many faults later a lost node is started again."""
     wait_healthy: bool = False
     """Wait for a restarted service to answer /health before the next fault (slower: a start
     takes seconds on a busy machine); by default the next fault may hit it while it starts."""
+
+    def __post_init__(self) -> None:
+        if self.brokers not in (1, 3):
+            raise ValueError(f"a chaos run has 1 broker or a cluster of 3, not {self.brokers}")
+        if self.broker_losses and self.brokers == 1:
+            raise ValueError("a broker loss needs the 3-broker cluster (brokers=3)")
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ChaosPlan:
@@ -103,15 +133,32 @@ class ChaosPlan:
             broker_kills=int(env.get("CHAOS_BROKER_KILLS", base.broker_kills)),
         )
 
+    @classmethod
+    def cluster_from_env(cls, environ: dict[str, str] | None = None) -> ChaosPlan:
+        """The cluster plan named by CHAOS_SEED, CHAOS_KILLS and CHAOS_BROKER_LOSSES: service
+        kills and broker losses (whole-cluster stops are the single broker's run's job)."""
+        env = os.environ if environ is None else environ
+        base = cls()
+        return cls(
+            seed=int(env.get("CHAOS_SEED", base.seed)),
+            kills_per_service=int(env.get("CHAOS_KILLS", base.kills_per_service)),
+            broker_stops=0,
+            broker_kills=0,
+            brokers=3,
+            broker_losses=int(env.get("CHAOS_BROKER_LOSSES", 1)),
+        )
+
     def schedule(self) -> list[tuple[float, str]]:
         """(pause before, victim) for every fault, shuffled by the seed.
 
-        A victim is a service name, `broker-stop` or `broker-kill`.
+        A victim is a service name, `broker-stop`, `broker-kill`, or on a cluster
+        `broker-loss` (one node SIGKILLed) and, `loss_down_faults` later, `broker-return`.
         """
         rng = random.Random(self.seed)
         victims = [name for name in SERVICES for _ in range(self.kills_per_service)]
         victims += ["broker-stop"] * self.broker_stops + ["broker-kill"] * self.broker_kills
         rng.shuffle(victims)
+        victims = place_losses(victims, self.broker_losses, self.loss_down_faults, rng)
         return [(rng.uniform(*self.pause_s), victim) for victim in victims]
 
     def round_sizes(self, rounds: int) -> list[int]:
@@ -135,6 +182,8 @@ class OwnBroker:
             "KAFKA_PORT": str(self.port),
             "KAFKA_STATE_DIR": str(state_dir),
             "KAFKA_CONTROLLER_PORT": str(free_port()),
+            # kafka.sh's default is becoming SASL_SSL; these tests ask for plaintext explicitly.
+            "KAFKA_SECURITY": "plaintext",
         }
 
     @property
@@ -197,7 +246,7 @@ class ChaosRun:
 
     plan: ChaosPlan
     workdir: Path
-    broker: OwnBroker = field(init=False)
+    broker: OwnBroker | OwnCluster = field(init=False)
     loop: Loop = field(init=False)
     tally: Tally = field(default_factory=Tally)
     faulting: threading.Lock = field(default_factory=threading.Lock)
@@ -205,21 +254,34 @@ class ChaosRun:
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.broker = OwnBroker(self.workdir / "kafka")
+        if self.plan.brokers == 3:
+            self.broker = OwnCluster(self.workdir / "kafka-cluster")
+        else:
+            self.broker = OwnBroker(self.workdir / "kafka")
 
     def __enter__(self) -> ChaosRun:
         self.broker.start()
-        self.loop = Loop(self.broker.bootstrap, self.workdir, TopicNames.unique("chaos"))
+        self.loop = Loop(self._service_bootstrap(), self.workdir, TopicNames.unique("chaos"))
         for name in ("registry", "sampler", "projector"):
-            self.loop.start(name)
-        self.loop.start("explorer", DISCOSPACE_EXPLORER_MEASUREMENT_RETRY_BACKOFF_S="0.2")
+            self.loop.start(name, **replication_env(name, self.plan.brokers))
+        self.loop.start(
+            "explorer",
+            DISCOSPACE_EXPLORER_MEASUREMENT_RETRY_BACKOFF_S="0.2",
+            **replication_env("explorer", self.plan.brokers),
+        )
         parameters = {
             "experiments": [{"experiment": "benchmark"}],
             "latency_s": self.plan.latency_s,
             "invalid_when": None,
         }
         for worker in WORKERS:
-            self.loop.actuator(worker, POOL, parameters, DISCOSPACE_ACTUATOR_CONCURRENCY="4")
+            self.loop.actuator(
+                worker,
+                POOL,
+                parameters,
+                DISCOSPACE_ACTUATOR_CONCURRENCY="4",
+                **replication_env("actuator", self.plan.brokers),
+            )
         self.loop.wait_healthy()
         self.loop.wait_for_catalog({"benchmark"})
         return self
@@ -289,6 +351,9 @@ class ChaosRun:
 
     def _fault(self, victim: str) -> None:
         rng = random.Random(f"{self.plan.seed}-{victim}-{sum(self.tally.faults.values())}")
+        if victim in (LOSS, RETURN):
+            self._cluster_fault(victim)
+            return
         if victim.startswith(BROKER):
             (self.broker.kill if victim == "broker-kill" else self.broker.stop)()
             self.tally.faults[victim] += 1
@@ -301,6 +366,27 @@ class ChaosRun:
         self.loop.services[victim].start()
         if self.plan.wait_healthy:
             self.loop.services[victim].wait_healthy(timeout_s=180)
+
+    def _service_bootstrap(self) -> str:
+        """The services' KAFKA_BOOTSTRAP_SERVERS: every address of the cluster, unless the
+        runtime cannot read a list yet (then one node the schedule never loses; see
+        `cluster.services_read_a_list`)."""
+        if not isinstance(self.broker, OwnCluster) or services_read_a_list():
+            return self.broker.bootstrap
+        lost = {node_to_lose(self.plan.seed, n) for n in range(self.plan.broker_losses)}
+        return self.broker.address_of(min(set(NODES) - lost))
+
+    def _cluster_fault(self, victim: str) -> None:
+        """SIGKILL one node of the cluster, or start the lost one again on its data."""
+        if not isinstance(self.broker, OwnCluster):
+            raise RuntimeError(f"{victim} needs the 3-broker cluster")
+        if victim == LOSS:
+            node = node_to_lose(self.plan.seed, self.tally.faults[LOSS])
+            self.broker.lose(node)
+        else:
+            node = self.broker.restore()
+        self.tally.faults[victim] += 1
+        self.tally.timeline.append(f"{datetime.now(UTC):%H:%M:%S.%f} {victim} done: node {node}")
 
     def _round(self, index: int, timeout_s: float) -> None:
         """Two spaces on a fresh store, 2-4 walks on them at once, waited for."""
@@ -413,6 +499,9 @@ def check(run: ChaosRun, log: Log, settle_s: float = 90.0) -> list[str]:
     broken += _measured_once(log)
     broken += _views_equal_log(run, log, settle_s)
     broken += _same_decision_per_index(log, run.tally.operations)
+    broken += nothing_lost(run, log, SPACE_SIZE)
+    if run.plan.brokers > 1:
+        broken += replicated(run.broker.bootstrap, run.loop.topics.prefix, run.plan.brokers)
     return broken
 
 
@@ -538,6 +627,10 @@ def summary(run: ChaosRun, log: Log) -> dict[str, Any]:
         "kills": {name: run.tally.faults[name] for name in SERVICES},
         "broker_stops": run.tally.faults["broker-stop"],
         "broker_kills": run.tally.faults["broker-kill"],
+        "broker_losses": run.tally.faults[LOSS],
+        "broker_returns": run.tally.faults[RETURN],
+        "brokers": run.plan.brokers,
+        "service_bootstrap": run.loop.bootstrap,
         "rounds": len(run.tally.rounds),
         "operations": len(run.tally.operations),
         "measurement_requests": len(log.distinct(log.measure, MeasurementRequested)),
