@@ -3,53 +3,144 @@
 Errors a user can meet (any :class:`DiscospaceError`, or a pydantic validation error) become
 one red line on stderr and exit code 2, never a traceback. Commands live in their own modules
 (one sub-app per noun: ``space.py``, ``operation.py`` ...) and are registered here.
+
+Start-up stays short (``discospace --help`` and ``discospace operation create --help`` import
+typer and the one command module they show, nothing else): each noun is listed from `NOUNS`
+(its name and one-line help) and its module is imported only when a command line names it;
+the command modules import the domain, the event contracts, Kafka, rich and the projector's
+client inside the commands that use them. `tests/test_startup.py` checks both: which modules a
+help loads, and that each listed help is its sub-app's own.
 """
 
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
+from typer._click.core import Command, Context
 from typer.core import TyperGroup
 
-from discospace.cli.actuators import actuators
-from discospace.cli.bench import bench_app
-from discospace.cli.errors import user_error_line
-from discospace.cli.kafka import silence_library_logs
-from discospace.cli.operation import operation_app
-from discospace.cli.pipeline import pipeline_app
-from discospace.cli.settings import DEFAULT_KAFKA, DEFAULT_PROJECTOR, CliSettings, current_user
-from discospace.cli.space import space_app
-from discospace.cli.store_import import store_app
-from discospace.core.errors import DiscospaceError
-from discospace.events.topics import DEFAULT_PREFIX
+from discospace.cli.logs import silence_library_logs
+from discospace.cli.settings import (
+    DEFAULT_KAFKA,
+    DEFAULT_PROJECTOR,
+    DEFAULT_TOPIC_PREFIX,
+    CliSettings,
+    current_user,
+)
 
 USER_ERROR_EXIT_CODE = 2
+_CLICK_SIGNALS = (typer.TyperException, typer.Exit, typer.Abort)
 
 
-class _UserErrorsToOneLine(TyperGroup):
-    """The root group: every sub-command runs inside its ``invoke``, so errors stop here."""
+@dataclass(frozen=True)
+class Noun:
+    """A command of the root, imported when a command line names it."""
 
-    def invoke(self, ctx: Any) -> Any:
+    module: str
+    attribute: str
+    help: str
+
+    def load(self) -> Command:
+        """The noun's command (a group for a sub-app), built from its module."""
+        found = getattr(importlib.import_module(self.module), self.attribute)
+        if isinstance(found, typer.Typer):
+            return typer.main.get_group(found)
+        command_app = typer.Typer()
+        command_app.command()(found)
+        return typer.main.get_command(command_app)
+
+
+NOUNS: dict[str, Noun] = {
+    "space": Noun(
+        "discospace.cli.space",
+        "space_app",
+        "Discovery spaces: describe a space file, register it, list spaces, show entities.",
+    ),
+    "operation": Noun(
+        "discospace.cli.operation",
+        "operation_app",
+        "Operations: run an operator on a registered space, follow it, cancel it.",
+    ),
+    "pipeline": Noun(
+        "discospace.cli.pipeline",
+        "pipeline_app",
+        "Pipelines: compare before and after refinement, list trials.",
+    ),
+    "bench": Noun(
+        "discospace.cli.bench",
+        "bench_app",
+        "Benchmarks that run in process on published measurements.",
+    ),
+    "store": Noun(
+        "discospace.cli.store_import",
+        "store_app",
+        "Sample stores: import measurements made elsewhere into a store.",
+    ),
+    "actuators": Noun(
+        "discospace.cli.actuators",
+        "actuators",
+        "List the actuators, the pools they serve and the experiments they offer.",
+    ),
+}
+
+
+class _Root(TyperGroup):
+    """The root group: lists `NOUNS` without importing them, loads the one a command line
+    names, and turns errors a user can meet into one line (every sub-command runs inside its
+    ``invoke``, so errors stop here)."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in NOUNS if n not in self.commands)]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        found = super().get_command(ctx, cmd_name)
+        noun = NOUNS.get(cmd_name)
+        if found is not None or noun is None:
+            return found
+        return TyperGroup(name=cmd_name, help=noun.help)  # listed in help, never run
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        name = args[0] if args else None
+        if name in NOUNS and name not in self.commands:
+            self.add_command(NOUNS[name].load(), name)
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (DiscospaceError, ValidationError) as error:
+        except _CLICK_SIGNALS:
+            raise  # --help, exit codes, bad usage: click answers them itself
+        except Exception as error:
+            if not _meant_for_the_user(error):
+                raise
+            from discospace.cli.errors import user_error_line
+
             typer.secho(user_error_line(error), fg="red", err=True)
             raise typer.Exit(USER_ERROR_EXIT_CODE) from None
 
 
+def _meant_for_the_user(error: Exception) -> bool:
+    """A `DiscospaceError` or a pydantic validation error (imported only when one is raised:
+    a command that raised one has imported them already)."""
+    from pydantic import ValidationError
+
+    from discospace.core.errors import DiscospaceError
+
+    return isinstance(error, DiscospaceError | ValidationError)
+
+
 app = typer.Typer(
     name="discospace",
-    cls=_UserErrorsToOneLine,
+    cls=_Root,
     help="Find the best way to run an ML workload by measuring it.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-app.add_typer(space_app, name="space")
-app.add_typer(operation_app, name="operation")
-app.add_typer(pipeline_app, name="pipeline")
-app.add_typer(bench_app, name="bench")
-app.add_typer(store_app, name="store")
-app.command("actuators")(actuators)
 
 
 @app.callback()
@@ -64,7 +155,7 @@ def connection(
         typer.Option(
             "--topic-prefix", envvar="DISCOSPACE_TOPIC_PREFIX", help="Prefix of every topic."
         ),
-    ] = DEFAULT_PREFIX,
+    ] = DEFAULT_TOPIC_PREFIX,
     projector: Annotated[
         str,
         typer.Option(

@@ -3,6 +3,9 @@
 ``create`` and ``cancel`` publish to the operations topic (what any Kafka client may do with
 the schemas in ``proto/``); ``list``, ``show`` and ``create --watch`` read the projector's
 progress view (a pipeline's: its jobs, their child operations and results).
+
+Only typer and the settings are imported with the module (a help page needs nothing else);
+each command imports what it uses (the requests, Kafka, rich, the projector's client).
 """
 
 import asyncio
@@ -10,21 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-from discospace.cli.errors import CliError
-from discospace.cli.pipeline_views import print_jobs
-from discospace.cli.projector import projector_client
-from discospace.cli.requests import (
-    check_request,
-    load_operation_file,
-    operation_request,
-    request_cancel,
-    request_operation,
-)
 from discospace.cli.settings import CliSettings, settings_of
-from discospace.cli.views import print_json, print_line, print_table, print_wide, table
-from discospace.cli.watch import best_text, ending, progress_rows, watch_operation
 
 if TYPE_CHECKING:
     from discospace.client import OperationProgress
@@ -62,6 +52,8 @@ def create(
     ] = 0.5,
 ) -> None:
     """Request an operation and print its id; with --watch, show its progress until it ends."""
+    from discospace.cli.requests import load_operation_file, operation_request
+
     settings = settings_of(ctx)
     request = operation_request(settings, load_operation_file(file), space)
     asyncio.run(_check_and_request(settings, request))
@@ -73,6 +65,7 @@ def create(
 async def _check_and_request(settings: CliSettings, request: "OperationRequested") -> None:
     """Publish the request only once it passes every check the CLI can make (nothing is
     published otherwise): the space's registration is read from the spaces topic."""
+    from discospace.cli.requests import check_request, request_operation
     from discospace.cli.store_import import KafkaStoreLink
 
     await check_request(request, KafkaStoreLink(settings).registration)
@@ -105,6 +98,12 @@ def list_operations(
 ) -> None:
     """List the operations, oldest first: space, operator, status, progress and best so far;
     why each failed operation failed below the table."""
+    from rich.console import Console
+
+    from discospace.cli.projector import projector_client
+    from discospace.cli.views import print_json, print_line, print_wide, table
+    from discospace.cli.watch import ending
+
     with projector_client(settings_of(ctx)) as client:
         if parent is not None:
             client.operation(parent)  # an unknown pipeline is one sentence, not an empty list
@@ -121,6 +120,8 @@ def list_operations(
 
 def _listed(progress: "OperationProgress") -> dict[str, Any]:
     """One operation as a row of ``list``: done as ``done/total``, best as ``property=value``."""
+    from discospace.cli.watch import best_text
+
     best = best_text(progress)
     return progress.model_dump() | {
         "done": f"{progress.done}/{progress.total}" if progress.total else progress.done,
@@ -136,6 +137,11 @@ def show(
 ) -> None:
     """Show an operation's status, counts, best entity so far and why it stopped; a
     pipeline's jobs with their child operations and results."""
+    from discospace.cli.pipeline_views import print_jobs
+    from discospace.cli.projector import projector_client
+    from discospace.cli.views import print_json, print_table
+    from discospace.cli.watch import progress_rows
+
     with projector_client(settings_of(ctx)) as client:
         progress = client.operation(operation_id)
     if as_json:
@@ -162,6 +168,9 @@ def watch(
 
 def _follow(settings: CliSettings, operation_id: str, interval: float) -> None:
     """The live progress bar until the operation ends; a one-line error if it failed."""
+    from discospace.cli.errors import CliError
+    from discospace.cli.watch import ending, watch_operation
+
     final = watch_operation(settings, operation_id, interval)
     if final.status != "completed":
         raise CliError(f"operation {operation_id} failed: {ending(final)}")
@@ -181,6 +190,7 @@ def plot(
     """Draw the best result so far against measurements (two objectives: the Pareto front;
     a pipeline with trials: each trial's objective against its number)."""
     from discospace.cli.plot import plot_operation
+    from discospace.cli.projector import projector_client
 
     with projector_client(settings_of(ctx)) as client:
         typer.echo(str(plot_operation(client, operation_id, output)))
@@ -195,5 +205,7 @@ def cancel(
     """Ask the explorer to stop an operation: it requests nothing more, measurements already
     running finish and land in the sample store, requests still queued are skipped (counted
     failed: "operation cancelled"), and it completes cancelled once all have landed."""
+    from discospace.cli.requests import request_cancel
+
     asyncio.run(request_cancel(settings_of(ctx), operation_id, reason))
     typer.echo(f"cancel requested for {operation_id}")

@@ -6,15 +6,22 @@ when it asks for one, comes from ``DISCOSPACE_API_TOKEN`` only (an option would 
 process list and the shell's history).
 """
 
+from __future__ import annotations
+
 import getpass
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import typer
 
-from discospace.cli.errors import CliError
-from discospace.events.topics import DEFAULT_PREFIX, InvalidTopicNameError, TopicNames
+if TYPE_CHECKING:
+    from discospace.events.topics import TopicNames
 
+DEFAULT_TOPIC_PREFIX = "discospace"
+"""`discospace.events.topics.DEFAULT_PREFIX`, spelled here so that reading the settings (every
+command, and every help page, does) does not import the event contracts; a test keeps the two
+equal."""
 DEFAULT_KAFKA = "127.0.0.1:9092"
 DEFAULT_PROJECTOR = "http://127.0.0.1:8105"
 API_TOKEN_ENV = "DISCOSPACE_API_TOKEN"
@@ -30,7 +37,7 @@ class CliSettings:
     """The connection settings every command reads from the root context."""
 
     kafka_bootstrap_servers: str = DEFAULT_KAFKA
-    topic_prefix: str = DEFAULT_PREFIX
+    topic_prefix: str = DEFAULT_TOPIC_PREFIX
     projector_url: str = DEFAULT_PROJECTOR
     user: str = "cli"
     api_token: str | None = field(default_factory=api_token_from_env, repr=False)
@@ -38,6 +45,9 @@ class CliSettings:
     @property
     def topics(self) -> TopicNames:
         """Topic names under the prefix; a prefix Kafka cannot use is a user error."""
+        from discospace.cli.errors import CliError
+        from discospace.events.topics import InvalidTopicNameError, TopicNames
+
         try:
             return TopicNames(self.topic_prefix)
         except InvalidTopicNameError as error:
