@@ -2,6 +2,11 @@
 
 The answer is read from the end offsets captured *before* the request is published, so it
 cannot be missed however fast the service answers, and nothing older is mistaken for it.
+
+Every client logs in as the services do, from the same variables (`KAFKA_SECURITY_PROTOCOL`,
+`KAFKA_SASL_USERNAME`, `KAFKA_SASL_PASSWORD[_FILE]`, `KAFKA_SSL_CAFILE`: see
+`discospace.runtime.security`); a login the broker refuses is one sentence, as is a topic the
+principal may not write or read.
 """
 
 import logging
@@ -17,6 +22,7 @@ from discospace.cli.errors import CliError, KafkaUnavailableError
 from discospace.events import Event, EventDecodeError, decode, encode
 from discospace.events.topics import TopicNames
 from discospace.runtime.provisioning import provision_topics
+from discospace.runtime.security import KafkaLoginError, client_kwargs, login_error
 
 E = TypeVar("E", bound=Event)
 REQUEST_TIMEOUT_MS = 10_000
@@ -45,6 +51,7 @@ async def _started(client: S, bootstrap_servers: str) -> AsyncIterator[S]:
         await client.start()
     except KafkaConnectionError:
         await client.stop()
+        await refuse_login(bootstrap_servers)
         raise KafkaUnavailableError(bootstrap_servers) from None
     try:
         yield client
@@ -57,10 +64,20 @@ async def ensure_topics(bootstrap_servers: str, topics: TopicNames, names: Itera
     so that publishing to a topic no service created yet does not create it wrong."""
     try:
         await provision_topics(bootstrap_servers, names, topics)
+    except KafkaLoginError as error:
+        raise CliError(error.sentence) from None
     except KafkaConnectionError:
         raise KafkaUnavailableError(bootstrap_servers) from None
     except KafkaError as error:
         raise CliError(f"Kafka at {bootstrap_servers} refused to create topics: {error}") from None
+
+
+async def refuse_login(bootstrap_servers: str) -> None:
+    """Raise `CliError` with the sentence when security is why Kafka could not be reached."""
+    try:
+        await login_error(bootstrap_servers)
+    except KafkaLoginError as error:
+        raise CliError(error.sentence) from None
 
 
 def _producer(bootstrap_servers: str) -> AIOKafkaProducer:
@@ -69,6 +86,7 @@ def _producer(bootstrap_servers: str) -> AIOKafkaProducer:
         acks="all",
         request_timeout_ms=REQUEST_TIMEOUT_MS,
         client_id="discospace-cli",
+        **client_kwargs(),
     )
 
 
@@ -102,6 +120,7 @@ class AnswerReader:
             enable_auto_commit=False,
             request_timeout_ms=REQUEST_TIMEOUT_MS,
             client_id="discospace-cli",
+            **client_kwargs(),
         )
         async with (
             _started(_producer(bootstrap_servers), bootstrap_servers) as producer,

@@ -12,7 +12,7 @@ from pydantic import Field, JsonValue, model_validator
 from pydantic_core import PydanticCustomError
 
 from discospace.cli.errors import CliError, KafkaUnavailableError, NoAnswerError
-from discospace.cli.kafka import AnswerReader, ensure_topics, publish
+from discospace.cli.kafka import AnswerReader, ensure_topics, publish, refuse_login
 from discospace.cli.settings import CliSettings
 from discospace.core import DiscoverySpace, ExperimentCatalog
 from discospace.core.errors import DiscospaceError
@@ -273,6 +273,7 @@ async def operation_requested(settings: CliSettings, operation_id: str) -> bool:
         async with reader(bootstrap, "discospace-cli") as consumer:
             await read_up_to(consumer, await consumer.end_offsets(partitions), take)
     except KafkaConnectionError:
+        await refuse_login(bootstrap)
         raise KafkaUnavailableError(bootstrap) from None
     except KafkaError as error:
         raise CliError(f"Kafka at {bootstrap} could not be read ({error})") from None

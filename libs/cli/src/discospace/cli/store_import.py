@@ -52,7 +52,7 @@ from discospace.cli.import_table import (
     plan_columns,
     read_table,
 )
-from discospace.cli.kafka import REQUEST_TIMEOUT_MS, ensure_topics
+from discospace.cli.kafka import REQUEST_TIMEOUT_MS, ensure_topics, refuse_login
 from discospace.cli.settings import CliSettings, settings_of
 from discospace.cli.views import print_json
 from discospace.events import (
@@ -64,6 +64,7 @@ from discospace.events import (
     utc_now,
 )
 from discospace.runtime.replay import Record, existing_partitions, read_up_to, reader
+from discospace.runtime.security import client_kwargs
 
 CLIENT_ID = "discospace-cli-store-import"
 PUBLISH_BATCH = 500
@@ -308,6 +309,7 @@ class KafkaStoreLink:
                 ends = await consumer.end_offsets(partitions)
                 await read_up_to(consumer, ends, take_record)
         except KafkaConnectionError:
+            await refuse_login(bootstrap)
             raise KafkaUnavailableError(bootstrap) from None
         except KafkaError as error:
             raise CliError(f"Kafka at {bootstrap} could not be read ({error})") from None
@@ -324,6 +326,7 @@ class KafkaStoreLink:
             linger_ms=20,
             request_timeout_ms=REQUEST_TIMEOUT_MS,
             client_id=CLIENT_ID,
+            **client_kwargs(),
         )
         progress = Progress("publishing")
         try:
@@ -334,6 +337,7 @@ class KafkaStoreLink:
                 await asyncio.gather(*sent)
                 progress.update(start + len(batch), len(messages))
         except KafkaConnectionError:
+            await refuse_login(bootstrap)
             raise KafkaUnavailableError(bootstrap) from None
         except KafkaError as error:
             raise CliError(

@@ -23,6 +23,7 @@ from faststream import BaseMiddleware
 from faststream._internal.context.repository import ContextRepo
 
 from discospace.runtime.replay import existing_partitions
+from discospace.runtime.security import client_kwargs
 
 Partition = tuple[str, int]
 """(topic, partition)"""
@@ -87,7 +88,9 @@ async def end_offsets(bootstrap_servers: str, topics: Iterable[str]) -> dict[Par
     partitions = await existing_partitions(bootstrap_servers, topics)
     if not partitions:
         return {}
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap_servers, enable_auto_commit=False, **client_kwargs()
+    )
     await consumer.start()
     try:
         begins = await consumer.beginning_offsets(partitions)

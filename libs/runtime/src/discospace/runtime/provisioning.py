@@ -1,8 +1,14 @@
 """Creating the topics a service uses before it starts, with the right settings.
 
 FastStream would create a missing topic with one partition and default settings; the spaces
-and actuators topics must be compacted (they hold the latest fact per key), and every topic
-gets the deployment's partition count. Creating a topic that exists is not an error.
+and actuators topics must be compacted (they hold the latest fact per key), every topic gets
+the deployment's partition count, and its `max.message.bytes` is the service's
+`max_message_bytes`, so the size limit is explicit on the broker and the same as the one the
+producers enforce. Creating a topic that exists is not an error (it is left as it is).
+
+This is also where a service first reaches Kafka at start (`runner._check_kafka`): a failure
+to connect because of security (a refused login, an untrusted certificate) is a
+`KafkaLoginError` with a sentence, not aiokafka's "unable to bootstrap".
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError, for_code
+from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError, for_code
 
+from discospace.events import MAX_MESSAGE_BYTES
 from discospace.events.topics import TopicNames
+from discospace.runtime.security import KafkaSecurity, client_kwargs, login_error
 
 logger = logging.getLogger("discospace.runtime.provisioning")
 
@@ -24,18 +32,31 @@ _NO_ERROR = 0
 
 
 def new_topics(
-    names: Iterable[str], topics: TopicNames, partitions: int, replication: int
+    names: Iterable[str],
+    topics: TopicNames,
+    partitions: int,
+    replication: int,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> list[NewTopic]:
-    """The topic definitions for `names`: compacted where the topic layout says so."""
+    """The topic definitions for `names`: compacted where the topic layout says so, each
+    taking messages up to `max_message_bytes`."""
     return [
         NewTopic(
             name,
             partitions,
             replication,
-            topic_configs={"cleanup.policy": "compact"} if topics.is_compacted(name) else {},
+            topic_configs=topic_configs(name, topics, max_message_bytes),
         )
         for name in sorted(set(names))
     ]
+
+
+def topic_configs(name: str, topics: TopicNames, max_message_bytes: int) -> dict[str, str]:
+    """The topic-level configs of a topic this code creates."""
+    configs = {"max.message.bytes": str(max_message_bytes)}
+    if topics.is_compacted(name):
+        configs["cleanup.policy"] = "compact"
+    return configs
 
 
 async def provision_topics(
@@ -44,19 +65,33 @@ async def provision_topics(
     topics: TopicNames,
     partitions: int = 3,
     replication: int = 1,
+    *,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    security: KafkaSecurity | None = None,
 ) -> None:
     """Create the missing topics among `names`; existing ones are left as they are."""
-    wanted = new_topics(names, topics, partitions, replication)
+    wanted = new_topics(names, topics, partitions, replication, max_message_bytes)
     if not wanted:
         return
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    await admin.start()
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_kwargs(security))
+    await _start(admin, bootstrap_servers, security)
     try:
         response = await admin.create_topics(wanted)
         _warn_about_refusals(response.to_object()["topic_errors"])
         await _wait_for_leaders(admin, [topic.name for topic in wanted])
     finally:
         await admin.close()
+
+
+async def _start(
+    admin: AIOKafkaAdminClient, bootstrap_servers: str, security: KafkaSecurity | None
+) -> None:
+    try:
+        await admin.start()
+    except KafkaConnectionError:
+        await admin.close()
+        await login_error(bootstrap_servers, security)
+        raise
 
 
 def _warn_about_refusals(results: list[dict[str, Any]]) -> None:

@@ -27,6 +27,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from discospace.events import Event, EventDecodeError, decode
 from discospace.runtime.failures import RetryPolicy, Verdict, settle
+from discospace.runtime.security import KafkaSecurity, client_kwargs
 
 POLL_MS = 200
 
@@ -120,14 +121,18 @@ def position(record: Record) -> dict[str, object]:
 
 
 @asynccontextmanager
-async def reader(bootstrap_servers: str, client_id: str) -> AsyncIterator[AIOKafkaConsumer]:
-    """A consumer without a group, started for one read and stopped after it."""
+async def reader(
+    bootstrap_servers: str, client_id: str, security: KafkaSecurity | None = None
+) -> AsyncIterator[AIOKafkaConsumer]:
+    """A consumer without a group, started for one read and stopped after it (logged in as
+    `security`, or as this process's principal)."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers,
         client_id=client_id,
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
+        **client_kwargs(security),
     )
     await consumer.start()
     try:
@@ -137,14 +142,15 @@ async def reader(bootstrap_servers: str, client_id: str) -> AsyncIterator[AIOKaf
 
 
 async def existing_partitions(
-    bootstrap_servers: str, topics: Iterable[str]
+    bootstrap_servers: str, topics: Iterable[str], security: KafkaSecurity | None = None
 ) -> list[TopicPartition]:
     """Every partition of the topics that exist (a topic not created yet holds nothing).
 
     Asks for the metadata of every topic, never of named ones: naming a missing topic could
-    make a broker that creates topics on demand create it.
+    make a broker that creates topics on demand create it. (Where ACLs apply, "every topic"
+    is every topic this principal may see.)
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_kwargs(security))
     await admin.start()
     try:
         described = await admin.describe_topics()

@@ -38,6 +38,7 @@ from discospace.runtime.lag import ConsumerLag
 from discospace.runtime.metrics import RuntimeMetrics
 from discospace.runtime.provisioning import provision_topics
 from discospace.runtime.publishing import EventPublisher
+from discospace.runtime.security import kafka_security
 from discospace.runtime.settings import ServiceSettings
 from discospace.runtime.stalls import StallRules, StallWatch
 
@@ -186,13 +187,17 @@ class Service:
             self.topics,
             partitions=self.settings.topic_partitions,
             replication=self.settings.topic_replication,
+            max_message_bytes=self.settings.max_message_bytes,
         )
 
 
 def _broker(settings: ServiceSettings, description: str) -> KafkaBroker:
+    """The service's FastStream broker, logged in as this process's principal (`security.py`:
+    bad security settings stop the service here, with a sentence)."""
     name = settings.service_name
     return KafkaBroker(
         settings.kafka_bootstrap_servers,
+        security=kafka_security().faststream(),
         client_id=f"discospace-{name}",
         graceful_timeout=settings.graceful_timeout_s,
         max_request_size=settings.max_message_bytes,

@@ -4,14 +4,21 @@ A service reads `DISCOSPACE_<NAME>_<FIELD>` first. A few settings are the same f
 deployment (the Kafka cluster, the topic prefix, the ClickHouse server, the log level), so they
 may also be given once, without the service's prefix: `KAFKA_BOOTSTRAP_SERVERS`,
 `DISCOSPACE_TOPIC_PREFIX`, `CLICKHOUSE_URL`, `DISCOSPACE_LOG_LEVEL`.
+
+How a process logs in to Kafka (`KafkaSecuritySettings`: `KAFKA_SECURITY_PROTOCOL`,
+`KAFKA_SASL_USERNAME`, `KAFKA_SASL_PASSWORD` or `KAFKA_SASL_PASSWORD_FILE`, `KAFKA_SSL_CAFILE`)
+is read from those variables only, without a service prefix: a process is one principal, and
+every Kafka client in it (the service's broker, its folds and replays, the CLI's clients) must
+log in the same way. `discospace.runtime.security` checks them and builds the clients' settings.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -20,6 +27,9 @@ from discospace.events.topics import DEFAULT_PREFIX, TopicNames
 from discospace.runtime.failures import RetryPolicy
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+SecurityProtocol = Literal["PLAINTEXT", "SASL_SSL"]
+SASL_MECHANISM = "SCRAM-SHA-512"
+"""The one SASL mechanism discospace logs in with (deploy/local/kafka.sh's broker offers it)."""
 
 SHARED_ENV: dict[str, str] = {
     "kafka_bootstrap_servers": "KAFKA_BOOTSTRAP_SERVERS",
@@ -45,6 +55,45 @@ class SharedEnvSource(PydanticBaseSettingsSource):
             if value is not None:
                 values[name] = value
         return values
+
+
+class KafkaSecuritySettings(BaseSettings):
+    """How this process's Kafka clients connect and log in; the same variables for every service
+    and the CLI. PLAINTEXT (no TLS, no login) by default, for a laptop's or a test's broker;
+    `deploy/local/kafka.sh` starts a SASL_SSL broker unless asked for plaintext, and writes
+    these variables for each of its principals to `<state>/credentials/<principal>.env`."""
+
+    model_config = SettingsConfigDict(env_prefix="KAFKA_", extra="ignore")
+
+    security_protocol: SecurityProtocol = Field(
+        default="PLAINTEXT",
+        description="PLAINTEXT, or SASL_SSL: TLS, and a SCRAM-SHA-512 login as "
+        "`KAFKA_SASL_USERNAME`.",
+    )
+    sasl_username: str | None = Field(default=None, description="The principal to log in as.")
+    sasl_password: SecretStr | None = Field(
+        default=None, description="Its password (or give `KAFKA_SASL_PASSWORD_FILE`)."
+    )
+    sasl_password_file: Path | None = Field(
+        default=None,
+        description="A file holding the password (a mounted secret); a final newline is not "
+        "part of it.",
+    )
+    ssl_cafile: Path | None = Field(
+        default=None,
+        description="The CA certificate(s), PEM, that signed the brokers' certificates; the "
+        "system's trusted CAs when unset.",
+    )
+
+    @field_validator("security_protocol", mode="before")
+    @classmethod
+    def _upper_case(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("sasl_username", "sasl_password_file", "ssl_cafile", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 class ServiceSettings(BaseSettings):

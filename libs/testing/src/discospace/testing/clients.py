@@ -20,6 +20,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 
 from discospace.events import Event, TopicNames, decode, encode
+from discospace.runtime.security import client_kwargs
 
 Records = list[ConsumerRecord[bytes, bytes]]
 
@@ -90,7 +91,9 @@ class EventClient:
     ) -> None:
         """One at a time, each acknowledged before the next; or, with `linger_ms`, in batches
         flushed at the end."""
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=linger_ms or 0)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap, linger_ms=linger_ms or 0, **client_kwargs()
+        )
         await producer.start()
         try:
             for topic, value, key in messages:
@@ -108,7 +111,7 @@ class EventClient:
         """Records of `topic` from its start until `enough(records, seconds quiet)` holds or
         `timeout_s` passed."""
         consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
+            topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", **client_kwargs()
         )
         await consumer.start()
         records: Records = []

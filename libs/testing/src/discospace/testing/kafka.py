@@ -4,7 +4,8 @@
 
 1. `KAFKA_BOOTSTRAP_SERVERS`, when set: an existing broker or cluster, used as is;
 2. `deploy/local/kafka.sh` on a free port with a temporary state dir (so it never meets the
-   broker of `make up`), stopped at the end of the session;
+   broker of `make up`), stopped at the end of the session; plaintext, asked for explicitly
+   (`KAFKA_SECURITY=plaintext`: the script's default is SASL_SSL with ACLs);
 3. a testcontainers Kafka, where a Docker engine answers.
 
 When none works the requesting test fails with every reason: integration tests are never skipped.
@@ -30,6 +31,8 @@ from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from discospace.runtime.security import client_kwargs
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 SCRIPT = Path("deploy/local/kafka.sh")
@@ -110,7 +113,12 @@ def find_script(roots: Sequence[Path]) -> Path:
 def start_local_broker(script: Path, state_dir: Path) -> KafkaBroker:
     """Start the broker of deploy/local/kafka.sh on a free port, with its own state dir."""
     port = free_port()
-    env = {**os.environ, "KAFKA_PORT": str(port), "KAFKA_STATE_DIR": str(state_dir)}
+    env = {
+        **os.environ,
+        "KAFKA_PORT": str(port),
+        "KAFKA_STATE_DIR": str(state_dir),
+        "KAFKA_SECURITY": "plaintext",
+    }
     env.pop("KAFKA_CONTROLLER_PORT", None)
     result = _run_script(script, "start", env, SCRIPT_START_TIMEOUT_S)
     if result.returncode != 0:
@@ -238,7 +246,7 @@ async def create_topics(
     bootstrap_servers: str, partitions_by_topic: dict[str, int], replication_factor: int = 1
 ) -> None:
     """Create topics with the given partition counts; an existing topic is an error."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_kwargs())
     await admin.start()
     try:
         new = [
@@ -275,7 +283,7 @@ def _all_led(topics: list[dict[str, object]], expected: int) -> bool:
 
 async def delete_topics(bootstrap_servers: str, names: Sequence[str]) -> None:
     """Delete topics; one that is already gone is fine."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_kwargs())
     await admin.start()
     try:
         response = await admin.delete_topics(list(names))

@@ -26,6 +26,7 @@ from aiokafka import AIOKafkaConsumer
 
 from discospace.events import Event, decode
 from discospace.events.topics import TopicNames
+from discospace.runtime.security import client_kwargs
 from discospace.testing.kafka import free_port
 
 REPO = Path(__file__).resolve().parents[5]
@@ -229,7 +230,10 @@ class Loop:
 
         async def read() -> list[Event]:
             consumer = AIOKafkaConsumer(
-                topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest"
+                topic,
+                bootstrap_servers=self.bootstrap,
+                auto_offset_reset="earliest",
+                **client_kwargs(),
             )
             await consumer.start()
             records: list[Any] = []

@@ -38,6 +38,7 @@ from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.positions import ReadPositions, end_offsets
 from discospace.runtime.replay import existing_partitions, replay_until
 from discospace.runtime.retrying import until_done
+from discospace.runtime.security import client_kwargs
 
 logger = logging.getLogger("discospace.explorer.service.ownership")
 
@@ -74,6 +75,7 @@ class Ownership(ConsumerRebalanceListener):
             session_timeout_ms=session_ms,
             rebalance_timeout_ms=int(self.settings.rebalance_timeout_s * 1000),
             heartbeat_interval_ms=max(100, session_ms // 3),
+            **client_kwargs(),
         )
         self.consumer.subscribe([self.topics.operations], listener=self)
         await self.consumer.start()
