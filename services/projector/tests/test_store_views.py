@@ -214,3 +214,20 @@ def test_every_view_reads_the_same_while_copies_of_replayed_events_are_not_merge
         assert twice.actuators() == before[5]
     finally:
         store_client.command("SYSTEM START MERGES")
+
+
+def test_an_operations_progress_reads_its_registered_space_once(store_client, story) -> None:
+    Projection(store_client, CONSUMER).write(story.history.read())
+    reads: list[str] = []
+
+    class Counting:
+        def query(self, sql: str, **kwargs: object) -> object:
+            reads.append(sql.split(" FROM ")[1].split()[0])
+            return store_client.query(sql, **kwargs)
+
+    views = StoreViews(Counting())  # type: ignore[arg-type]
+    first = views.operation("op-a")
+    reads.clear()
+
+    assert views.operation("op-a") == first
+    assert reads == ["operations", "measurements"]

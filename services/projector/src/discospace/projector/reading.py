@@ -1,8 +1,10 @@
 """The views, read from the store: queries in, typed answers and tables out.
 
 Blocking (clickhouse-connect and chDB are synchronous): the HTTP routes call these methods on
-the store's worker thread. A registered space never changes under its id, so its layout, and
-the entity ids of a small finite space, are computed once and cached.
+the store's worker thread. A registered space never changes under its id (the id is a hash of
+its spec), so its state, its layout, and the entity ids of a small finite space, are read and
+computed once and cached: an operation's progress then reads its lifecycle and its results
+only (a space still submitted, or unknown, is read again each time).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class StoreViews:
         self.client = client
         self.id_lookup_limit = id_lookup_limit
         self._layouts: OrderedDict[str, tuple[SpaceLayout, list[str] | None]] = OrderedDict()
+        self._registered: OrderedDict[str, SpaceState] = OrderedDict()
 
     def spaces(self) -> list[SpaceSummary]:
         """Every space the store knows, registered, rejected or still submitted."""
@@ -147,7 +150,7 @@ class StoreViews:
 
     def _progress(self, operation_id: str, rows: list[queries.OperationRow]) -> OperationProgress:
         space_id = _space_id(rows)
-        space = self._state_or_none(space_id) if space_id else None
+        space = self._space_of_operation(space_id) if space_id else None
         measurements = (
             queries.space_measurements(self.client, space_id, operation_id) if space_id else []
         )
@@ -163,7 +166,7 @@ class StoreViews:
             return progress
         space_id = _space_id(rows)
         reported = reported_progress(
-            operation_id, rows, self._state_or_none(space_id) if space_id else None
+            operation_id, rows, self._space_of_operation(space_id) if space_id else None
         )
         children = self._children(rows, depth) if depth < MAX_PIPELINE_DEPTH else {}
         return with_jobs(reported or progress, rows, children.get, reported is not None)
@@ -176,7 +179,7 @@ class StoreViews:
         children = {}
         for child_id, child_rows in _grouped(queries.operations_rows(self.client, ids)).items():
             space_id = _space_id(child_rows)
-            space = self._state_or_none(space_id) if space_id else None
+            space = self._space_of_operation(space_id) if space_id else None
             reported = reported_progress(child_id, child_rows, space)
             children[child_id] = reported or self._shown(child_id, child_rows, depth + 1)
         return children
@@ -190,6 +193,20 @@ class StoreViews:
     def _state_or_none(self, space_id: str) -> SpaceState | None:
         rows = queries.space_rows(self.client, space_id)
         return space_state(rows) if rows else None
+
+    def _space_of_operation(self, space_id: str) -> SpaceState | None:
+        """The space an operation runs on, for its progress: its spec, size and experiments,
+        which never change once it is registered (its submissions may grow: `space` reads
+        them afresh)."""
+        cached = self._registered.get(space_id)
+        if cached is not None:
+            return cached
+        state = self._state_or_none(space_id)
+        if state is not None and state.is_registered:
+            self._registered[space_id] = state
+            if len(self._registered) > _CACHED_SPACES:
+                self._registered.popitem(last=False)
+        return state
 
     def _layout(self, space_id: str) -> tuple[SpaceLayout, list[str] | None]:
         cached = self._layouts.get(space_id)
