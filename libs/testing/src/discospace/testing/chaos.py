@@ -374,7 +374,13 @@ class ChaosRun:
         if not isinstance(self.broker, OwnCluster) or services_read_a_list():
             return self.broker.bootstrap
         lost = {node_to_lose(self.plan.seed, n) for n in range(self.plan.broker_losses)}
-        return self.broker.address_of(min(set(NODES) - lost))
+        spared = sorted(set(NODES) - lost)
+        if not spared:
+            raise RuntimeError(
+                "every node is lost once in this plan, and the services cannot bootstrap from a "
+                "list of addresses yet: give fewer CHAOS_BROKER_LOSSES or another CHAOS_SEED"
+            )
+        return self.broker.address_of(spared[0])
 
     def _cluster_fault(self, victim: str) -> None:
         """SIGKILL one node of the cluster, or start the lost one again on its data."""
