@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # A real Apache Kafka broker (KRaft, one combined broker/controller) on 127.0.0.1, from Maven.
 #
+# Secure by default: a SASL_SSL listener (TLS with a certificate of a local CA, SCRAM-SHA-512
+# logins), the StandardAuthorizer, and one principal per service with ACLs that allow exactly
+# its topics (see acl_spec below). The first start of a state dir makes the CA, the broker's
+# certificate and every principal's password there; <state>/credentials/<principal>.env holds
+# the settings a process needs to log in as that principal (KAFKA_SECURITY_PROTOCOL, ...).
+# KAFKA_SECURITY=plaintext starts the broker of old instead: one PLAINTEXT listener, no login,
+# no ACLs (what the test suite and the chaos harness ask for).
+#
 #   deploy/local/kafka.sh fetch      fetch the broker jars into a cache outside the repo (idempotent)
 #   deploy/local/kafka.sh start      format storage once, start, wait until it answers Kafka requests
 #   deploy/local/kafka.sh stop       stop it by pid (SIGTERM, then SIGKILL), leave nothing running
@@ -15,6 +23,9 @@
 #   KAFKA_HEAP_OPTS         JVM heap (-Xms128m -Xmx512m)
 #   KAFKA_START_TIMEOUT     seconds to wait for the broker to answer (90)
 #   KAFKA_STOP_TIMEOUT      seconds to wait after SIGTERM before SIGKILL (30)
+#   KAFKA_SECURITY          sasl_ssl (default) or plaintext; a state dir keeps the mode it was
+#                           formatted with, and starting it in the other mode is refused
+#   DISCOSPACE_TOPIC_PREFIX the topic prefix the ACLs are written for (discospace)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,6 +47,14 @@ PORT_FILE="$STATE_DIR/port"
 LOG_DIR="$STATE_DIR/logs"
 DATA_DIR="$STATE_DIR/data"
 CONFIG="$STATE_DIR/server.properties"
+SECURITY="${KAFKA_SECURITY:-sasl_ssl}"
+SECURITY_FILE="$STATE_DIR/security"
+TLS_DIR="$STATE_DIR/tls"
+CREDENTIALS_DIR="$STATE_DIR/credentials"
+TOPIC_PREFIX="${DISCOSPACE_TOPIC_PREFIX:-discospace}"
+# One login per service, the CLI, and `discospace store import` (the only client besides the
+# services that writes measurements); admin is the super user the broker itself logs in as.
+PRINCIPALS=(registry explorer sampler projector actuator cli importer)
 
 say() { echo "kafka.sh: $*"; }
 die() { echo "kafka.sh: $*" >&2; exit 1; }
@@ -105,13 +124,21 @@ broker_pid() {
 
 # Sends a Kafka ApiVersions request: succeeds only once the broker really serves requests,
 # which is later than the moment its port accepts TCP connections.
+# In secure mode over TLS, checking the broker's certificate: ApiVersions needs no login.
 answers() {
-  python3 - "$1" <<'PY'
-import socket, struct, sys
+  local cafile=""
+  [[ "$(running_security)" == sasl_ssl ]] && cafile="$TLS_DIR/ca.crt"
+  python3 - "$1" "$cafile" <<'PY'
+import socket, ssl, struct, sys
 
 request = struct.pack(">hhih", 18, 0, 1, 8) + b"kafka.sh"
 try:
-    with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2) as conn:
+    with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2) as raw:
+        conn = raw
+        if sys.argv[2]:
+            conn = ssl.create_default_context(cafile=sys.argv[2]).wrap_socket(
+                raw, server_hostname="127.0.0.1"
+            )
         conn.sendall(struct.pack(">i", len(request)) + request)
         head = b""
         while len(head) < 10:
@@ -144,11 +171,23 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# The config holds the admin and keystore passwords in secure mode: only the owner reads it.
 write_config() {
-  local controller_port="$1"
+  local controller_port="$1" admin_password="" keystore_password=""
   mkdir -p "$DATA_DIR" "$LOG_DIR"
-  sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$controller_port|g" \
-    -e "s|@DATA_DIR@|$DATA_DIR|g" "$CONF_DIR/server.properties.in" >"$CONFIG"
+  if [[ "$SECURITY" == sasl_ssl ]]; then
+    admin_password="$(cat "$CREDENTIALS_DIR/admin.password")"
+    keystore_password="$(cat "$TLS_DIR/keystore.password")"
+  fi
+  (
+    umask 077
+    cat "$CONF_DIR/server.properties.in" "$CONF_DIR/listeners-$SECURITY.properties.in" |
+      sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$controller_port|g" \
+        -e "s|@DATA_DIR@|$DATA_DIR|g" -e "s|@TLS_DIR@|$TLS_DIR|g" \
+        -e "s|@ADMIN_PASSWORD@|$admin_password|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
+        >"$CONFIG.partial"
+    mv "$CONFIG.partial" "$CONFIG"
+  )
 }
 
 java_cmd() {
@@ -174,8 +213,216 @@ format_storage() {
 while (i := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"): pass
 print(i)')"
   echo "$cluster_id" >"$STATE_DIR/cluster.id"
-  run_java kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" >>"$LOG_DIR/format.log" 2>&1 ||
-    { tail -n 20 "$LOG_DIR/format.log" >&2; die "formatting KRaft storage in $DATA_DIR failed."; }
+  # The arguments go in a file the JVM reads (`java @file`), so that the SCRAM passwords never
+  # appear in the process list.
+  local args="$STATE_DIR/format.args"
+  (
+    umask 077
+    printf '%s\n' kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" >"$args"
+    [[ "$SECURITY" == plaintext ]] || scram_arguments >>"$args"
+  )
+  if ! run_java "@$args" >>"$LOG_DIR/format.log" 2>&1; then
+    rm -f "$args"
+    tail -n 20 "$LOG_DIR/format.log" >&2
+    die "formatting KRaft storage in $DATA_DIR failed."
+  fi
+  rm -f "$args"
+  echo "$SECURITY" >"$SECURITY_FILE"
+}
+
+# The mode a formatted state dir was made for: what it says, plaintext when it predates modes.
+state_security() {
+  if [[ -f "$SECURITY_FILE" ]]; then cat "$SECURITY_FILE"; else echo plaintext; fi
+}
+
+# The mode of the broker this state dir runs (or is about to run).
+running_security() {
+  if [[ -f "$DATA_DIR/meta.properties" ]]; then state_security; else echo "$SECURITY"; fi
+}
+
+check_security_mode() {
+  [[ "$SECURITY" == plaintext || "$SECURITY" == sasl_ssl ]] ||
+    die "KAFKA_SECURITY must be sasl_ssl (the default) or plaintext, not '$SECURITY'."
+  [[ -f "$DATA_DIR/meta.properties" ]] || return 0
+  local formatted
+  formatted="$(state_security)"
+  [[ "$formatted" == "$SECURITY" ]] ||
+    die "the broker state in $STATE_DIR was made for KAFKA_SECURITY=$formatted; start it with KAFKA_SECURITY=$formatted, or remove $STATE_DIR (its topics go with it) to start afresh with $SECURITY."
+}
+
+# ---- Secure mode: the local CA, the principals, their ACLs ----
+
+need_secure_tools() {
+  command -v openssl >/dev/null 2>&1 ||
+    die "openssl is needed to make the broker's TLS certificate (apt-get install openssl), or start with KAFKA_SECURITY=plaintext."
+  local javac
+  javac="$(dirname "$(readlink -f "$(command -v java)")")/javac"
+  [[ -x "$javac" ]] ||
+    die "a JDK (not only a JRE) is needed to set the broker's ACLs (apt-get install openjdk-17-jdk-headless), or start with KAFKA_SECURITY=plaintext."
+}
+
+new_password() { python3 -c 'import secrets; print(secrets.token_hex(24))'; }
+
+# A local CA, and the broker's key and certificate (for 127.0.0.1 and localhost, signed by it) in
+# a PKCS12 keystore: made once per state dir, readable by its owner only. Clients trust ca.crt.
+make_tls() {
+  [[ -f "$TLS_DIR/broker.p12" ]] && return 0
+  local tmp="$TLS_DIR.partial"
+  rm -rf "$tmp"
+  (
+    umask 077
+    mkdir -p "$tmp"
+    cd "$tmp"
+    new_password >keystore.password
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -keyout ca.key -out ca.crt \
+      -subj "/CN=discospace local CA" -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" 2>>openssl.log
+    openssl req -newkey rsa:2048 -nodes -keyout broker.key -out broker.csr \
+      -subj "/CN=discospace-broker" 2>>openssl.log
+    printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
+      "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth,clientAuth" \
+      "subjectKeyIdentifier=hash" "authorityKeyIdentifier=keyid,issuer" >broker.ext
+    openssl x509 -req -in broker.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 825 \
+      -extfile broker.ext -out broker.crt 2>>openssl.log
+    openssl pkcs12 -export -in broker.crt -inkey broker.key -certfile ca.crt -name broker \
+      -passout file:keystore.password -out broker.p12 2>>openssl.log
+    rm -f broker.csr broker.ext ca.srl
+    chmod 644 ca.crt
+  ) || { cat "$tmp/openssl.log" >&2 2>/dev/null; rm -rf "$tmp"; die "openssl could not make the broker's certificate."; }
+  mv "$tmp" "$TLS_DIR"
+}
+
+# A password per principal (and admin), generated once, each in its own file, mode 600.
+make_passwords() {
+  local principal
+  (
+    umask 077
+    mkdir -p "$CREDENTIALS_DIR"
+    for principal in admin "${PRINCIPALS[@]}"; do
+      [[ -s "$CREDENTIALS_DIR/$principal.password" ]] && continue
+      new_password >"$CREDENTIALS_DIR/$principal.password.partial"
+      mv "$CREDENTIALS_DIR/$principal.password.partial" "$CREDENTIALS_DIR/$principal.password"
+    done
+  )
+}
+
+# `--add-scram` arguments of the storage format: every principal's SCRAM-SHA-512 credential is in
+# the cluster's metadata from its first record, before anyone can connect.
+scram_arguments() {
+  local principal
+  for principal in admin "${PRINCIPALS[@]}"; do
+    printf '%s\n' --add-scram \
+      "SCRAM-SHA-512=[name=$principal,password=$(cat "$CREDENTIALS_DIR/$principal.password")]"
+  done
+}
+
+# <credentials>/<principal>.env: what a process needs to log in as <principal> (the password by
+# file, never in the environment); admin.properties: the same for Kafka's Java admin client.
+write_credentials() {
+  local principal
+  (
+    umask 077
+    for principal in admin "${PRINCIPALS[@]}"; do
+      {
+        echo "# Kafka settings of the principal '$principal', written by deploy/local/kafka.sh."
+        echo "KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:$PORT"
+        echo "KAFKA_SECURITY_PROTOCOL=SASL_SSL"
+        echo "KAFKA_SASL_USERNAME=$principal"
+        echo "KAFKA_SASL_PASSWORD_FILE=$CREDENTIALS_DIR/$principal.password"
+        echo "KAFKA_SSL_CAFILE=$TLS_DIR/ca.crt"
+      } >"$CREDENTIALS_DIR/$principal.env"
+    done
+    {
+      echo "security.protocol=SASL_SSL"
+      echo "sasl.mechanism=SCRAM-SHA-512"
+      printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="%s";\n' \
+        "$(cat "$CREDENTIALS_DIR/admin.password")"
+      echo "ssl.truststore.type=PEM"
+      echo "ssl.truststore.location=$TLS_DIR/ca.crt"
+    } >"$CREDENTIALS_DIR/admin.properties"
+  )
+}
+
+prepare_security() {
+  [[ "$SECURITY" == sasl_ssl ]] || return 0
+  need_secure_tools
+  make_tls
+  make_passwords
+  write_credentials
+}
+
+# One ACL line: PRINCIPAL OPERATION RESOURCE_TYPE PATTERN_TYPE NAME (KafkaAcls.java reads them).
+acl() { printf 'User:%s %s %s %s %s\n' "$1" "$2" "$3" "$4" "$5"; }
+
+# Reads (and creates, when missing) the named topics: `reads USER TOPIC...`.
+reads() {
+  local user="$1" topic
+  shift
+  for topic in "$@"; do acl "$user" READ TOPIC LITERAL "$TOPIC_PREFIX.$topic"; acl "$user" CREATE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; done
+}
+
+writes() {
+  local user="$1" topic
+  shift
+  for topic in "$@"; do acl "$user" WRITE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; acl "$user" CREATE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; done
+}
+
+# Each principal's topics, as its code reads and writes them (the `service.consumer`,
+# `service.follow` and `service.publisher` calls of each app, and the AsyncAPI documents in
+# proto/asyncapi). A service creates the topics it uses when they are missing, hence CREATE on
+# exactly those. Every pool's measure topic is `<prefix>.measure.<pool>`: a PREFIXED pattern.
+acl_spec() {
+  local measure="$TOPIC_PREFIX.measure."
+  reads registry space-submissions actuators spaces
+  writes registry spaces dead-letter
+  acl registry READ GROUP LITERAL "$TOPIC_PREFIX.registry"
+
+  reads explorer spaces operations measurements
+  writes explorer operations space-submissions dead-letter
+  acl explorer READ GROUP LITERAL "$TOPIC_PREFIX.explorer"
+
+  reads sampler spaces actuators measurements operations
+  writes sampler operations measurements dead-letter
+  acl sampler READ TOPIC PREFIXED "$measure"
+  acl sampler WRITE TOPIC PREFIXED "$measure"
+  acl sampler CREATE TOPIC PREFIXED "$measure"
+  acl sampler READ GROUP LITERAL "$TOPIC_PREFIX.sampler"
+
+  # A worker reads its pool's requests and the operations (to stop the work of those that
+  # ended), writes measurement events, its catalog and dead letters; its group is per pool.
+  acl actuator READ TOPIC PREFIXED "$measure"
+  acl actuator CREATE TOPIC PREFIXED "$measure"
+  reads actuator operations
+  writes actuator measurements actuators dead-letter
+  acl actuator READ GROUP PREFIXED "$TOPIC_PREFIX.actuator."
+
+  reads projector space-submissions spaces actuators operations measurements dead-letter
+  writes projector dead-letter
+  acl projector READ TOPIC PREFIXED "$measure"
+  acl projector READ GROUP LITERAL "$TOPIC_PREFIX.projector"
+
+  # The CLI publishes requests and reads the answers to them (a registration, an operation to
+  # cancel); every view comes from the projector's HTTP API. No group: it reads by assignment.
+  writes cli space-submissions operations
+  reads cli spaces operations
+
+  reads importer spaces measurements
+  writes importer measurements
+}
+
+# Applies the ACLs when they differ from those applied last (a new topic prefix, a changed spec).
+apply_acls() {
+  [[ "$SECURITY" == sasl_ssl ]] || return 0
+  local spec="$STATE_DIR/acls" applied="$STATE_DIR/acls.applied" out
+  acl_spec >"$spec"
+  cmp -s "$spec" "$applied" 2>/dev/null && return 0
+  if ! out="$(run_java "$CONF_DIR/KafkaAcls.java" "127.0.0.1:$PORT" \
+    "$CREDENTIALS_DIR/admin.properties" "$spec" 2>&1)"; then
+    echo "$out" | tail -n 20 >&2
+    fail_start "the broker's ACLs could not be set."
+  fi
+  cp "$spec" "$applied"
+  say "ACLs set for topic prefix '$TOPIC_PREFIX': $out"
 }
 
 # setsid detaches the broker from the caller's session, so it outlives `make up` and ignores the
@@ -217,14 +464,19 @@ start() {
   fetch
   port_in_use "$PORT" &&
     die "port $PORT is already in use; set KAFKA_PORT to a free port, or KAFKA_BOOTSTRAP_SERVERS to use the broker there."
+  check_security_mode
   controller_port="${KAFKA_CONTROLLER_PORT:-$(free_port)}"
   t0="$(now)"
+  prepare_security
   write_config "$controller_port"
   format_storage
   echo "$PORT" >"$PORT_FILE"
   launch
   wait_until_answering "$t0"
+  apply_acls
   say "broker answering on 127.0.0.1:$PORT after $(since "$t0")s (pid $(cat "$PID_FILE"), state $STATE_DIR)"
+  [[ "$SECURITY" == plaintext ]] ||
+    say "SASL_SSL with ACLs; each principal's settings: $CREDENTIALS_DIR/<principal>.env"
 }
 
 stop() {

@@ -16,6 +16,11 @@
 # Pid and log files live in .run/ (DISCOSPACE_RUN_DIR). With KAFKA_BOOTSTRAP_SERVERS set, the
 # services use that cluster and no broker is started. Ports: DISCOSPACE_<NAME>_HTTP_PORT
 # (defaults 8101-8106), KAFKA_PORT for the local broker (9092); see settings.sh.
+#
+# The local broker is secure (SASL_SSL, ACLs) unless KAFKA_SECURITY=plaintext: each process logs
+# in as its own principal (registry, explorer, sampler, actuator for every worker, projector),
+# with the settings kafka.sh wrote to <KAFKA_STATE_DIR>/credentials/<principal>.env, or those
+# in DISCOSPACE_KAFKA_CREDENTIALS (e.g. for an external cluster).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -153,11 +158,12 @@ launch() {
   fi
   (
     cd "$REPO_ROOT"
+    local module
+    module="$(module_of "$name")"
+    load_credentials "$module" >>"$(log_file "$name")" 2>&1 || exit 2
     export KAFKA_BOOTSTRAP_SERVERS="$servers"
     export DISCOSPACE_STORE_DATA_DIR="${DISCOSPACE_STORE_DATA_DIR:-$RUN_DIR/store}"
     worker_env "$name"
-    local module
-    module="$(module_of "$name")"
     if command -v setsid >/dev/null; then
       exec setsid "$PY" -m "discospace.$module" >>"$(log_file "$name")" 2>&1 </dev/null
     fi
