@@ -159,3 +159,42 @@ def test_a_service_whose_broker_does_not_start_exits_2_with_a_sentence(slow_refu
     sentences = [line for line in ended.stderr.splitlines() if not line.startswith("{")]
     assert sentences[-1].startswith("discospace service cannot start: its broker did not start")
     assert "KafkaConnectionError" in sentences[-1]
+
+
+SERVICE_WHOSE_START_FAILS = """
+import sys
+from discospace.runtime import ServiceSettings, create_service, runner
+from discospace.runtime import service as service_module
+
+async def topics_exist(*args, **kwargs):
+    return None
+
+service_module.provision_topics = topics_exist
+runner._check_kafka = lambda service: None
+service = create_service(
+    ServiceSettings(http_port=int(sys.argv[1])), description="A service whose hook fails."
+)
+
+async def fail():
+    raise ValueError("the catalog file is not there")
+
+service.on_startup(fail)
+runner.run(service)
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_service_whose_start_up_fails_exits_2_with_a_sentence_not_3() -> None:
+    ended = subprocess.run(
+        [sys.executable, "-c", SERVICE_WHOSE_START_FAILS, str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+
+    assert ended.returncode == runner.EXIT_BAD_START, ended.stderr[-2000:]
+    sentences = [line for line in ended.stderr.splitlines() if not line.startswith("{")]
+    assert sentences[-1] == (
+        "discospace service cannot start: its start-up failed "
+        "(ValueError: the catalog file is not there)."
+    )

@@ -12,6 +12,7 @@ process with one sentence on stderr and status 2, never a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -77,12 +78,16 @@ class BrokerStartWatch:
     supervisor restarts (the chaos suite found a projector so after a broker stop). This
     wrapper sees that report while no shutdown was asked for, and asks uvicorn to exit; `run`
     then ends the process with status 2 and one sentence, so the supervisor starts it again.
+    A start-up that fails before "complete" (a hook, or the broker dying during it) ends the
+    same way, with one sentence instead of uvicorn's bare exit status 3.
     """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.server: uvicorn.Server | None = None
         self.failure: str | None = None
+        """The last line of the traceback, when the start failed."""
+        self.stage = "its broker did not start"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
@@ -97,7 +102,11 @@ class BrokerStartWatch:
             return message
 
         async def watched_send(message: Message) -> None:
-            if message["type"] == "lifespan.shutdown.failed" and not asked_to_stop:
+            kind = message["type"]
+            if kind == "lifespan.startup.failed":
+                self.stage = "its start-up failed"
+                self.failure = last_line(str(message.get("message") or "")) or "unknown error"
+            if kind == "lifespan.shutdown.failed" and not asked_to_stop:
                 self.failure = last_line(str(message.get("message") or "")) or "unknown error"
                 if self.server is not None:
                     self.server.should_exit = True
@@ -137,9 +146,10 @@ def run(service: Service) -> None:
     watch = BrokerStartWatch(service.app)
     instance = server(service, watch)
     watch.server = instance
-    instance.run()
+    with contextlib.suppress(SystemExit):  # uvicorn's 3 for a failed start-up: said below
+        instance.run()
     if watch.failure is not None:
-        _refuse_start(service.name, f"its broker did not start ({watch.failure}).")
+        _refuse_start(service.name, f"{watch.stage} ({watch.failure}).")
     if not instance.started:
         logger.error("the service did not start; see the lines above")
         sys.exit(EXIT_BAD_START)
