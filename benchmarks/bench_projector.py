@@ -220,6 +220,13 @@ async def _project(
         while sum(service.state.positions().values()) < total:
             await asyncio.sleep(0.005)
         seconds = time.perf_counter() - began
+        writes = service.metrics.registry.get_sample_value(
+            "discospace_projection_write_seconds_count"
+        )
+        writing = service.metrics.registry.get_sample_value(
+            "discospace_projection_write_seconds_sum"
+        )
+        print(f"    projector: {writes:.0f} writes took {writing:.2f} s of {seconds:.2f} s")
         progress = await service.state.read(lambda views: views.operation("op-bench"))
     expected = (total - 2) // 3 + (1 if (total - 2) % 3 else 0)
     if progress.counts.requested != expected:

@@ -16,7 +16,7 @@ from discospace.events import EventDecodeError, TopicNames, encode
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.app import create_app
 from discospace.projector.buffering import ProjectionBuffer
-from discospace.projector.handlers import ProjectorDeps, Record, on_records
+from discospace.projector.handlers import ProjectorDeps, Record, on_records, read_event
 from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.settings import ProjectorSettings
 from discospace.projector.writing import ReadEvent
@@ -145,3 +145,25 @@ async def test_a_read_before_the_store_is_open_is_a_transient_failure_not_a_pois
         await store.read(lambda views: views)
 
     assert is_transient(raised.value)
+
+
+def test_a_version_1_event_keeps_its_json_as_read_and_decodes_back_to_itself(story) -> None:
+    import json
+
+    from discospace.events import decode
+
+    space = story.space_a
+    spaced = json.dumps(json.loads(encode(space)), indent=1).encode()  # another producer's form
+    read = read_event(_record("t.spaces", 0, 1, space.key(), spaced))
+
+    assert read.record.payload == spaced.decode()
+    assert decode(read.record.payload) == space
+
+
+def test_an_event_of_a_later_version_is_stored_as_its_current_json(story) -> None:
+    from discospace.events import MeasurementCompleted
+
+    completed = next(e for e in story.events if isinstance(e, MeasurementCompleted))
+    read = read_event(_record("t.measurements", 0, 1, completed.key(), encode(completed)))
+
+    assert read.record.payload == completed.model_dump_json()

@@ -76,9 +76,20 @@ class EventRecord:
 
     @classmethod
     def of(
-        cls, event: Envelope, *, topic: str, partition: int, offset: int, key: bytes | None = None
+        cls,
+        event: Envelope,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None = None,
+        payload: str | None = None,
     ) -> EventRecord:
-        """The record of an event read from Kafka at `topic`/`partition`/`offset`."""
+        """The record of an event read from Kafka at `topic`/`partition`/`offset`.
+
+        `payload`: the event's JSON as read, when the caller knows it is the event at its
+        current version (it then need not be written out again); else the event's own JSON.
+        """
         return cls(
             event_id=event.event_id,
             type=event.type,
@@ -90,7 +101,7 @@ class EventRecord:
             topic=topic,
             partition=partition,
             offset=offset,
-            payload=event.model_dump_json(),
+            payload=event.model_dump_json() if payload is None else payload,
         )
 
     def row(self) -> list[object]:

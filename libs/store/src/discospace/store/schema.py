@@ -171,11 +171,13 @@ class Table:
 
     def check(self, values: Mapping[str, object]) -> None:
         """Raise `SchemaError` unless `values` names every column once, each with a fit value."""
-        if values.keys() != self._by_name.keys():
-            raise SchemaError(self._mismatch(values.keys()))
         by_name = self._by_name
+        if len(values) != len(by_name):  # as many names, each a column: the same names
+            raise SchemaError(self._mismatch(values.keys()))
         for name, value in values.items():
-            column = by_name[name]
+            column = by_name.get(name)
+            if column is None:
+                raise SchemaError(self._mismatch(values.keys()))
             if type(value) not in column._kinds:  # the common case costs one lookup
                 column.check(self.name, value)
 

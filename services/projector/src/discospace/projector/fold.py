@@ -196,6 +196,7 @@ def _measurement(event: MeasurementEvent) -> tuple[Row, ...]:
 
 @rows_of.register
 def _measurement_completed(event: MeasurementCompleted) -> tuple[Row, ...]:
+    entity_values = canonical_json(event.entity_values)  # once for both rows
     result = RESULTS.row(
         sample_store=event.sample_store,
         entity_id=event.entity_id,
@@ -207,12 +208,12 @@ def _measurement_completed(event: MeasurementCompleted) -> tuple[Row, ...]:
         is_valid=event.is_valid,
         reason=event.invalid_reason or "",
         values=canonical_json(event.values),
-        entity_values=canonical_json(event.entity_values),
+        entity_values=entity_values,
     )
-    return (_measurement_row(event), result)
+    return (_measurement_row(event, entity_values), result)
 
 
-def _measurement_row(event: MeasurementEvent) -> Row:
+def _measurement_row(event: MeasurementEvent, entity_values: str | None = None) -> Row:
     return MEASUREMENTS.row(
         space_id=event.space_id,
         operation_id=event.operation_id,
@@ -223,7 +224,7 @@ def _measurement_row(event: MeasurementEvent) -> Row:
         request_id=event.request_id,
         sample_store=event.sample_store,
         occurred_at=event.occurred_at,
-        entity_values=canonical_json(event.entity_values),
+        entity_values=entity_values or canonical_json(event.entity_values),
         **_outcome_of(event),
     )
 
@@ -275,5 +276,5 @@ def _outcome(
         "is_valid": is_valid,
         "reason": reason,
         "retryable": retryable,
-        "values": canonical_json(values or {}),
+        "values": canonical_json(values) if values else "{}",  # most events carry none
     }

@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 from aiokafka import ConsumerRecord
 
-from discospace.events import EventDecodeError, decode
+from discospace.events import Event, EventDecodeError, decode
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.buffering import ProjectionBuffer
 from discospace.projector.writing import ReadEvent
@@ -63,9 +63,26 @@ def read_event(record: Record) -> ReadEvent:
     """The event a record holds, with where it was read from; `EventDecodeError` otherwise."""
     event = decode(record.value or b"")
     where = EventRecord.of(
-        event, topic=record.topic, partition=record.partition, offset=record.offset, key=record.key
+        event,
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=record.key,
+        payload=_as_read(event, record.value or b""),
     )
     return ReadEvent(event, where)
+
+
+def _as_read(event: Event, value: bytes) -> str | None:
+    """The record's JSON as the stored payload, when it is the event at its current version:
+    its type has only ever had version 1, so nothing was upcast (writing the event out again
+    costs as much as decoding it). None otherwise: the store writes the upcast event."""
+    if event.current_version() != 1:
+        return None
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 async def _set_aside(record: Record, error: EventDecodeError, deps: ProjectorDeps) -> None:
