@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from discospace.core import Entity
 from discospace.projector import queries
 from discospace.projector.catalogs import actuator_pools
 from discospace.projector.errors import NotKnownError, ViewError
@@ -53,7 +54,7 @@ class StoreViews:
     def __init__(self, client: Client, *, id_lookup_limit: int = ID_LOOKUP_LIMIT) -> None:
         self.client = client
         self.id_lookup_limit = id_lookup_limit
-        self._layouts: OrderedDict[str, tuple[SpaceLayout, list[str] | None]] = OrderedDict()
+        self._layouts: OrderedDict[str, tuple[SpaceLayout, list[Entity] | None]] = OrderedDict()
         self._registered: OrderedDict[str, SpaceState] = OrderedDict()
 
     def spaces(self) -> list[SpaceSummary]:
@@ -82,7 +83,7 @@ class StoreViews:
         self, space_id: str, include: tuple[View, ...] = VIEWS, limit: int | None = None
     ) -> pd.DataFrame:
         """The entities of a space in the views of `include` (see `view.entity_table`)."""
-        layout, entity_ids = self._layout(space_id)
+        layout, grid = self._layout(space_id)
         measurements = queries.space_measurements(self.client, space_id)
         elsewhere = []
         if include != ("measured",):  # the other views exclude what is measured elsewhere
@@ -91,9 +92,9 @@ class StoreViews:
                 layout.sample_store,
                 layout.experiment_ids,
                 other_than_space=space_id,
-                entity_ids=entity_ids,
+                entity_ids=None if grid is None else [entity.id for entity in grid],
             )
-        return entity_table(layout, measurements, elsewhere, include, limit)
+        return entity_table(layout, measurements, elsewhere, include, limit, grid)
 
     def operations(self, parent: str | None = None) -> list[OperationProgress]:
         """Every operation, oldest first: ended ones as reported, running ones computed, a
@@ -208,7 +209,7 @@ class StoreViews:
                 self._registered.popitem(last=False)
         return state
 
-    def _layout(self, space_id: str) -> tuple[SpaceLayout, list[str] | None]:
+    def _layout(self, space_id: str) -> tuple[SpaceLayout, list[Entity] | None]:
         cached = self._layouts.get(space_id)
         if cached is not None:
             self._layouts.move_to_end(space_id)
@@ -219,7 +220,7 @@ class StoreViews:
                 f"space {space_id!r} is {state.status}, not registered, so it has no views."
             )
         layout = SpaceLayout.of(state)
-        entry = (layout, _entity_ids(layout, self.id_lookup_limit))
+        entry = (layout, _grid(layout, self.id_lookup_limit))
         self._layouts[space_id] = entry
         if len(self._layouts) > _CACHED_SPACES:
             self._layouts.popitem(last=False)
@@ -261,11 +262,13 @@ def _space_id(rows: list[queries.OperationRow]) -> str | None:
     return next((row.space_id for row in rows if row.space_id), None)
 
 
-def _entity_ids(layout: SpaceLayout, limit: int) -> list[str] | None:
+def _grid(layout: SpaceLayout, limit: int) -> list[Entity] | None:
+    """Every entity of a finite space of at most `limit`, in grid order (cached with its
+    layout: the ids find results elsewhere, the entities list the never-sampled ones)."""
     space = layout.entity_space
     if not space.is_finite or space.size > limit:
         return None
-    return [entity.id for entity in space.sequential()]
+    return list(space.sequential())
 
 
 def _summary(state: SpaceState) -> SpaceSummary:

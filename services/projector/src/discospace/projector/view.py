@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args
 
 import pandas as pd
 
+from discospace.core import Entity
 from discospace.core.canonical import Value
 from discospace.projector.errors import ViewError
 from discospace.projector.queries import MeasurementRow, ResultRow
@@ -77,15 +78,19 @@ def entity_table(
     elsewhere: Sequence[ResultRow],
     include: Sequence[View] = VIEWS,
     limit: int | None = None,
+    grid: Iterable[Entity] | None = None,
 ) -> pd.DataFrame:
-    """The rows of the views in `include`, at most `limit` of them (see the module doc)."""
+    """The rows of the views in `include`, at most `limit` of them (see the module doc).
+
+    `grid`: the space's entities in grid order when the caller keeps them (a small finite
+    space), so the never-sampled ones are not computed again."""
     views = _partition(layout, measurements, elsewhere)
     parts: dict[View, Iterable[dict[str, Any]]] = {
         view: _rows(layout, entities, view) for view, entities in views.items()
     }
     sampled = {key for entities in views.values() for key in entities}
     if "unsampled" in include:
-        parts["unsampled"] = _unsampled_rows(layout, sampled, explicit=len(include) == 1)
+        parts["unsampled"] = _unsampled_rows(layout, sampled, len(include) == 1, grid)
     cap = limit if limit is not None else len(sampled) + DEFAULT_UNSAMPLED_LIMIT
     rows = (row for view in include for row in parts[view])
     return pd.DataFrame(list(islice(rows, cap)), columns=list(layout.columns))
@@ -220,7 +225,10 @@ def _reasons(layout: SpaceLayout, entity: _Entity) -> str:
 
 
 def _unsampled_rows(
-    layout: SpaceLayout, known: AbstractSet[str], *, explicit: bool
+    layout: SpaceLayout,
+    known: AbstractSet[str],
+    explicit: bool,
+    grid: Iterable[Entity] | None = None,
 ) -> Iterator[dict[str, Any]]:
     space = layout.entity_space
     if not space.is_finite:
@@ -231,7 +239,7 @@ def _unsampled_rows(
                 f"{names} {'has' if ',' not in names else 'have'} no finite domain."
             )
         return
-    for entity in space.sequential():
+    for entity in space.sequential() if grid is None else grid:
         if entity.id in known:
             continue
         row: dict[str, Any] = {ID_COLUMN: entity.id}
