@@ -26,6 +26,7 @@ from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
 from pydantic import ValidationError
 
 from discospace.runtime.logs import configure_logging
+from discospace.runtime.security import KafkaLoginError
 from discospace.runtime.service import Service
 
 EXIT_BAD_START = 2
@@ -63,6 +64,8 @@ def _check_kafka(service: Service) -> None:
     """Reach the broker and create missing topics now, to fail with a sentence if it is down."""
     try:
         asyncio.run(service.provision_topics())
+    except KafkaLoginError as error:  # a refused login or TLS: the security module's sentence
+        _refuse_start(service.name, error.sentence)
     except (KafkaError, OSError) as error:
         servers = service.settings.kafka_bootstrap_servers
         _refuse_start(service.name, f"Kafka at {servers} did not answer ({error}).")
