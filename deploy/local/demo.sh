@@ -59,7 +59,8 @@ Done. Written:
   $OUT/cpu-train.csv           every configuration with its measurements
 
 Look further (the CLI here used KAFKA_BOOTSTRAP_SERVERS=$KAFKA_BOOTSTRAP_SERVERS and
-DISCOSPACE_PROJECTOR_URL=$DISCOSPACE_PROJECTOR_URL; set them likewise in another shell):
+DISCOSPACE_PROJECTOR_URL=$DISCOSPACE_PROJECTOR_URL; set them likewise in another shell, and
+the CLI's Kafka login with: set -a; . .run/kafka/credentials/cli.env; set +a):
   .venv/bin/discospace space show $space_id --include all     every entity of the space
   .venv/bin/discospace operation show $operation_id           how the operation went
   .venv/bin/discospace --help                                 every command
