@@ -55,7 +55,7 @@ def sim(reference: dict[str, Any]) -> Simulator:
     except TraceDataMissingError as error:
         pytest.skip(f"the Zeus traces are not here: {error}")
     trace = ZeusTrace.load(folder, reference["gpu"])
-    settings = ZeusSettings(eta=reference["eta"], beta=reference["beta"])
+    settings = ZeusSettings(eta=reference["eta"], beta=reference["beta"], posterior="zeus")
     return Simulator(trace, Workload(reference["dataset"], reference["network"]), settings)
 
 
@@ -116,7 +116,7 @@ def test_the_posteriors_and_the_final_choice_are_zeus_own(sim, reference):
     assert history.recurrences == reference["recurrences"]
     for arm, expected in reference["final_posteriors"].items():
         rewards = [-o.cost for o in history.observations if o.batch_size == int(arm)]
-        posterior = sim.settings.bandit.posterior(rewards)
+        posterior = sim.settings.bandit.posteriors({int(arm): rewards})[int(arm)]
         assert posterior.mean == pytest.approx(expected["mean"], rel=1e-9)
         assert posterior.precision == pytest.approx(expected["precision"], rel=1e-6)
     choice = recommendation(sim.settings, sim.job, history)
@@ -129,6 +129,21 @@ def test_two_nearly_equal_costs_pin_the_cheapest_size_out_of_the_bandit(sim, ref
     history = read_history(attempts, sim.settings, sim.job)
     costs = [o.cost for o in history.observations if o.batch_size == 16384]
     assert costs == [pytest.approx(6034.2, abs=0.1), pytest.approx(6026.6, abs=0.1)]
-    posterior = sim.settings.bandit.posterior([-c for c in costs])
+    posterior = sim.settings.bandit.posteriors({16384: [-c for c in costs]})[16384]
     assert 1.0 / math.sqrt(posterior.precision) == pytest.approx(2.66, abs=0.01)
     assert sim.trace.oracle(sim.workload).batch_size == 16384
+
+
+def test_the_robust_posterior_keeps_the_cheapest_size_as_uncertain_as_the_job_noise(sim, reference):
+    """The same history read by the default (robust) posterior: the variance pooled over the
+    bandit's arms leaves 16384's mean about as uncertain as the job's runs really are, so a
+    Thompson draw can still bring the bandit back to it."""
+    attempts = [attempt for attempt, _ in _replay(sim, reference["runs"])]
+    history = read_history(attempts, sim.settings, sim.job)
+    two_runs = read_history(attempts[:10], sim.settings, sim.job)
+    arms = {8192, 16384, 4096}
+    robust = replace(sim.settings, posterior="robust").bandit
+    rewards = {arm: [-o.cost for o in two_runs.observations if o.batch_size == arm] for arm in arms}
+    spread = 1.0 / math.sqrt(robust.posteriors(rewards)[16384].precision)
+    assert spread > 100 * 2.66
+    assert history.recurrences == reference["recurrences"]

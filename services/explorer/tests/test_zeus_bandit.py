@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from discospace.core import DiscospaceError
-from discospace.explorer.operators.zeus.bandit import Bandit, Posterior, Prior, posterior, windowed
+from discospace.explorer.operators.zeus.bandit import (
+    Bandit,
+    Posterior,
+    Prior,
+    pooled_cv2,
+    posterior,
+    windowed,
+)
 
 
 def test_the_update_matches_the_closed_form_posterior_with_a_learned_precision():
@@ -62,8 +69,8 @@ def test_a_negative_window_is_refused():
 
 
 def test_the_bandit_posterior_uses_only_the_window():
-    bandit = Bandit(window_size=2)
-    assert bandit.posterior([-100.0, -4.0, -6.0]).mean == pytest.approx(-5.0)
+    bandit = Bandit(window_size=2, kind="zeus")
+    assert bandit.posteriors({1: [-100.0, -4.0, -6.0]})[1].mean == pytest.approx(-5.0)
 
 
 def test_arms_with_too_few_observations_are_pulled_first():
@@ -94,10 +101,12 @@ def test_the_same_generator_seed_gives_the_same_choice():
     assert len(set(picks)) > 1, "Thompson sampling explores among uncertain arms"
 
 
-def test_thompson_picks_an_arm_as_often_as_its_posterior_is_the_larger():
-    bandit = Bandit()
+@pytest.mark.parametrize("kind", ["zeus", "robust"])
+def test_thompson_picks_an_arm_as_often_as_its_posterior_is_the_larger(kind):
+    bandit = Bandit(kind=kind)
     rewards = {1: [-10.0, -12.0], 2: [-11.0, -14.0]}
-    a, b = bandit.posterior(rewards[1]), bandit.posterior(rewards[2])
+    beliefs = bandit.posteriors(rewards)
+    a, b = beliefs[1], beliefs[2]
     gap = (a.mean - b.mean) / math.sqrt(1 / a.precision + 1 / b.precision)
     expected = 0.5 * (1 + math.erf(gap / math.sqrt(2)))
     draws = 4000
@@ -105,14 +114,14 @@ def test_thompson_picks_an_arm_as_often_as_its_posterior_is_the_larger():
     assert wins / draws == pytest.approx(expected, abs=0.03)
 
 
-def test_two_nearly_equal_rewards_pin_an_arm_below_a_better_looking_one():
+def test_with_the_zeus_posterior_two_nearly_equal_rewards_pin_an_arm_below_a_better_one():
     # As Zeus's GaussianTS: the learned precision of rewards 6034 and 6027 is 1 / 12.25, so the
     # posterior standard deviation is 3.5 / sqrt(2), whatever the arm's true spread. It is drawn
     # above an arm of posterior N(-4999, 404) only in that arm's far tail (0.5% of draws), and
     # never once the better-looking arm's posterior narrows with more pulls.
-    bandit = Bandit()
+    bandit = Bandit(kind="zeus")
     rewards = {16384: [-6034.0, -6027.0], 8192: [-5570.0, -4428.0]}
-    pinned = bandit.posterior(rewards[16384])
+    pinned = bandit.posteriors(rewards)[16384]
     assert 1 / math.sqrt(pinned.precision) == pytest.approx(3.5 / math.sqrt(2))
     draws = 4000
     wins = sum(bandit.choose(rewards, np.random.default_rng([3, k])) == 16384 for k in range(draws))
@@ -124,3 +133,35 @@ def test_two_nearly_equal_rewards_pin_an_arm_below_a_better_looking_one():
 def test_a_bandit_without_arms_is_an_error():
     with pytest.raises(DiscospaceError, match="no arm"):
         Bandit().choose({}, np.random.default_rng(0))
+
+
+def test_the_robust_posterior_keeps_two_nearly_equal_rewards_as_uncertain_as_the_job():
+    # Pooled squared coefficient of variation: (24.5 / 6030.5^2 + 2 * 571^2 / 4999^2) / 2, so
+    # the arm's variance is (2 * cv2 * 6030.5^2 + 24.5) / 4: 16384 is drawn above 8192 about
+    # five times as often as under Zeus's posterior (0.53%), and is tried again.
+    bandit = Bandit()
+    rewards = {16384: [-6034.0, -6027.0], 8192: [-5570.0, -4428.0]}
+    cv2 = (24.5 / 6030.5**2 + 2 * 571.0**2 / 4999.0**2) / 2
+    assert pooled_cv2(rewards) == pytest.approx(cv2)
+    variance = (2 * cv2 * 6030.5**2 + 24.5) / 4
+    assert bandit.posteriors(rewards)[16384].precision == pytest.approx(2 / variance)
+    draws = 2000
+    wins = sum(bandit.choose(rewards, np.random.default_rng([3, k])) == 16384 for k in range(draws))
+    assert wins / draws == pytest.approx(0.027, abs=0.008)
+
+
+def test_a_robust_posterior_without_pseudo_counts_is_zeus_own():
+    rewards = {1: [-10.0, -12.0, -14.0], 2: [-4.0, -6.0]}
+    robust = Bandit(pseudo_count=0.0).posteriors(rewards)
+    assert robust == Bandit(kind="zeus").posteriors(rewards)
+
+
+def test_one_reward_is_not_exact_under_the_robust_posterior():
+    rewards = {1: [-10.0], 2: [-4.0, -6.0]}
+    one = Bandit().posteriors(rewards)[1]
+    assert one.mean == -10.0
+    assert 0.0 < one.precision < math.inf
+
+
+def test_an_arm_with_an_infinitely_bad_reward_is_left_out_of_the_pool():
+    assert pooled_cv2({1: [-math.inf, -2.0], 2: [-4.0, -6.0]}) == pytest.approx(2 / 25)

@@ -36,11 +36,12 @@ from discospace.bench.common import (
     result_path,
     write_result,
 )
+from discospace.bench.zeus_upstream import ZeusUnavailableError
 from discospace.traces.data import TraceDataMissingError
 from discospace.traces.fms import FmsTableError
 from discospace.traces.zeus import ZeusTraceError
 
-BENCHMARKS = ("zeus", "fms")
+BENCHMARKS = ("zeus", "zeus-robust", "fms")
 GLOB_CHARACTERS = frozenset("*?[")
 
 
@@ -58,6 +59,7 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     FmsTableError,
     TableChoiceError,
     UnknownBenchmarkError,
+    ZeusUnavailableError,
 )
 Job = Callable[[Progress], BenchResult]
 
@@ -78,6 +80,8 @@ def run(
     jobs: list[tuple[str, Job]] = []
     if "zeus" in chosen:
         jobs.append(("zeus", partial(_zeus, zeus_data, gpus)))
+    if "zeus-robust" in chosen:
+        jobs.append(("zeus-robust", partial(_zeus_robust, zeus_data, out)))
     if "fms" in chosen:
         jobs += _fms_jobs(fms_data, fms_tables)
     files = ResultFile(out, shown)
@@ -101,6 +105,18 @@ def _zeus(data: Path | None, gpus: Sequence[str], progress: Progress) -> BenchRe
     if gpus:
         kwargs["gpus"] = tuple(g.lower() for g in gpus)
     return zeus.run(**kwargs)
+
+
+def _zeus_robust(data: Path | None, out: Path | None, progress: Progress) -> BenchResult:
+    """The robust posterior and the cross-GPU warm start beside Zeus's own simulator; its
+    tables also as `zeus-robust.md` beside the JSON (committed, unlike the JSON)."""
+    from discospace.bench import zeus_robust
+
+    result = zeus_robust.run(data, progress=progress)
+    table = result_path(result.name, out).with_suffix(".md")
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.write_text(zeus_robust.markdown(result))
+    return result
 
 
 def _fms_jobs(data: Path | None, tables: Sequence[Path | str]) -> list[tuple[str, Job]]:

@@ -19,8 +19,8 @@ Randomness comes from the seed and the run's number only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -84,7 +84,13 @@ class Simulator:
             self.max_epochs,
         )
         return Attempt(
-            plan.batch_size, run.power_limit, run.time_s, run.energy_j, run.converged, run.profiled
+            plan.batch_size,
+            run.power_limit,
+            run.time_s,
+            run.energy_j,
+            run.converged,
+            run.profiled,
+            run.epochs,
         )
 
     def recurrences(self) -> int:
@@ -130,6 +136,27 @@ def simulate_operator(
 
     `draw` picks each run's training run (default `run_rng(seed, run number)`); pass the
     replay actuator's own seeding to reproduce a run through the services."""
+    return simulate_job(sim, seed, recurrences, draw).attempts
+
+
+@dataclass(frozen=True)
+class SimulatedJob:
+    """A job through the operator: its attempts, and its results as the store keeps them."""
+
+    attempts: list[Attempt]
+    results: list[PairResult]
+
+
+def simulate_job(
+    sim: Simulator,
+    seed: int,
+    recurrences: int,
+    draw: RunDraw | None = None,
+    elsewhere: Sequence[PairResult] = (),
+) -> SimulatedJob:
+    """`simulate_operator`, on a space whose entities carry `gpu_model` (the trace's GPU), with
+    `elsewhere` as the store's results outside the space (`OperationView.store_elsewhere`:
+    e.g. a finished job of the same workload on another GPU)."""
     space = _operator_space(sim)
     options = {
         **_options(sim.settings),
@@ -141,9 +168,9 @@ def simulate_operator(
     )
     operator, attempts, outcomes = ZeusBso(), list[Attempt](), list[PairResult]()
     while True:
-        proposal = operator.propose(_view(space, parameters, outcomes))
+        proposal = operator.propose(_view(space, parameters, outcomes, elsewhere))
         if isinstance(proposal, Finish):
-            return attempts
+            return SimulatedJob(attempts, outcomes)
         assert isinstance(proposal, Measure), f"a sequential job never gets {proposal}"
         point, controls = proposal.points[0], proposal.inputs[0]
         plan = Plan(
@@ -161,6 +188,7 @@ def _operator_space(sim: Simulator) -> KnownSpace:
     properties = (
         PropertySpec(name="dataset", values=(sim.workload.dataset,)),
         PropertySpec(name="network", values=(sim.workload.network,)),
+        PropertySpec(name="gpu_model", values=(sim.trace.gpu,)),
         PropertySpec(name="batch_size", values=sim.job.batch_sizes),
         PropertySpec(name="power_limit", values=sim.job.power_limits),
         PropertySpec(name="recurrence", range=(0, 1_000_000), interval=1),
@@ -184,7 +212,12 @@ def _float(value: object) -> float | None:
     return float(value)
 
 
-def _view(space: KnownSpace, parameters: OperationParameters, outcomes: list[PairResult]):
+def _view(
+    space: KnownSpace,
+    parameters: OperationParameters,
+    outcomes: list[PairResult],
+    elsewhere: Sequence[PairResult] = (),
+) -> OperationView:
     return OperationView(
         operation_id="bench",
         parameters=parameters,
@@ -199,6 +232,7 @@ def _view(space: KnownSpace, parameters: OperationParameters, outcomes: list[Pai
         entities={o.entity_id: o.entity_values for o in outcomes},
         outcomes=tuple(outcomes),
         best=None,
+        store_elsewhere=tuple(elsewhere),
     )
 
 
@@ -210,6 +244,8 @@ def _outcome(point: PropertyValues, attempt: Attempt, index: int) -> PairResult:
     }
     if attempt.profiled:
         values["trained_power_limit"] = attempt.power_limit
+    if attempt.epochs is not None:
+        values["target_epoch"] = attempt.epochs
     return PairResult(f"run-{index}", dict(point), "train_to_target", True, values, None, False)
 
 

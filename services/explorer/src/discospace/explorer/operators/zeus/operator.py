@@ -22,6 +22,12 @@ An actuator that ignores them still works: runs are then neither stopped early n
 and each batch size keeps the power limit its first run reported (the highest, unprofiled).
 Invalid outcomes (the configuration cannot run) count as runs that never started.
 
+Warm start (`warm.py`, option `warm_start`, on by default): the sample store's results of the
+same workload elsewhere (`OperationView.store_elsewhere`: entities outside the space that agree
+with its fixed values except on the properties named in `shared_across`, `gpu_model` by
+default) give the epochs each batch size needed there; time and power per epoch are measured
+here.
+
 Decisions are a function of the view: the Thompson draws come from a generator seeded with
 (operation seed, number of runs requested so far), so a restarted explorer decides the same.
 
@@ -33,7 +39,7 @@ recurrence's cost and phase; the engine puts it in `OperationCompleted.choice`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from pydantic import ValidationError
@@ -64,12 +70,14 @@ from discospace.explorer.operators.zeus.policy import (
     read_history,
     summary,
 )
+from discospace.explorer.operators.zeus.warm import NOWHERE, Elsewhere, ElsewhereRun, elsewhere_of
 
-TIME, ENERGY, CONVERGED, TRAINED_LIMIT = (
+TIME, ENERGY, CONVERGED, TRAINED_LIMIT, EPOCHS = (
     "time_to_accuracy",
     "energy_to_accuracy",
     "converged",
     "trained_power_limit",
+    "target_epoch",
 )
 
 
@@ -80,6 +88,7 @@ class ZeusBso:
 
     def __init__(self) -> None:
         self._read: dict[str, _Read] = {}
+        self._elsewhere: dict[str, Elsewhere] = {}
 
     def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
         try:
@@ -96,11 +105,12 @@ class ZeusBso:
 
     def propose(self, view: OperationView) -> Proposal:
         options = ZeusOptions.parse(view.parameters.options)
-        knobs = zeus_space(view.space.entity_space, options)
+        knobs = self._knobs(view, options)
         settings = options.settings
         history = self._history(view, settings, knobs)
         if history.recurrences >= knobs.recurrences:
             self._read.pop(view.operation_id, None)
+            self._elsewhere.pop(view.operation_id, None)
             return Finish("operator_finished", f"{history.recurrences} recurrences converged")
         plans = _plans(view, settings, knobs, history)
         return _measure(plans, knobs, options, len(view.entities)) if plans else Wait()
@@ -110,7 +120,7 @@ class ZeusBso:
         (the operation completes all the same)."""
         try:
             options = ZeusOptions.parse(view.parameters.options)
-            job = zeus_space(view.space.entity_space, options).job
+            job = self._knobs(view, options).job
             attempts = [attempt_of(outcome) for outcome in view.outcomes]
             told = summary(options.settings, job, read_history(attempts, options.settings, job))
             chosen = told.choice
@@ -125,6 +135,20 @@ class ZeusBso:
             )
         except (DiscospaceError, ValidationError):
             return None
+
+    def _knobs(self, view: OperationView, options: ZeusOptions) -> ZeusSpace:
+        """The space's job, warm with the runs of its workload elsewhere (read once)."""
+        knobs = zeus_space(view.space.entity_space, options)
+        if not options.warm_start:
+            return knobs
+        elsewhere = self._elsewhere.get(view.operation_id)
+        if elsewhere is None:
+            runs = _runs_elsewhere(view.store_elsewhere, knobs, options)
+            elsewhere = elsewhere_of(runs)
+            self._elsewhere[view.operation_id] = elsewhere
+        if elsewhere is NOWHERE or not elsewhere.usable:
+            return knobs
+        return replace(knobs, job=replace(knobs.job, elsewhere=elsewhere))
 
     def _history(self, view: OperationView, settings: ZeusSettings, knobs: ZeusSpace) -> History:
         """The outcomes folded into a history, reading only those not read before (outcomes
@@ -175,6 +199,29 @@ def _plans(
     return plans
 
 
+def _runs_elsewhere(
+    results: Sequence[PairResult], knobs: ZeusSpace, options: ZeusOptions
+) -> list[ElsewhereRun]:
+    """The valid results of the same workload (fixed values equal but for `shared_across`)
+    that say how many epochs they trained."""
+    compared = {k: v for k, v in knobs.fixed.items() if k not in options.shared_across}
+    runs = []
+    for result in results:
+        values, entity = result.values, result.entity_values
+        if not result.is_valid or any(entity.get(k) != v for k, v in compared.items()):
+            continue
+        epochs, converged = as_number(values.get(EPOCHS)), as_number(values.get(CONVERGED))
+        batch_size = entity.get(BATCH_SIZE)
+        if epochs is None or converged is None or not isinstance(batch_size, int | float):
+            continue
+        time_s, energy_j = as_number(values.get(TIME)), as_number(values.get(ENERGY))
+        cost = 0.0
+        if time_s is not None and energy_j is not None:
+            cost = options.settings.cost(energy_j, time_s, knobs.job.max_power)
+        runs.append(ElsewhereRun(int(batch_size), epochs, bool(converged), cost))
+    return runs
+
+
 def attempt_of(outcome: PairResult) -> Attempt:
     """One finished run as the policy reads it."""
     batch_size = _whole(outcome.entity_values, BATCH_SIZE, "entity")
@@ -190,6 +237,7 @@ def attempt_of(outcome: PairResult) -> Attempt:
         energy_j=_number(values, ENERGY),
         converged=bool(_number(values, CONVERGED)),
         profiled=limit is not None,
+        epochs=as_number(values.get(EPOCHS)),
     )
 
 

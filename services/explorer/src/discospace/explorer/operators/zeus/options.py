@@ -6,6 +6,11 @@ Options (`parameters.options`, every one optional except `default_batch_size`):
 - `beta` (2.0): early stopping at `beta * min_cost`;
 - `num_pruning_rounds` (2), `mab_num_explorations` (2), `window_size` (0: every observation),
   `prior_mean` (0.0), `prior_precision` (0.0: flat): the pruning stage and the bandit;
+- `posterior` (`robust`): how the bandit learns each arm's reward variance. `robust` pools it
+  across arms (`bandit.py`; `pseudo_count`, 2.0, is what the pooled variance weighs);
+  `zeus` learns it from each arm's own rewards, as Zeus does (its decisions, one for one);
+- `warm_start` (true): use runs of the same workload elsewhere in the sample store (`warm.py`);
+  `shared_across` (`["gpu_model"]`): the properties in which such runs may differ;
 - `default_batch_size`: where the walk starts (the job's usual batch size);
 - `recurrences` (default `2 * |B| * |P|`, as the paper): how many runs must converge;
 - `max_power` (default: the highest power limit of the space): the price of time in the cost;
@@ -19,7 +24,7 @@ other property with exactly one value (the workload: dataset, network, GPU model
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,6 +38,7 @@ from discospace.core.operation_rules import (
     zeus_fixed_values,
     zeus_whole_numbers,
 )
+from discospace.explorer.operators.zeus.bandit import ROBUST_PSEUDO_COUNT
 from discospace.explorer.operators.zeus.policy import Job, ZeusSettings
 
 BATCH_SIZE, POWER_LIMIT, RECURRENCE = ZEUS_BATCH_SIZE, ZEUS_POWER_LIMIT, ZEUS_RECURRENCE
@@ -50,6 +56,10 @@ class ZeusOptions(BaseModel):
     window_size: int = Field(default=0, ge=0)
     prior_mean: float = 0.0
     prior_precision: float = Field(default=0.0, ge=0.0)
+    posterior: Literal["robust", "zeus"] = "robust"
+    pseudo_count: float = Field(default=ROBUST_PSEUDO_COUNT, ge=0.0)
+    warm_start: bool = True
+    shared_across: tuple[str, ...] = ("gpu_model",)
     default_batch_size: int
     recurrences: int | None = Field(default=None, ge=1)
     max_power: float | None = Field(default=None, gt=0.0)
@@ -75,6 +85,8 @@ class ZeusOptions(BaseModel):
             window_size=self.window_size,
             prior_mean=self.prior_mean,
             prior_precision=self.prior_precision,
+            posterior=self.posterior,
+            pseudo_count=self.pseudo_count,
         )
 
 

@@ -40,13 +40,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from discospace.core import DiscospaceError
-from discospace.explorer.operators.zeus.bandit import Bandit, Prior
+from discospace.explorer.operators.zeus.bandit import (
+    ROBUST_PSEUDO_COUNT,
+    Bandit,
+    Posterior,
+    PosteriorKind,
+    Prior,
+)
 from discospace.explorer.operators.zeus.pruning import (
     Explore,
     Observation,
     Pruned,
     pruning_state,
 )
+from discospace.explorer.operators.zeus.warm import NOWHERE, Elsewhere
 
 MAX_TRIES = 20
 """Attempts of one recurrence before the target is declared unreachable (as Zeus's simulator)."""
@@ -65,6 +72,9 @@ class ZeusSettings:
     window_size: int = 0
     prior_mean: float = 0.0
     prior_precision: float = 0.0
+    posterior: PosteriorKind = "robust"
+    """`robust` (pooled variance) or `zeus` (each arm's own, as Zeus: replays its decisions)."""
+    pseudo_count: float = ROBUST_PSEUDO_COUNT
 
     def cost(self, energy_j: float, time_s: float, max_power: float) -> float:
         return self.eta * energy_j + (1.0 - self.eta) * max_power * time_s
@@ -75,6 +85,8 @@ class ZeusSettings:
             Prior(self.prior_mean, self.prior_precision),
             self.mab_num_explorations,
             self.window_size,
+            self.posterior,
+            self.pseudo_count,
         )
 
 
@@ -87,6 +99,8 @@ class Job:
     power_limits: tuple[int, ...]
     max_power: float
     """The highest power limit times the number of GPUs: the price of time in the cost."""
+    elsewhere: Elsewhere = NOWHERE
+    """Runs of the same workload on another GPU (`warm.py`): when usable, no pruning walk."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +115,8 @@ class Attempt:
     converged: bool
     profiled: bool = False
     """This run profiled the power limits during its first epoch."""
+    epochs: float | None = None
+    """Epochs it trained, the profiling epoch included, when the result says (`target_epoch`)."""
 
     @property
     def ran(self) -> bool:
@@ -139,6 +155,8 @@ class History:
     """Each recurrence's total cost (its failed attempts included), in order."""
     converged_at: tuple[int, ...] = ()
     """Each recurrence's converged attempt, as an index into `observations`."""
+    epoch_costs: dict[int, float] = field(default_factory=dict)
+    """Cost of one epoch by batch size, measured here (a run without profiling preferred)."""
 
 
 def read_history(attempts: Sequence[Attempt], settings: ZeusSettings, job: Job) -> History:
@@ -167,6 +185,8 @@ class HistoryFold:
     failed: int = 0
     recurrence_costs: list[float] = field(default_factory=list)
     converged_at: list[int] = field(default_factory=list)
+    epoch_costs: dict[int, float] = field(default_factory=dict)
+    unprofiled: set[int] = field(default_factory=set)
 
     def read(self, attempt: Attempt) -> None:
         self.limits.setdefault(attempt.batch_size, attempt.power_limit)
@@ -176,6 +196,7 @@ class HistoryFold:
             return
         cost = self.settings.cost(attempt.energy_j, attempt.time_s, self.job.max_power)
         self._observe(attempt, cost, cost)
+        self._epoch_cost(attempt, cost)
         self.running += cost
         if attempt.converged:
             self._converged(attempt.batch_size, cost)
@@ -192,7 +213,19 @@ class HistoryFold:
             self.failed,
             tuple(self.recurrence_costs),
             tuple(self.converged_at),
+            dict(self.epoch_costs),
         )
+
+    def _epoch_cost(self, attempt: Attempt, cost: float) -> None:
+        """Keep the batch size's epoch cost: the latest run's, a profiled one only until a run
+        without profiling (whose epochs all ran at one limit) arrives."""
+        if not attempt.epochs or attempt.epochs <= 0:
+            return
+        if attempt.profiled and attempt.batch_size in self.unprofiled:
+            return
+        self.epoch_costs[attempt.batch_size] = cost / attempt.epochs
+        if not attempt.profiled:
+            self.unprofiled.add(attempt.batch_size)
 
     def _observe(self, attempt: Attempt, observed: float, cost: float) -> None:
         self.observations.append(Observation(attempt.batch_size, observed, attempt.converged))
@@ -246,6 +279,13 @@ def _next_batch_size(
     in_flight: Sequence[int],
     rng: np.random.Generator,
 ) -> int | None:
+    if job.elsewhere.usable:
+        first = job.elsewhere.first(job.batch_sizes)
+        if not history.observations and first is not None:
+            return history.cheapest if first in in_flight else first
+        rewards = _warm_rewards(job, history)
+        pending = Counter(b for b in in_flight if b in rewards)
+        return settings.bandit.choose(rewards, rng, pending)
     state = pruning_state(
         job.batch_sizes,
         job.default_batch_size,
@@ -257,6 +297,42 @@ def _next_batch_size(
     rewards = {arm: _rewards(history, arm) for arm in state.survivors}
     pending = Counter(b for b in in_flight if b in rewards)
     return settings.bandit.choose(rewards, rng, pending)
+
+
+def _warm_rewards(job: Job, history: History) -> dict[int, list[float]]:
+    """A warm job's arms and their rewards: own ones, then the runs elsewhere at this GPU's
+    epoch cost (measured, or guessed before the arm ran here). As in pruning, a batch size
+    that failed here before it ever converged here is dropped (unless every one is)."""
+    costs = job.elsewhere.guessed_epoch_costs(history.epoch_costs)
+    arms = job.elsewhere.arms(job.batch_sizes)
+    kept = [arm for arm in arms if not _failed_first(history, arm)] or list(arms)
+    return {
+        arm: _rewards(history, arm) + list(job.elsewhere.pseudo_rewards(arm, costs.get(arm)))
+        for arm in kept
+    }
+
+
+def _failed_first(history: History, batch_size: int) -> bool:
+    """The batch size's first run here did not converge."""
+    mine = (o for o in history.observations if o.batch_size == batch_size)
+    first = next(mine, None)
+    return first is not None and not first.converged
+
+
+def _arm_rewards(job: Job, history: History, arm: int) -> list[float]:
+    """An arm's own rewards, then (warm job) its runs elsewhere at this GPU's measured epoch
+    cost."""
+    own = _rewards(history, arm)
+    if not job.elsewhere.usable:
+        return own
+    return own + list(job.elsewhere.pseudo_rewards(arm, history.epoch_costs.get(arm)))
+
+
+def arm_posteriors(
+    settings: ZeusSettings, job: Job, history: History, arms: Sequence[int]
+) -> dict[int, Posterior]:
+    """The bandit's posterior of each of `arms` (with its runs elsewhere, for a warm job)."""
+    return settings.bandit.posteriors({arm: _arm_rewards(job, history, arm) for arm in arms})
 
 
 def _rewards(history: History, batch_size: int) -> list[float]:
@@ -273,21 +349,14 @@ class Choice:
 
 def recommendation(settings: ZeusSettings, job: Job, history: History) -> Choice | None:
     """The optimizer's pick: the surviving batch size of best posterior mean reward once
-    pruning is over, else the cheapest converged one; None before anything converged."""
-    try:
-        state = pruning_state(
-            job.batch_sizes,
-            job.default_batch_size,
-            settings.num_pruning_rounds,
-            history.observations,
-        )
-    except DiscospaceError:
-        state = None
-    if isinstance(state, Explore) or state is None:
-        best = history.cheapest
+    pruning is over (a warm job: among the arms run here), else the cheapest converged one;
+    None before anything converged."""
+    arms = _arms(settings, job, history)
+    if arms:
+        beliefs = arm_posteriors(settings, job, history, arms)
+        best: int | None = max(arms, key=lambda b: beliefs[b].mean)
     else:
-        bandit = settings.bandit
-        best = max(state.survivors, key=lambda b: bandit.posterior(_rewards(history, b)).mean)
+        best = history.cheapest
     if best is None or best not in history.limits:
         return None
     return Choice(best, history.limits[best])
@@ -316,12 +385,32 @@ def summary(settings: ZeusSettings, job: Job, history: History) -> Summary:
     choice = recommendation(settings, job, history)
     expected = None
     if choice is not None:
-        mean_cost = -settings.bandit.posterior(_rewards(history, choice.batch_size)).mean
+        arms = _arms(settings, job, history) or (choice.batch_size,)
+        mean_cost = -arm_posteriors(settings, job, history, arms)[choice.batch_size].mean
         expected = mean_cost if math.isfinite(mean_cost) else None
-    over = pruning_over_at(settings, job, history.observations)
+    over = 0 if job.elsewhere.usable else pruning_over_at(settings, job, history.observations)
     phases = tuple(PRUNING if at < over else BANDIT for at in history.converged_at)
     cost = math.fsum(history.costs)
     return Summary(choice, expected, cost, history.recurrence_costs, phases)
+
+
+def _arms(settings: ZeusSettings, job: Job, history: History) -> tuple[int, ...]:
+    """The bandit's arms once pruning is over (a warm job: those run here); () before."""
+    if job.elsewhere.usable:
+        ran = job.elsewhere.arms(job.batch_sizes)
+        return tuple(
+            b for b in ran if any(o.batch_size == b and o.converged for o in history.observations)
+        )
+    try:
+        state = pruning_state(
+            job.batch_sizes,
+            job.default_batch_size,
+            settings.num_pruning_rounds,
+            history.observations,
+        )
+    except DiscospaceError:
+        return ()
+    return state.survivors if isinstance(state, Pruned) else ()
 
 
 def pruning_over_at(settings: ZeusSettings, job: Job, observations: Sequence[Observation]) -> int:

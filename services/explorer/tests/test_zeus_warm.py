@@ -1,0 +1,146 @@
+"""`zeus_bso` warm from runs of the same workload on another GPU (`store_elsewhere`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from discospace.core import ExperimentSpec, PropertySpec
+from discospace.events import OperationParameters
+from discospace.explorer.domain.operator import Measure, OperationView
+from discospace.explorer.domain.pairs import PairResult
+from discospace.explorer.domain.spaces import KnownSpace, known_space
+from discospace.explorer.operators.zeus.operator import ZeusBso
+from discospace.explorer.operators.zeus.warm import ElsewhereRun, elsewhere_of
+
+RUN = ExperimentSpec(
+    actuator="replay",
+    experiment="train_to_target",
+    target_properties=("time_to_accuracy", "energy_to_accuracy", "converged"),
+    required_properties=("dataset", "batch_size", "power_limit"),
+)
+PROPERTIES = (
+    PropertySpec(name="dataset", values=("toy",)),
+    PropertySpec(name="gpu_model", values=("a40",)),
+    PropertySpec(name="batch_size", values=(8, 16, 32, 64, 128)),
+    PropertySpec(name="power_limit", values=(100, 200)),
+    PropertySpec(name="recurrence", range=(0, 10_000), interval=1),
+)
+
+
+T0 = datetime(2026, 11, 23, 17, 0, tzinfo=UTC)
+
+
+def view(space: KnownSpace, store: tuple[PairResult, ...], **options: Any) -> OperationView:
+    """A new operation (nothing run yet) with `store` as the store's results elsewhere."""
+    parameters = OperationParameters(
+        seed=3, single_measurement=False, options={"recurrences": 6, **options}
+    )
+    return OperationView(
+        operation_id="op-1",
+        parameters=parameters,
+        space=space,
+        started_at=T0,
+        now=T0,
+        free_slots=1,
+        in_flight=0,
+        drawn_by_strategy=0,
+        entities_drawn=0,
+        exhausted=False,
+        entities={},
+        outcomes=(),
+        best=None,
+        store_elsewhere=store,
+    )
+
+
+@pytest.fixture
+def space(make_space) -> KnownSpace:
+    entry = known_space(make_space(PROPERTIES, (RUN,)))
+    assert isinstance(entry, KnownSpace)
+    return entry
+
+
+def run_elsewhere(
+    batch_size: int, epochs: float, converged: bool, cost: float, **entity: Any
+) -> PairResult:
+    """A run on V100 of `epochs` epochs costing `cost` (eta 0.5: energy 2 * cost, no time)."""
+    values = {"dataset": "toy", "gpu_model": "v100", **entity}
+    point = {**values, "batch_size": batch_size, "power_limit": 250, "recurrence": 0}
+    result = {
+        "time_to_accuracy": 0.0,
+        "energy_to_accuracy": 2 * cost,
+        "converged": int(converged),
+        "target_epoch": epochs,
+    }
+    entity_id = f"v100-{batch_size}-{epochs}-{cost}"
+    return PairResult(entity_id, point, "train_to_target", True, result, None, False)
+
+
+STORE = (
+    run_elsewhere(32, 10, True, 1000.0),
+    run_elsewhere(16, 8, True, 1600.0),
+    run_elsewhere(64, 12, True, 600.0),
+    run_elsewhere(64, 12, True, 600.0),
+    run_elsewhere(128, 30, False, 1500.0),
+)
+"""64 is cheapest there (50 per epoch, 12 epochs); 128 never converged there; 8 never ran."""
+
+
+def first_request(space: KnownSpace, store=STORE, **options: Any) -> Measure:
+    proposal = ZeusBso().propose(view(space, store, default_batch_size=32, **options))
+    assert isinstance(proposal, Measure)
+    return proposal
+
+
+def test_a_warm_job_starts_at_the_batch_size_cheapest_on_the_other_gpu(space):
+    proposal = first_request(space)
+    assert proposal.points[0]["batch_size"] == 64
+    assert proposal.points[0]["gpu_model"] == "a40"
+    assert proposal.inputs[0]["profile_power"] == 1
+
+
+def test_a_cold_job_walks_from_the_default_batch_size(space):
+    assert first_request(space, store=()).points[0]["batch_size"] == 32
+    assert first_request(space, warm_start=False).points[0]["batch_size"] == 32
+
+
+def test_runs_of_another_workload_are_not_used(space):
+    other = tuple(replace(r, entity_values={**r.entity_values, "dataset": "imdb"}) for r in STORE)
+    assert first_request(space, store=other).points[0]["batch_size"] == 32
+
+
+def test_the_properties_that_may_differ_are_an_option(space):
+    assert first_request(space, shared_across=["nothing"]).points[0]["batch_size"] == 32
+
+
+def test_what_transfers_is_epochs_by_batch_size_and_what_converged():
+    runs = [
+        ElsewhereRun(32, 10, True, 1000.0),
+        ElsewhereRun(32, 3, False, 300.0),
+        ElsewhereRun(128, 30, False, 1500.0),
+        ElsewhereRun(8, 0, False, 0.0),
+    ]
+    elsewhere = elsewhere_of(runs)
+    assert elsewhere.epochs == {32: (10,)}
+    assert elsewhere.converged == {32}
+    assert elsewhere.tried == {32, 128}
+    assert elsewhere.epoch_costs == {32: 100.0, 128: 50.0}
+    assert elsewhere.arms((8, 16, 32, 64, 128, 256)) == (32,)
+
+
+def test_sizes_above_the_largest_tried_there_are_kept_when_it_converged():
+    elsewhere = elsewhere_of([ElsewhereRun(32, 10, True, 1000.0)])
+    assert elsewhere.arms((16, 32, 64)) == (32, 64)
+
+
+def test_epoch_costs_here_are_measured_and_guessed_from_the_median_ratio():
+    elsewhere = elsewhere_of(
+        [ElsewhereRun(32, 10, True, 1000.0), ElsewhereRun(64, 10, True, 600.0)]
+    )
+    assert elsewhere.guessed_epoch_costs({}) == {}
+    assert elsewhere.guessed_epoch_costs({32: 200.0}) == {32: 200.0, 64: 120.0}
+    assert elsewhere.pseudo_rewards(64, 120.0) == (-1200.0,)
