@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, cast
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from faststream.message import StreamMessage
 from faststream.middlewares import AckPolicy
+from pydantic import SkipValidation
 
-from discospace.events import DeadLettered, EventDecodeError, Topic, TopicNames
+from discospace.events import Event, EventDecodeError, Topic, TopicNames
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.buffering import ProjectionBuffer
 from discospace.projector.handlers import DeadLetter, ProjectorDeps, Record, on_records
@@ -124,30 +125,24 @@ async def records_as_they_are(message: StreamMessage[Any]) -> tuple[Record, ...]
 
 
 def batch_handler(deps: ProjectorDeps) -> Callable[[Any], Awaitable[None]]:
-    """`on_records` over `deps`, as FastStream calls a batch handler (the batch alone; `Any`,
-    so FastStream's pydantic layer passes the records through untouched)."""
+    """`on_records` over `deps`, as FastStream calls a batch handler: the batch alone.
 
-    async def on_batch(records: Any) -> None:
-        await on_records(records, deps)
+    Its parameter is annotated as what each message of the subscription holds, an `Event`,
+    which is what the AsyncAPI document in `proto/` tells a producer; `SkipValidation` keeps
+    FastStream's pydantic layer from checking it, so the batch of records the decoder hands
+    over goes through untouched and `on_records` decodes each record once."""
 
-    return on_batch
+    async def on_event(records: Annotated[Event, SkipValidation]) -> None:
+        await on_records(cast("Sequence[Record]", records), deps)
+
+    return on_event
 
 
 def dead_letter_to(service: Service) -> DeadLetter:
-    """How the projector sets an unreadable record aside: the runtime's dead letter, to the
-    deployment's dead-letter topic, counted like the runtime counts it."""
-    settings = service.settings
-    policy = DeadLetterPolicy(
-        publish=service.publisher(
-            settings.topics.dead_letter,
-            DeadLettered,
-            description="Messages the projector could not read, with the reason.",
-        ),
-        consumer=service.name,
-        metrics=service.metrics,
-        clock=service.clock,
-        max_message_bytes=settings.max_message_bytes,
-    )
+    """How the projector sets an unreadable record aside: with the runtime's own dead-letter
+    policy (its publisher to the deployment's dead-letter topic, its consumer name, clock and
+    size limit), counted like the runtime counts it."""
+    policy = _dead_letter_policy(service)
 
     async def dead_letter(record: Record, error: EventDecodeError) -> None:
         await policy.publish(policy.dead_letter(record, error.reason))
@@ -159,3 +154,11 @@ def dead_letter_to(service: Service) -> DeadLetter:
         )
 
     return dead_letter
+
+
+def _dead_letter_policy(service: Service) -> DeadLetterPolicy:
+    """The policy `create_service` gave the broker (a middleware of every subscriber)."""
+    for middleware in service.broker.config.broker_middlewares:
+        if isinstance(middleware, DeadLetterPolicy):
+            return middleware
+    raise LookupError(f"{service.name}: the runtime gave the broker no dead-letter policy")
