@@ -191,12 +191,18 @@ class Service:
         )
 
 
+def bootstrap_addresses(servers: str) -> list[str]:
+    """`"a:9092, b:9092"` as `["a:9092", "b:9092"]` (aiokafka's own clients split it alike)."""
+    return [address.strip() for address in servers.split(",") if address.strip()]
+
+
 def _broker(settings: ServiceSettings, description: str) -> KafkaBroker:
     """The service's FastStream broker, logged in as this process's principal (`security.py`:
     bad security settings stop the service here, with a sentence)."""
     name = settings.service_name
     return KafkaBroker(
-        settings.kafka_bootstrap_servers,
+        # FastStream takes one string as one address: a cluster's list is split here.
+        bootstrap_addresses(settings.kafka_bootstrap_servers),
         security=kafka_security().faststream(),
         client_id=f"discospace-{name}",
         graceful_timeout=settings.graceful_timeout_s,

@@ -56,7 +56,6 @@ from discospace.events import (
 )
 from discospace.testing.cluster import (
     LOSS,
-    NODES,
     RETURN,
     OwnCluster,
     node_to_lose,
@@ -64,7 +63,6 @@ from discospace.testing.cluster import (
     place_losses,
     replicated,
     replication_env,
-    services_read_a_list,
 )
 from discospace.testing.kafka import free_port
 from discospace.testing.loop import REPO, Loop
@@ -368,19 +366,8 @@ class ChaosRun:
             self.loop.services[victim].wait_healthy(timeout_s=180)
 
     def _service_bootstrap(self) -> str:
-        """The services' KAFKA_BOOTSTRAP_SERVERS: every address of the cluster, unless the
-        runtime cannot read a list yet (then one node the schedule never loses; see
-        `cluster.services_read_a_list`)."""
-        if not isinstance(self.broker, OwnCluster) or services_read_a_list():
-            return self.broker.bootstrap
-        lost = {node_to_lose(self.plan.seed, n) for n in range(self.plan.broker_losses)}
-        spared = sorted(set(NODES) - lost)
-        if not spared:
-            raise RuntimeError(
-                "every node is lost once in this plan, and the services cannot bootstrap from a "
-                "list of addresses yet: give fewer CHAOS_BROKER_LOSSES or another CHAOS_SEED"
-            )
-        return self.broker.address_of(spared[0])
+        """The services' KAFKA_BOOTSTRAP_SERVERS: every address of the broker or cluster."""
+        return self.broker.bootstrap
 
     def _cluster_fault(self, victim: str) -> None:
         """SIGKILL one node of the cluster, or start the lost one again on its data."""

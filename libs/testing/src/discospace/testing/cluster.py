@@ -4,8 +4,6 @@
   127.0.0.1, plaintext, replication factor 3, `min.insync.replicas` 2, no unclean leader
   election) with the start/stop/kill of `chaos.OwnBroker`, plus `lose` (SIGKILL one node) and
   `restore` (start it again on its data and wait until all three brokers are registered).
-- `services_read_a_list`: whether the runtime gives a service every address of a
-  comma-separated bootstrap list (until it does, the services get one node never lost).
 - `replication_env`: the setting that makes a service create its topics with 3 replicas.
 - `place_losses`: where the broker losses and returns go in a fault schedule, so that at most
   one node is down at a time (two down would leave the quorum without a majority).
@@ -108,26 +106,6 @@ class OwnCluster:
         node, self.down = self.down, None
         self.run("start-one", str(node))
         return node
-
-
-def services_read_a_list() -> bool:
-    """Whether a service connects to every address of a comma-separated KAFKA_BOOTSTRAP_SERVERS.
-
-    FastStream takes one string as one address, so until the runtime splits the list a service
-    given all three cannot start at all; the chaos run then gives the services one node the
-    schedule never loses, and its summary says so (`service_bootstrap`).
-    """
-    try:  # imported here: the testing library does not depend on the runtime
-        from discospace.runtime.service import _broker
-        from discospace.runtime.settings import ServiceSettings
-
-        probe = _broker(ServiceSettings(kafka_bootstrap_servers="127.0.0.1:1,127.0.0.1:2"), "")
-        return list(probe._connection_kwargs["bootstrap_servers"]) == [
-            "127.0.0.1:1",
-            "127.0.0.1:2",
-        ]
-    except (ImportError, AttributeError, KeyError, TypeError):
-        return False
 
 
 def replication_env(module: str, replicas: int) -> dict[str, str]:
