@@ -129,12 +129,14 @@ def test_what_transfers_is_epochs_by_batch_size_and_what_converged():
     assert elsewhere.converged == {32}
     assert elsewhere.tried == {32, 128}
     assert elsewhere.epoch_costs == {32: 100.0, 128: 50.0}
-    assert elsewhere.arms((8, 16, 32, 64, 128, 256)) == (32,)
+    # 64 lies between sizes tried there (that job had none); 8 and 16 lie below 32, which
+    # converged there; 128 failed there and 256 lies beyond that failure.
+    assert elsewhere.arms((8, 16, 32, 64, 128, 256)) == (8, 16, 32, 64)
 
 
-def test_sizes_above_the_largest_tried_there_are_kept_when_it_converged():
-    elsewhere = elsewhere_of([ElsewhereRun(32, 10, True, 1000.0)])
-    assert elsewhere.arms((16, 32, 64)) == (32, 64)
+def test_sizes_beyond_a_failure_there_are_left_out():
+    elsewhere = elsewhere_of([ElsewhereRun(32, 10, True, 1000.0), ElsewhereRun(16, 9, False, 1.0)])
+    assert elsewhere.arms((8, 16, 32, 64)) == (32, 64)
 
 
 def test_epoch_costs_here_are_measured_and_guessed_from_the_median_ratio():

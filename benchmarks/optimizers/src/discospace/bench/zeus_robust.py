@@ -99,15 +99,24 @@ def _outcome(sim: Simulator, seed: int, total: float, choice: tuple[int, int], n
     return Outcome(seed, final, total / (n * oracle), total / oracle - n)
 
 
-def _ours(sim: Simulator, seed: int, attempts: Sequence[Attempt]) -> Outcome:
+def _ours(
+    sim: Simulator,
+    seed: int,
+    attempts: Sequence[Attempt],
+    chosen: tuple[int, int] | None = None,
+) -> Outcome:
+    """A job's figures; its final choice is `chosen` (the operator's own, e.g. a warm job's)
+    or the policy's recommendation for the cold job."""
     fold = HistoryFold(sim.settings, sim.job)
     for attempt in attempts:
         fold.read(attempt)
     history = fold.history()
-    pick = recommendation(sim.settings, sim.job, history)
-    assert pick is not None
+    if chosen is None:
+        pick = recommendation(sim.settings, sim.job, history)
+        assert pick is not None
+        chosen = (pick.batch_size, pick.power_limit)
     total = math.fsum(history.costs)
-    return _outcome(sim, seed, total, (pick.batch_size, pick.power_limit), sim.recurrences())
+    return _outcome(sim, seed, total, chosen, sim.recurrences())
 
 
 def simulate_policy(sim: Simulator, seed: int, recurrences: int) -> list[Attempt]:
@@ -135,10 +144,10 @@ def bench_workload(task: tuple[Path | None, str, str, tuple[int, ...]]) -> dict[
     for seed in seeds:
         jobs = {gpu: simulate_job(sim, seed, sim.recurrences()) for gpu, sim in sims.items()}
         for gpu, sim in sims.items():
-            cold[gpu].append(_ours(sim, seed, jobs[gpu].attempts))
+            cold[gpu].append(_ours(sim, seed, jobs[gpu].attempts, jobs[gpu].choice))
             other = next(g for g in GPUS if g != gpu)
             warmed = simulate_job(sim, seed, sim.recurrences(), elsewhere=jobs[other].results)
-            warm[gpu].append(_ours(sim, seed, warmed.attempts))
+            warm[gpu].append(_ours(sim, seed, warmed.attempts, warmed.choice))
             zeus_sim = Simulator(sim.trace, workload, zeus)
             attempts = simulate_policy(zeus_sim, seed, sim.recurrences())
             plain[gpu].append(_ours(zeus_sim, seed, attempts))

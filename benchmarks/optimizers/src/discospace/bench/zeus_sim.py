@@ -145,6 +145,8 @@ class SimulatedJob:
 
     attempts: list[Attempt]
     results: list[PairResult]
+    choice: tuple[int, int] | None = None
+    """The operator's own final choice (batch size, power limit), as it reports it."""
 
 
 def simulate_job(
@@ -168,9 +170,10 @@ def simulate_job(
     )
     operator, attempts, outcomes = ZeusBso(), list[Attempt](), list[PairResult]()
     while True:
-        proposal = operator.propose(_view(space, parameters, outcomes, elsewhere))
+        view = _view(space, parameters, outcomes, elsewhere)
+        proposal = operator.propose(view)
         if isinstance(proposal, Finish):
-            return SimulatedJob(attempts, outcomes)
+            return SimulatedJob(attempts, outcomes, _chosen(operator, view))
         assert isinstance(proposal, Measure), f"a sequential job never gets {proposal}"
         point, controls = proposal.points[0], proposal.inputs[0]
         plan = Plan(
@@ -182,6 +185,13 @@ def simulate_job(
         attempt = sim.run(plan, rng)
         attempts.append(attempt)
         outcomes.append(_outcome(point, attempt, len(outcomes)))
+
+
+def _chosen(operator: ZeusBso, view: OperationView) -> tuple[int, int] | None:
+    told = operator.choice(view)
+    if told is None or not told.values:
+        return None
+    return _whole(told.values["batch_size"]), _whole(told.values["power_limit"])
 
 
 def _operator_space(sim: Simulator) -> KnownSpace:

@@ -157,6 +157,8 @@ class History:
     """Each recurrence's converged attempt, as an index into `observations`."""
     epoch_costs: dict[int, float] = field(default_factory=dict)
     """Cost of one epoch by batch size, measured here (a run without profiling preferred)."""
+    unprofiled: frozenset[int] = frozenset()
+    """Batch sizes whose epoch cost a run without profiling measured."""
 
 
 def read_history(attempts: Sequence[Attempt], settings: ZeusSettings, job: Job) -> History:
@@ -214,6 +216,7 @@ class HistoryFold:
             tuple(self.recurrence_costs),
             tuple(self.converged_at),
             dict(self.epoch_costs),
+            frozenset(self.unprofiled),
         )
 
     def _epoch_cost(self, attempt: Attempt, cost: float) -> None:
@@ -306,10 +309,32 @@ def _warm_rewards(job: Job, history: History) -> dict[int, list[float]]:
     costs = job.elsewhere.guessed_epoch_costs(history.epoch_costs)
     arms = job.elsewhere.arms(job.batch_sizes)
     kept = [arm for arm in arms if not _failed_first(history, arm)] or list(arms)
-    return {
-        arm: _rewards(history, arm) + list(job.elsewhere.pseudo_rewards(arm, costs.get(arm)))
-        for arm in kept
+    rewards = {
+        arm: _rewards(history, arm) + _prior_rewards(job, history, arm, costs) for arm in kept
     }
+    return {arm: [] if _worth_a_run(arm, rewards, history) else r for arm, r in rewards.items()}
+
+
+WORTH_A_RUN = 1.25
+"""A batch size not run here yet whose guessed cost is within this factor of the best arm's gets
+one run (a guess across GPUs is off by some percent; chosen on seeds 1000-1029)."""
+
+
+def _worth_a_run(arm: int, rewards: dict[int, list[float]], history: History) -> bool:
+    """The arm has not run here and its guessed mean cost is near the best arm's."""
+    if arm in history.epoch_costs or not rewards[arm]:
+        return False
+    means = [-sum(r) / len(r) for r in rewards.values() if r]
+    return -sum(rewards[arm]) / len(rewards[arm]) <= WORTH_A_RUN * min(means)
+
+
+def _prior_rewards(job: Job, history: History, arm: int, costs: dict[int, float]) -> list[float]:
+    """The arm's runs elsewhere at its epoch cost here: all of them once a run without
+    profiling measured it, one at their mean epochs while only a profiling run did (its first
+    epoch, spread over every limit, makes it dearer), all of them while it is guessed."""
+    if arm in history.epoch_costs and arm not in history.unprofiled:
+        return list(job.elsewhere.guessed_reward(arm, history.epoch_costs[arm]))
+    return list(job.elsewhere.pseudo_rewards(arm, costs.get(arm)))
 
 
 def _failed_first(history: History, batch_size: int) -> bool:

@@ -15,7 +15,9 @@ or any property named in `shared_across`), a new job starts from them:
   `-epoch_cost * epochs` of its reward (the prior over its epochs to target). Before a batch
   size has run here, its epoch cost is only guessed, to decide whether it is worth a run: its
   epoch cost elsewhere times the median ratio (here / elsewhere) of the batch sizes run on both;
-  once it runs, its own measurement replaces the guess;
+  once it runs, its own measurement replaces the guess. A first run profiles the power limits
+  (its first epoch is dearer), so until a run without profiling measures the epoch cost, the
+  runs there count as one observation at their mean epochs: the bandit comes back to it;
 - the first run is the batch size cheapest elsewhere (epochs elsewhere times epoch cost there,
   at this job's eta and max power). A batch size never run elsewhere is explored as in a cold
   job (`num_explorations` runs first).
@@ -63,20 +65,39 @@ class Elsewhere:
         return bool(self.converged)
 
     def arms(self, batch_sizes: Sequence[int]) -> tuple[int, ...]:
-        """The job's batch sizes that converged elsewhere, and those above every size tried
-        there when the largest one tried converged (a GPU with less memory could not run
-        them). A size that failed there, or that its pruning never reached, is left out."""
+        """The job's batch sizes that converged there, and those it could not have run: a
+        size between two sizes tried there (a pruning walk is contiguous, so that GPU's job
+        had no such size), or beyond the smallest or largest size tried there when that one
+        converged (the walk would have gone on). A size that failed there, or lies beyond a
+        failure there, is left out."""
         if not self.tried:
             return ()
-        high = max(self.tried)
-        above = high in self.converged
-        return tuple(b for b in batch_sizes if b in self.converged or (above and b > high))
+        low, high = min(self.tried), max(self.tried)
+
+        def unknown_there(b: int) -> bool:
+            if b in self.tried:
+                return False
+            return (
+                low < b < high
+                or (b < low and low in self.converged)
+                or (b > high and high in self.converged)
+            )
+
+        return tuple(b for b in batch_sizes if b in self.converged or unknown_there(b))
 
     def pseudo_rewards(self, batch_size: int, epoch_cost: float | None) -> tuple[float, ...]:
         """Rewards of the runs elsewhere at this GPU's epoch cost (none when it is unknown)."""
         if epoch_cost is None:
             return ()
         return tuple(-epoch_cost * e for e in self.epochs.get(batch_size, ()))
+
+    def guessed_reward(self, batch_size: int, epoch_cost: float | None) -> tuple[float, ...]:
+        """One pseudo-reward, at the mean epochs there: worth a single observation, while the
+        epoch cost here is only roughly known."""
+        epochs = self.epochs.get(batch_size, ())
+        if epoch_cost is None or not epochs:
+            return ()
+        return (-epoch_cost * statistics.fmean(epochs),)
 
     def first(self, batch_sizes: Sequence[int]) -> int | None:
         """The batch size of least expected cost there (None without epoch costs)."""
