@@ -9,7 +9,6 @@ Every client logs in as the services do, from the same variables (`KAFKA_SECURIT
 principal may not write or read.
 """
 
-import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -35,14 +34,6 @@ class _Startable(Protocol):
 
 
 S = TypeVar("S", bound=_Startable)
-
-
-def silence_library_logs() -> None:
-    """Library log lines (aiokafka's connection errors) never reach a user's terminal:
-    without a handler, Python would print warnings on stderr next to our one-line errors."""
-    root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(logging.NullHandler())
 
 
 @asynccontextmanager
