@@ -18,6 +18,7 @@ from discospace.bench.common import write_result
 from discospace.bench.zeus_sim import (
     Simulator,
     run_rng,
+    simulate_job,
     simulate_operator,
     simulate_random,
     simulate_zeus,
@@ -189,3 +190,25 @@ def test_a_run_draw_can_pick_each_training_run_from_the_requested_point(sim):
 
     assert simulate_operator(sim, 0, 12, draw) == simulate_operator(sim, 0, 12)
     assert all(recurrence == before for recurrence, before in seen)
+
+
+def test_a_job_after_one_on_another_gpu_skips_pruning_and_costs_less():
+    """Real traces: an A40 movielens job with a finished V100 job of the same workload in the
+    store (its results as `store_elsewhere`) starts at the size cheapest on V100, never runs a
+    size that failed there, and costs less than the cold A40 job of the same seed."""
+    folder = _real_traces()
+    workload = Workload("movielens-1m", "ncf")
+    v100 = Simulator(ZeusTrace.load(folder, "v100"), workload, ZeusSettings())
+    a40 = Simulator(ZeusTrace.load(folder, "a40"), workload, ZeusSettings())
+    before = simulate_job(v100, 0, v100.recurrences())
+    cold = simulate_job(a40, 0, a40.recurrences())
+    warm = simulate_job(a40, 0, a40.recurrences(), elsewhere=before.results)
+    failed_there = {a.batch_size for a in before.attempts if a.ran} - {
+        a.batch_size for a in before.attempts if a.converged
+    }
+    cost = lambda job: sum(read_history(job.attempts, a40.settings, a40.job).costs)  # noqa: E731
+    assert sum(a.converged for a in warm.attempts) == a40.recurrences()
+    assert warm.attempts[0].batch_size == 16384
+    assert not failed_there & {a.batch_size for a in warm.attempts}
+    assert cost(warm) < cost(cold)
+    assert warm.choice is not None
