@@ -27,7 +27,10 @@ from discospace.explorer.operators.optuna_search.samplers import (
 )
 from discospace.explorer.operators.optuna_search.space import SearchSpace
 from discospace.explorer.operators.optuna_search.study import Search, suggest
+from discospace.explorer.operators.optuna_search.transfer import Transfer, transfer_of
 
+TRANSFERS: tuple[SamplerKind, ...] = ("tpe", "gp")
+"""Samplers whose start-up other spaces' results choose (`transfer.py`)."""
 _POOLS = 16
 """Pools (listed points of a space) kept between decisions, most recently used first."""
 
@@ -98,7 +101,8 @@ class OptunaOperator:
         seed = view.parameters.seed or 0
         sources = tuple(_sources(view.parameters, view.space))
         pool = self._pool(view.space.space_id, space, options, seed)
-        return Search(self.kind, options, space, sources, pool, seed)
+        transfer = _transfer(view, options, sources, self.kind)
+        return Search(self.kind, options, space, sources, pool, seed, transfer)
 
     def _pool(self, space_id: str, space: SearchSpace, options: SearchOptions, seed: int) -> Pool:
         key = (space_id, repr(options.candidates), seed)
@@ -118,6 +122,15 @@ def _listed(search: SearchSpace, options: SearchOptions) -> list[Entity] | None:
         entity = search.entity_space.normalise(point)
         points.setdefault(entity.id, entity)
     return list(points.values())
+
+
+def _transfer(
+    view: OperationView, options: SearchOptions, sources: tuple[Source, ...], kind: SamplerKind
+) -> Transfer | None:
+    """Other spaces' results as a transfer, for one objective searched by TPE or GP."""
+    if not options.transfer or len(sources) != 1 or kind not in TRANSFERS:
+        return None
+    return transfer_of(view.store_elsewhere, sources[0], view.space.entity_space)
 
 
 def _sources(parameters: OperationParameters, space: KnownSpace) -> list[Source]:

@@ -22,10 +22,17 @@ class SearchOptions(BaseModel):
         description="Tell the study every result of the space's sample store measured before "
         "the operation started, so nothing measured before is paid for again.",
     )
-    n_startup_trials: PositiveInt = Field(
-        default=10,
+    n_startup_trials: PositiveInt | None = Field(
+        default=None,
         description="Results (warm-start ones included) before TPE, GP or CMA-ES use their "
-        "model; until then they sample at random.",
+        "model; until then they sample at random without replacement (or, with `transfer`, "
+        "take the points other spaces' results rank best). Default: adapted to the space, "
+        "the square root of its number of points, between 2 and 10.",
+    )
+    transfer: bool = Field(
+        default=True,
+        description="Learn from the sample store's results outside the space (the same "
+        "experiment on other values, e.g. another model): they choose the start-up points.",
     )
     multivariate: bool = Field(
         default=True, description="TPE models the parameters jointly rather than one by one."

@@ -56,23 +56,25 @@ def ask_seed(seed: int, ask: int, attempt: int = 0) -> int:
     return int(content_id("optuna-ask", str(seed), str(ask), str(attempt)), 16) % 2**32
 
 
-def make_sampler(kind: SamplerKind, seed: int, options: SearchOptions) -> BaseSampler:
-    """A sampler of `kind` seeded with `seed`."""
+def make_sampler(
+    kind: SamplerKind, seed: int, options: SearchOptions, startup: int = 10
+) -> BaseSampler:
+    """A sampler of `kind` seeded with `seed`, sampling at random for `startup` results."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "tpe":
             return TPESampler(
                 seed=seed,
-                n_startup_trials=options.n_startup_trials,
+                n_startup_trials=startup,
                 multivariate=options.multivariate,
                 constant_liar=True,
             )
         if kind == "gp":
-            return GPSampler(seed=seed, n_startup_trials=options.n_startup_trials)
+            return GPSampler(seed=seed, n_startup_trials=startup)
         if kind == "cmaes":
             return CmaEsSampler(
                 seed=seed,
-                n_startup_trials=options.n_startup_trials,
+                n_startup_trials=startup,
                 warn_independent_sampling=False,
             )
         return NSGAIISampler(seed=seed, population_size=options.population_size)

@@ -18,11 +18,19 @@ operation proposed, then telling the point actually measured with the attributes
 
 Over a list of points (`ListedPool`), a sampler's random start is replaced by drawing uniformly
 from the free listed points: Optuna's start samples each parameter independently, which is not
-uniform over a list covering part of the product of the domains.
+uniform over a list covering part of the product of the domains. When the store holds results
+outside the space (`transfer.py`), the first `TRANSFERRED` of the start take the free points
+they rank best instead.
+
+The start lasts `n_startup_trials` told results (the store's ones included, so a warm start
+shortens it); by default the square root of the number of points, between 2 and 10: on a
+space of 9 points a model after 10 random ones would come too late to matter, and below
+random sampling without replacement there is nothing to lose, as the start is exactly that.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import warnings
@@ -44,11 +52,24 @@ from discospace.explorer.operators.optuna_search.samplers import (
     make_sampler,
 )
 from discospace.explorer.operators.optuna_search.space import SearchSpace
+from discospace.explorer.operators.optuna_search.transfer import Transfer
 
 CONSTRAINT = "constraints:is_valid"
 NSGA2_GENERATION = "NSGAIISampler:generation"
 ASKS = 4
 """How many times the sampler is asked before a taken suggestion is replaced by a free point."""
+TRANSFERRED = 0.75
+"""Share of the start-up that other spaces' results choose; the rest is random, so a task that
+ranks one region of the space well and is wrong about another is checked against it (chosen
+on seeds 1000-1019 of the fms table's cross-space benchmark, among 0.5, 0.75 and 1)."""
+STARTUP = (2, 10)
+"""Bounds of the default start-up: the square root of the number of points, within these."""
+
+
+def default_startup(size: float) -> int:
+    """Results before the model is used, for a search over `size` points (see above)."""
+    low, high = STARTUP
+    return high if math.isinf(size) else max(low, min(high, round(math.sqrt(size))))
 
 
 @dataclass(frozen=True)
@@ -61,6 +82,14 @@ class Search:
     sources: tuple[Source, ...]
     pool: Pool
     seed: int
+    transfer: Transfer | None = None
+    """What the store's results outside the space say about its points (None: nothing)."""
+
+    @property
+    def startup(self) -> int:
+        """Told results before the sampler uses its model."""
+        given = self.options.n_startup_trials
+        return given if given is not None else default_startup(self.pool.size())
 
     @property
     def directions(self) -> list[StudyDirection]:
@@ -71,6 +100,9 @@ class Search:
 def suggest(search: Search, history: History, count: int) -> list[Entity]:
     """Up to `count` free points to measure next (fewer when the pool runs out)."""
     if _starting(search, history):
+        transferred = _transferred(search, history, count)
+        if transferred is not None:
+            return transferred
         return _uniform_free(search, len(history.requested), history.taken, count)
     study = build_study(search, history)
     taken = history.taken
@@ -97,7 +129,7 @@ def _starting(search: Search, history: History) -> bool:
     if not isinstance(search.pool, ListedPool):
         return False
     options = search.options
-    start = options.population_size if search.kind == "nsga2" else options.n_startup_trials
+    start = options.population_size if search.kind == "nsga2" else search.startup
     return len(history.told) < start
 
 
@@ -106,6 +138,22 @@ def _uniform_free(search: Search, ask: int, taken: set[str], count: int) -> list
     assert isinstance(search.pool, ListedPool)
     free = search.pool.free(taken)
     return random.Random(ask_seed(search.seed, ask)).sample(free, min(count, len(free)))
+
+
+def _transferred(search: Search, history: History, count: int) -> list[Entity] | None:
+    """The `count` free listed points other spaces' results rank best (ties: seeded order);
+    None when there is nothing to transfer."""
+    share = math.ceil(TRANSFERRED * search.startup)
+    if search.transfer is None or len(history.requested) >= share:
+        return None
+    assert isinstance(search.pool, ListedPool)
+    free = search.pool.free(history.taken)
+    random.Random(ask_seed(search.seed, len(history.requested))).shuffle(free)
+    scores = search.transfer.scores(free, history.told)
+    if scores is None:
+        return None
+    ranked = sorted(range(len(free)), key=lambda i: -scores[i])
+    return [free[i] for i in ranked[:count]]
 
 
 def build_study(search: Search, history: History) -> optuna.Study:
@@ -168,7 +216,8 @@ def _ask_free(study: optuna.Study, search: Search, ask: int, taken: set[str]) ->
 
 def _suggestion(study: optuna.Study, search: Search, ask: int, attempt: int) -> Entity:
     """One suggestion of a sampler seeded for this ask; the asked trial is dropped (failed)."""
-    study.sampler = make_sampler(search.kind, ask_seed(search.seed, ask, attempt), search.options)
+    seed = ask_seed(search.seed, ask, attempt)
+    study.sampler = make_sampler(search.kind, seed, search.options, search.startup)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trial = study.ask(search.space.distributions)
