@@ -9,7 +9,9 @@ operation decides here what it decides in the services for the same seed and the
 (with `batch_size` 1, where the order results arrive in cannot differ).
 
 `prior` results are in the sample store before the operation starts, measured by an earlier
-operation: what a warm start reads.
+operation: what a warm start reads. A prior entity outside the operation's space (another
+model, another GPU: other values or other properties) is stored as it is, measured through
+another space sharing the store: what `OperationView.store_elsewhere` shows.
 """
 
 from __future__ import annotations
@@ -171,11 +173,17 @@ class _Run:
             requested_by="bench",
         )
         for number, known in enumerate(prior):
-            entity = self.space.entity_space.normalise(known.entity)
+            entity = self._stored_entity(known.entity)
             at = T0 - timedelta(seconds=len(prior) - number)
             event = self._completed(cause, entity, known.experiment_id, known.measured, at)
             self.store[(entity.id, known.experiment_id)] = event
             explore(self.state, event, self.engine, self.now)
+
+    def _stored_entity(self, values: Mapping[str, object]) -> Entity:
+        """The entity of a prior result: normalised when in the space, else as it is."""
+        if values in self.space.entity_space:
+            return self.space.entity_space.normalise(values)
+        return Entity.of(values)
 
     def _step(self) -> bool:
         """One result, or one timer when nothing is in flight; False when all is quiet."""
