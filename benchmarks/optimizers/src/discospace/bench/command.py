@@ -41,7 +41,7 @@ from discospace.traces.data import TraceDataMissingError
 from discospace.traces.fms import FmsTableError
 from discospace.traces.zeus import ZeusTraceError
 
-BENCHMARKS = ("zeus", "zeus-robust", "fms")
+BENCHMARKS = ("zeus", "zeus-robust", "fms", "fms-cross-space")
 GLOB_CHARACTERS = frozenset("*?[")
 
 
@@ -84,6 +84,8 @@ def run(
         jobs.append(("zeus-robust", partial(_zeus_robust, zeus_data, out)))
     if "fms" in chosen:
         jobs += _fms_jobs(fms_data, fms_tables)
+    if "fms-cross-space" in chosen:
+        jobs += _fms_jobs(fms_data, fms_tables, _cross_space, "fms-cross-space")
     files = ResultFile(out, shown)
     return [_report(name, job, files) for name, job in jobs]
 
@@ -119,23 +121,39 @@ def _zeus_robust(data: Path | None, out: Path | None, progress: Progress) -> Ben
     return result
 
 
-def _fms_jobs(data: Path | None, tables: Sequence[Path | str]) -> list[tuple[str, Job]]:
-    """One job per table (the default one when `tables` is empty), every table checked now."""
+def _fms_jobs(
+    data: Path | None,
+    tables: Sequence[Path | str],
+    bench: Callable[[Path | None, Path | None, str, Progress], BenchResult] | None = None,
+    prefix: str = "fms",
+) -> list[tuple[str, Job]]:
+    """One job per table (the default one when `tables` is empty), every table checked now:
+    `bench` (default: the methods on the whole table) named `<prefix>-<table stem>`."""
     from discospace.bench import fms
 
+    bench = bench or _fms
     if not tables:
         fms.read_table(fms.fms.table_path(data))
-        return [("fms", partial(_fms, data, None, "fms"))]
+        return [(prefix, partial(bench, data, None, prefix))]
     paths = table_paths(tables)
     for path in paths:
         fms.read_table(path)
-    return [(f"fms-{p.stem}", partial(_fms, None, p, f"fms-{p.stem}")) for p in paths]
+    return [(f"{prefix}-{p.stem}", partial(bench, None, p, f"{prefix}-{p.stem}")) for p in paths]
 
 
 def _fms(data: Path | None, table: Path | None, name: str, progress: Progress) -> BenchResult:
     from discospace.bench import fms
 
     return fms.run(data, table=table, name=name, progress=progress)
+
+
+def _cross_space(
+    data: Path | None, table: Path | None, name: str, progress: Progress
+) -> BenchResult:
+    """Each model's sub-space searched cold, and warm from the other models' results."""
+    from discospace.bench import fms_cross_space
+
+    return fms_cross_space.run(data, table=table, name=name, progress=progress)
 
 
 def table_paths(given: Sequence[Path | str]) -> list[Path]:

@@ -73,7 +73,10 @@ def optimizers(
     ] = None,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help="Run only these benchmarks (repeatable): zeus, fms."),
+        typer.Option(
+            "--only",
+            help="Run only these benchmarks (repeatable): zeus, zeus-robust, fms, fms-cross-space.",
+        ),
     ] = None,
     out: Annotated[
         Path | None,
