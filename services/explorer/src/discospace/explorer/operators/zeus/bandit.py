@@ -40,7 +40,7 @@ number), never from global state.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -87,16 +87,24 @@ def posterior(rewards: Sequence[float], prior: Prior = Prior()) -> Posterior:
     """The conjugate update of `prior` with `rewards`, their precision learned from them.
 
     A reward of -inf (a run that could not run before any cost was known) rules the arm out."""
+    return _updated(prior, rewards, lambda average, squares: squares / len(rewards))
+
+
+def _updated(
+    prior: Prior, rewards: Sequence[float], variance: Callable[[float, float], float]
+) -> Posterior:
+    """`prior` updated with `rewards` whose variance is `variance(average, sum of squared
+    deviations)`: Zeus's own estimate, or the robust one shrunk towards the pooled noise."""
     if not rewards:
         return Posterior(prior.mean, prior.precision, 0)
     if not all(math.isfinite(r) for r in rewards):
         return Posterior(-math.inf, math.inf, len(rewards))
     count, total = len(rewards), math.fsum(rewards)
     average = total / count
-    variance = math.fsum((r - average) ** 2 for r in rewards) / count
-    if variance == 0.0:
+    spread = variance(average, math.fsum((r - average) ** 2 for r in rewards))
+    if spread == 0.0:
         return Posterior(average, math.inf, count)
-    reward_precision = 1.0 / variance
+    reward_precision = 1.0 / spread
     precision = prior.precision + count * reward_precision
     mean = (prior.precision * prior.mean + reward_precision * total) / precision
     return Posterior(mean, precision, count)
@@ -129,20 +137,14 @@ def robust_posterior(
     rewards: Sequence[float], cv2: float, pseudo_count: float, prior: Prior = Prior()
 ) -> Posterior:
     """An arm's posterior with its variance shrunk towards `cv2 * mean^2` (see the module)."""
-    if not rewards:
-        return Posterior(prior.mean, prior.precision, 0)
-    if not all(math.isfinite(r) for r in rewards):
-        return Posterior(-math.inf, math.inf, len(rewards))
-    count, total = len(rewards), math.fsum(rewards)
-    average = total / count
-    squares = math.fsum((r - average) ** 2 for r in rewards)
-    variance = (pseudo_count * cv2 * average**2 + squares) / (pseudo_count + count)
-    if variance == 0.0:
-        return Posterior(average, math.inf, count)
-    reward_precision = 1.0 / variance
-    precision = prior.precision + count * reward_precision
-    mean = (prior.precision * prior.mean + reward_precision * total) / precision
-    return Posterior(mean, precision, count)
+    count = len(rewards)
+    return _updated(
+        prior,
+        rewards,
+        lambda average, squares: (
+            (pseudo_count * cv2 * average**2 + squares) / (pseudo_count + count)
+        ),
+    )
 
 
 @dataclass(frozen=True)
