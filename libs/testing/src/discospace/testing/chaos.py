@@ -28,7 +28,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import threading
 import time
 from collections import Counter, defaultdict
@@ -63,6 +62,7 @@ from discospace.testing.cluster import (
     place_losses,
     replicated,
     replication_env,
+    run_script,
 )
 from discospace.testing.kafka import free_port
 from discospace.testing.loop import REPO, Loop
@@ -190,16 +190,7 @@ class OwnBroker:
 
     def run(self, command: str) -> None:
         """kafka.sh start|stop; raise with its last lines when it fails."""
-        result = subprocess.run(
-            ["bash", str(SCRIPT), command],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"kafka.sh {command} failed: {result.stderr[-2000:]}")
+        run_script(SCRIPT, (command,), self.env)
 
     def start(self) -> None:
         self.run("start")

@@ -65,17 +65,7 @@ class OwnCluster:
 
     def run(self, *args: str) -> str:
         """kafka-cluster.sh with `args`; its output, or raise with its last lines."""
-        result = subprocess.run(
-            ["bash", str(CLUSTER_SCRIPT), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"kafka-cluster.sh {' '.join(args)} failed: {result.stderr[-2000:]}")
-        return result.stdout
+        return run_script(CLUSTER_SCRIPT, args, self.env)
 
     def start(self) -> None:
         self.run("start")
@@ -111,6 +101,22 @@ class OwnCluster:
 def replication_env(module: str, replicas: int) -> dict[str, str]:
     """The variable that makes service `module` create its topics with `replicas` replicas."""
     return {f"DISCOSPACE_{module.upper()}_TOPIC_REPLICATION": str(replicas)}
+
+
+def run_script(script: Path, args: tuple[str, ...], env: dict[str, str]) -> str:
+    """A broker script (kafka.sh, kafka-cluster.sh) with `args`; its output, or raise with the
+    last lines of its errors."""
+    result = subprocess.run(
+        ["bash", str(script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{script.name} {' '.join(args)} failed: {result.stderr[-2000:]}")
+    return result.stdout
 
 
 def place_losses(
