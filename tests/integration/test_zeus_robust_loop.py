@@ -13,8 +13,6 @@ and the same final choice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 import yaml
@@ -33,48 +31,21 @@ from discospace.explorer.operators.zeus.policy import (
     read_history,
     summary,
 )
-from discospace.testing.loop import REPO, Loop
-from discospace.traces.data import TraceDataMissingError, data_dir
+from discospace.testing.loop import Loop
 from discospace.traces.zeus import Workload, ZeusTrace
+
+from . import test_zeus_loop as zeus_loop
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = REPO / "examples" / "replay"
+# test_zeus_loop's fixtures: the broker, every service and a V100 replay worker; the V100 trace
+# (skipped, saying where it looked, without it).
+loop, trace = zeus_loop.loop, zeus_loop.trace
+EXAMPLES, EXPERIMENT = zeus_loop.EXAMPLES, zeus_loop.EXPERIMENT
+
 WORKLOAD = Workload("cifar100", "shufflenetv2")
-EXPERIMENT = "train_to_target"
 RECURRENCES = 24
 SEED = 7
-
-
-@pytest.fixture(scope="module")
-def trace() -> ZeusTrace:
-    try:
-        folder = data_dir()
-    except TraceDataMissingError as error:
-        pytest.skip(str(error))
-    return ZeusTrace.load(folder, "v100")
-
-
-@pytest.fixture(scope="module")
-def loop(
-    kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory, trace: ZeusTrace
-) -> Iterator[Loop]:
-    running = Loop(kafka_bootstrap, tmp_path_factory.mktemp("zeus-robust-loop"))
-    try:
-        for name in ("registry", "sampler", "projector", "explorer"):
-            running.start(name)
-        running.actuator(
-            "replay-v100",
-            "v100",
-            {"config": str(EXAMPLES / "zeus-v100.yaml")},
-            DISCOSPACE_ACTUATOR_ACTUATOR="replay",
-            DISCOSPACE_ACTUATOR_GPU_MODEL="v100",
-        )
-        running.wait_healthy()
-        running.wait_for_catalog({EXPERIMENT})
-        yield running
-    finally:
-        running.stop()
 
 
 def robust_operation(loop: Loop) -> str:
