@@ -127,6 +127,29 @@ def test_a_task_that_ranks_the_known_points_backwards_is_not_followed():
     assert transfer.scores([told[0].entity], told) is None
 
 
+def test_a_point_only_a_distrusted_task_speaks_for_scores_neutral():
+    """One task ranks the known points backwards (weight 0), another is trusted: a point only
+    the distrusted task speaks for gets the trusted tasks' mean, not a division by zero."""
+    space = EntitySpace.from_specs((*GRID, PropertySpec(name="model", values=("small",))))
+    elsewhere = [
+        _pair({"batch_size": 1, "number_gpus": 1, "model": "large"}, 90.0),
+        _pair({"batch_size": 32, "number_gpus": 8, "model": "large"}, 10.0),
+        _pair({"batch_size": 2, "number_gpus": 1, "model": "large"}, 80.0),
+        _pair({"batch_size": 1, "number_gpus": 1, "model": "medium"}, 5.0),
+        _pair({"batch_size": 32, "number_gpus": 8, "model": "medium"}, 50.0),
+    ]
+    transfer = transfer_of(elsewhere, SOURCE, space)
+    assert transfer is not None
+    told = [
+        Told(Entity.of({"batch_size": 1, "number_gpus": 1, "model": "small"}), (1.0,)),
+        Told(Entity.of({"batch_size": 32, "number_gpus": 8, "model": "small"}), (256.0,)),
+    ]
+    only_large = Entity.of({"batch_size": 2, "number_gpus": 1, "model": "small"})
+    scores = transfer.scores([only_large], told)
+    assert scores is not None, "the medium model ranks the known points right: it is trusted"
+    assert scores == [0.5], "the trusted task's mean score: neither preferred nor avoided"
+
+
 def test_a_single_result_elsewhere_is_nothing_to_rank():
     space = EntitySpace.from_specs(SMALL_MODEL)
     one = [_pair({"batch_size": 1, "number_gpus": 1, "model": "large"}, 10.0)]

@@ -82,10 +82,12 @@ class Transfer:
         return [self._score(point, weights, neutral) for point in points]
 
     def _score(self, point: Entity, weights: list[float], neutral: float) -> float:
+        """The weighted mean of the trusted tasks that speak for `point`; `neutral` when none
+        does (a task weighted 0 is not heard, even when it is the only one speaking)."""
         weighted = [
             (w, s)
             for w, s in ((w, t.score(point)) for w, t in zip(weights, self.tasks, strict=True))
-            if s is not None
+            if s is not None and w > 0
         ]
         if not weighted:
             return neutral
