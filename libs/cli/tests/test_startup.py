@@ -13,7 +13,15 @@ import pytest
 from discospace.cli.main import NOUNS, app
 from discospace.cli.settings import DEFAULT_TOPIC_PREFIX
 
-HEAVY = ("aiokafka", "faststream", "pandas", "httpx", "discospace.core", "discospace.events")
+HEAVY = (
+    "aiokafka",
+    "faststream",
+    "pandas",
+    "httpx",
+    "discospace.core",
+    "discospace.events",
+    "rich",  # Typer's Rich help formatter alone took 0.15-0.2 s: help pages are plain
+)
 PROBE = """
 import json, sys
 sys.argv = ["discospace", *json.loads(sys.argv[1])]

@@ -22,7 +22,9 @@ from rich.console import Console
 from discospace.cli.errors import CliError
 
 bench_app = typer.Typer(
-    help="Benchmarks that run in process on published measurements.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Benchmarks that run in process on published measurements.",
+    no_args_is_help=True,
 )
 
 WIDE = 200

@@ -8,7 +8,6 @@ Only typer and the settings are imported with the module (a help page needs noth
 each command imports what it uses (the requests, Kafka, rich, the projector's client).
 """
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from discospace.events import OperationRequested
 
 operation_app = typer.Typer(
+    rich_markup_mode=None,
     help="Operations: run an operator on a registered space, follow it, cancel it.",
     no_args_is_help=True,
 )
@@ -56,6 +56,8 @@ def create(
 
     settings = settings_of(ctx)
     request = operation_request(settings, load_operation_file(file), space)
+    import asyncio
+
     asyncio.run(_check_and_request(settings, request))
     typer.echo(request.operation_id)
     if watch:
@@ -205,6 +207,8 @@ def cancel(
     """Ask the explorer to stop an operation: it requests nothing more, measurements already
     running finish and land in the sample store, requests still queued are skipped (counted
     failed: "operation cancelled"), and it completes cancelled once all have landed."""
+    import asyncio
+
     from discospace.cli.requests import request_cancel
 
     asyncio.run(request_cancel(settings_of(ctx), operation_id, reason))

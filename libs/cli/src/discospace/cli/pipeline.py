@@ -18,7 +18,9 @@ from discospace.cli.settings import settings_of
 from discospace.cli.views import print_json, print_wide, table
 
 pipeline_app = typer.Typer(
-    help="Pipelines: compare before and after refinement, list trials.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Pipelines: compare before and after refinement, list trials.",
+    no_args_is_help=True,
 )
 
 PipelineId = Annotated[

@@ -32,6 +32,7 @@ from discospace.core.loading import (
 from discospace.events import SpaceRejected
 
 space_app = typer.Typer(
+    rich_markup_mode=None,
     help="Discovery spaces: describe a space file, register it, list spaces, show entities.",
     no_args_is_help=True,
 )

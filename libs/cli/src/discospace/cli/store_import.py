@@ -70,6 +70,7 @@ CLIENT_ID = "discospace-cli-store-import"
 PUBLISH_BATCH = 500
 
 store_app = typer.Typer(
+    rich_markup_mode=None,
     help="Sample stores: import measurements made elsewhere into a store.",
     no_args_is_help=True,
 )
