@@ -1,30 +1,41 @@
-"""Throughput of the whole discovery loop, every service a process, on the real broker.
+"""Throughput of the whole discovery loop, every service a process, on the real broker, beside
+a bare aiokafka pipeline of the same hops on the same broker (`loop_pipeline.py`).
 
-Prints:
-- measurements per second through the loop (registry, explorer, sampler, a synthetic actuator
-  worker at zero latency, projector) for a random walk over a 400-entity space;
-- the cost of a fully memoised 80-entity operation: a second walk over a space already measured
-  in full, where every measurement is reused from the sample store.
+Each of `--rounds` interleaved rounds runs:
+- the loop (registry, explorer, sampler, a synthetic actuator worker at zero latency, projector):
+  a random walk over a fresh 400-entity space; measurements per second, and CPU milliseconds per
+  measurement of every service process and the broker's JVM;
+- the bare pipeline, batched and one record at a time: the same figures for 2,000 messages;
+- a fully memoised 80-entity operation (a walk over a space measured in full already): seconds
+  between the Kafka record timestamps of its request and its completion, and how many
+  measurements it made (the actuator's calls: 0 expected).
+Prints min / median / max of each and the ratios loop / baseline; writes results/loop.json.
 
-Uses KAFKA_BOOTSTRAP_SERVERS when set, otherwise starts the local broker (deploy/local/kafka.sh)
-on a free port for the run. Run: .venv/bin/python benchmarks/bench_loop.py [--window 16]
+Uses KAFKA_BOOTSTRAP_SERVERS when set (then the broker's CPU is not counted), otherwise starts
+the local broker (deploy/local/kafka.sh, plaintext) on a free port for the run.
+Run: .venv/bin/python benchmarks/bench_loop.py [--window 16] [--rounds 3] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import loop_pipeline as pipeline
 import yaml
+from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 from rich.table import Table
 
 from discospace.client import Client, ClientError
+from discospace.events import decode
 from discospace.testing.kafka import (
     BrokerUnavailableError,
     KafkaBroker,
@@ -34,6 +45,8 @@ from discospace.testing.kafka import (
 )
 from discospace.testing.loop import REPO, Loop
 
+PIPELINE_MESSAGES = 2_000
+"""Measurements' worth of records through the bare pipeline per round."""
 ZERO_LATENCY = {"experiments": [{"experiment": "benchmark"}], "invalid_when": None}
 
 
@@ -98,11 +111,83 @@ def wait_for_actuator(loop: Loop) -> None:
     raise SystemExit(f"the actuator never announced itself:\n{loop.logs()}")
 
 
+def service_pids(loop: Loop) -> list[int]:
+    return [p.process.pid for p in loop.services.values() if p.process is not None]
+
+
+def broker_pids(workdir: Path) -> list[int]:
+    """The local broker's JVM (from kafka.sh's pid file); none for a broker given by URL."""
+    pid_file = workdir / "kafka" / "kafka.pid"
+    return [int(pid_file.read_text().strip())] if pid_file.exists() else []
+
+
+def loop_round(loop: Loop, number: int, window: int, pids: list[int]) -> dict[str, float]:
+    """A 400-entity walk on a space of its own (a fresh store: everything is measured)."""
+    spec = space(f"bench-{number}", [1, 2, 4, 8, 16, 32, 64, 128], [1e-5, 3e-5, 1e-4, 3e-4, 1e-3])
+    space_id = create_space(loop, f"big-{number}", spec)
+    before = pipeline.cpu_seconds(pids)
+    seconds, progress = timed_walk(loop, space_id, window)
+    cpu = pipeline.cpu_seconds(pids) - before
+    measured = progress["counts"]["measured"]
+    return {"per_second": measured / seconds, "cpu_ms": 1000 * cpu / measured}
+
+
+def memoised_round(loop: Loop, space_id: str, window: int) -> dict[str, float]:
+    """A walk over a space measured in full already: seconds between the request's and the
+    completion's record timestamps on the operations topic, and the measurements made."""
+    _, progress = timed_walk(loop, space_id, window)
+    stamps = record_times(loop, progress["operation_id"])
+    return {
+        "seconds": stamps["OperationCompleted"] - stamps["OperationRequested"],
+        "measured": progress["counts"]["measured"],
+        "reused": progress["counts"]["reused"],
+    }
+
+
+def record_times(loop: Loop, operation_id: str) -> dict[str, float]:
+    """Kafka record timestamps (seconds) of the operation's request and completion."""
+
+    async def read() -> dict[str, float]:
+        consumer = AIOKafkaConsumer(
+            loop.topics.operations, bootstrap_servers=loop.bootstrap, auto_offset_reset="earliest"
+        )
+        await consumer.start()
+        found: dict[str, float] = {}
+        try:
+            while batch := await consumer.getmany(timeout_ms=1500):
+                for record in (r for part in batch.values() for r in part):
+                    event = decode(record.value)
+                    if getattr(event, "operation_id", None) == operation_id:
+                        found.setdefault(type(event).__name__, record.timestamp / 1000)
+        finally:
+            await consumer.stop()
+        return found
+
+    return asyncio.run(read())
+
+
+def spread(values: list[float], digits: int = 1) -> str:
+    return " / ".join(
+        f"{v:,.{digits}f}" for v in (min(values), statistics.median(values), max(values))
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=int, default=16, help="measurements in flight")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument(
+        "--quick", action="store_true", help="one round, for a smoke test of the benchmark"
+    )
     arguments = parser.parse_args()
-    console = Console()
+    rounds = 1 if arguments.quick else arguments.rounds
+    console = Console(width=160)
+    figures: dict[str, list[dict[str, float]]] = {
+        "loop": [],
+        "batched": [],
+        "single": [],
+        "memoised": [],
+    }
     with tempfile.TemporaryDirectory(prefix="bench-loop-") as tmp:
         workdir = Path(tmp)
         kafka = broker(workdir)
@@ -113,48 +198,75 @@ def main() -> None:
             loop.actuator("actuator", "bench", ZERO_LATENCY)
             healthy = loop.wait_healthy()
             wait_for_actuator(loop)
-            big = create_space(
-                loop,
-                "big",
-                space("bench-a", [1, 2, 4, 8, 16, 32, 64, 128], [1e-5, 3e-5, 1e-4, 3e-4, 1e-3]),
-            )
-            seconds, progress = timed_walk(loop, big, arguments.window)
-            small = create_space(
-                loop, "small", space("bench-b", [1, 2, 4, 8, 16, 32, 64, 128], [1e-4])
-            )
-            first_seconds, first = timed_walk(loop, small, arguments.window)
-            memo_seconds, memo = timed_walk(loop, small, arguments.window)
+            jvm = broker_pids(workdir)
+            small_spec = space("bench-small", [1, 2, 4, 8, 16, 32, 64, 128], [1e-4])
+            small = create_space(loop, "small", small_spec)
+            timed_walk(loop, small, arguments.window)  # measures the 80 entities once
+            for number in range(rounds):
+                console.print(f"round {number + 1} of {rounds}")
+                figures["loop"].append(
+                    loop_round(loop, number, arguments.window, service_pids(loop) + jvm)
+                )
+                for mode in ("batched", "single"):
+                    run = pipeline.run(
+                        kafka.bootstrap_servers, mode, PIPELINE_MESSAGES, arguments.window, jvm
+                    )
+                    figures[mode].append(
+                        {"per_second": run.per_second, "cpu_ms": run.cpu_ms_per_message}
+                    )
+                figures["memoised"].append(memoised_round(loop, small, arguments.window))
         finally:
             loop.stop()
             kafka.stop()
-    measured = progress["counts"]["measured"]
-    table = Table(title="discovery loop, every service a process (synthetic actuator, 0 latency)")
-    for column in ("figure", "value"):
-        table.add_column(column)
-    table.add_row("services healthy after", f"{max(healthy.values()):.1f} s")
-    table.add_row("random walk, 400 entities, window", str(arguments.window))
-    table.add_row("  measured", str(measured))
-    table.add_row("  wall time", f"{seconds:.2f} s")
-    table.add_row("  measurements per second", f"{measured / seconds:.1f}")
-    table.add_row("80-entity walk, first time (measured)", f"{first_seconds:.2f} s")
-    table.add_row("80-entity walk, fully memoised", f"{memo_seconds:.2f} s")
-    table.add_row(
-        "  reused / measured", f"{memo['counts']['reused']} / {memo['counts']['measured']}"
-    )
-    table.add_row("  per reused entity", f"{1000 * memo_seconds / 80:.1f} ms")
-    console.print(table)
+    print_table(console, figures, arguments.window, max(healthy.values()))
     console.print(f"broker: {kafka.origin}; machine: {os.cpu_count()} cores (shared)")
-    result = {
-        "measured": measured,
-        "seconds": seconds,
-        "memoised_seconds": memo_seconds,
-        "first_seconds": first_seconds,
-        "memoised": memo["counts"],
-        "first": first["counts"],
-    }
     out = REPO / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "loop.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "loop.json").write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def print_table(
+    console: Console, figures: dict[str, list[dict[str, float]]], window: int, healthy: float
+) -> None:
+    loop = [f["per_second"] for f in figures["loop"]]
+    table = Table(
+        title=f"discovery loop vs a bare aiokafka pipeline of the same hops, window {window}, "
+        f"{len(loop)} interleaved rounds (min / median / max)"
+    )
+    for column in ("figure", "loop", "baseline", "ratio loop / baseline"):
+        table.add_column(column)
+    for mode in ("batched", "single"):
+        base = [f["per_second"] for f in figures[mode]]
+        table.add_row(
+            f"measurements per second (baseline: {mode})",
+            spread(loop),
+            spread(base),
+            spread([a / b for a, b in zip(loop, base, strict=True)], 3),
+        )
+    for mode in ("batched", "single"):
+        cpu = [f["cpu_ms"] for f in figures["loop"]]
+        base = [f["cpu_ms"] for f in figures[mode]]
+        table.add_row(
+            f"CPU ms per measurement, services + broker (baseline: {mode})",
+            spread(cpu, 2),
+            spread(base, 2),
+            spread([a / b for a, b in zip(cpu, base, strict=True)], 1),
+        )
+    memo = figures["memoised"]
+    table.add_row(
+        "80-entity walk, fully memoised: request to completion (record timestamps), s",
+        spread([m["seconds"] for m in memo], 2),
+        "",
+        "",
+    )
+    table.add_row(
+        "  measured (actuator calls) / reused",
+        " ".join(f"{m['measured']:.0f}/{m['reused']:.0f}" for m in memo),
+        "",
+        "",
+    )
+    table.add_row("services healthy after", f"{healthy:.1f} s", "", "")
+    console.print(table)
 
 
 if __name__ == "__main__":
