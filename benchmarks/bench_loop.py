@@ -111,25 +111,30 @@ def wait_for_actuator(loop: Loop) -> None:
     raise SystemExit(f"the actuator never announced itself:\n{loop.logs()}")
 
 
-def service_pids(loop: Loop) -> list[int]:
-    return [p.process.pid for p in loop.services.values() if p.process is not None]
+def service_pids(loop: Loop) -> dict[str, int]:
+    """The pid of every service process, by its name in the loop."""
+    return {name: p.process.pid for name, p in loop.services.items() if p.process is not None}
 
 
-def broker_pids(workdir: Path) -> list[int]:
+def broker_pids(workdir: Path) -> dict[str, int]:
     """The local broker's JVM (from kafka.sh's pid file); none for a broker given by URL."""
     pid_file = workdir / "kafka" / "kafka.pid"
-    return [int(pid_file.read_text().strip())] if pid_file.exists() else []
+    return {"broker": int(pid_file.read_text().strip())} if pid_file.exists() else {}
 
 
-def loop_round(loop: Loop, number: int, window: int, pids: list[int]) -> dict[str, float]:
-    """A 400-entity walk on a space of its own (a fresh store: everything is measured)."""
+def loop_round(loop: Loop, number: int, window: int, pids: dict[str, int]) -> dict[str, Any]:
+    """A 400-entity walk on a space of its own (a fresh store: everything is measured); the
+    CPU per measurement of every process (`pids`: name -> pid), and of all of them."""
     spec = space(f"bench-{number}", [1, 2, 4, 8, 16, 32, 64, 128], [1e-5, 3e-5, 1e-4, 3e-4, 1e-3])
     space_id = create_space(loop, f"big-{number}", spec)
-    before = pipeline.cpu_seconds(pids)
+    before = {name: pipeline.cpu_seconds([pid]) for name, pid in pids.items()}
     seconds, progress = timed_walk(loop, space_id, window)
-    cpu = pipeline.cpu_seconds(pids) - before
     measured = progress["counts"]["measured"]
-    return {"per_second": measured / seconds, "cpu_ms": 1000 * cpu / measured}
+    each = {
+        name: 1000 * (pipeline.cpu_seconds([pid]) - before[name]) / measured
+        for name, pid in pids.items()
+    }
+    return {"per_second": measured / seconds, "cpu_ms": sum(each.values()), "cpu_ms_each": each}
 
 
 def memoised_round(loop: Loop, space_id: str, window: int) -> dict[str, float]:
@@ -205,11 +210,15 @@ def main() -> None:
             for number in range(rounds):
                 console.print(f"round {number + 1} of {rounds}")
                 figures["loop"].append(
-                    loop_round(loop, number, arguments.window, service_pids(loop) + jvm)
+                    loop_round(loop, number, arguments.window, service_pids(loop) | jvm)
                 )
                 for mode in ("batched", "single"):
                     run = pipeline.run(
-                        kafka.bootstrap_servers, mode, PIPELINE_MESSAGES, arguments.window, jvm
+                        kafka.bootstrap_servers,
+                        mode,
+                        PIPELINE_MESSAGES,
+                        arguments.window,
+                        list(jvm.values()),
                     )
                     figures[mode].append(
                         {"per_second": run.per_second, "cpu_ms": run.cpu_ms_per_message}
@@ -251,6 +260,13 @@ def print_table(
             spread(cpu, 2),
             spread(base, 2),
             spread([a / b for a, b in zip(cpu, base, strict=True)], 1),
+        )
+    for name in figures["loop"][0]["cpu_ms_each"]:
+        table.add_row(
+            f"  of which {name}, CPU ms per measurement",
+            spread([f["cpu_ms_each"][name] for f in figures["loop"]], 2),
+            "",
+            "",
         )
     memo = figures["memoised"]
     table.add_row(
