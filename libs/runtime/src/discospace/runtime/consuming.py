@@ -14,9 +14,10 @@ A handler written as a module-level function of the event and the service's part
 
 The message is decoded with `discospace.events.codec`, so a bad message raises
 `EventDecodeError` and is dead-lettered by `discospace.runtime.deadletter`. The offset is
-committed only after the message was handled (FastStream's NACK_ON_ERROR: success commits, an
-error seeks back so the message comes again: without bound when a dependency failed for now,
-else up to `handler_max_attempts` tries before it is dead-lettered; see `failures.py`).
+committed only after the message was handled, in the background (`committing.py`: offsets
+noted while a commit is in flight go in the next one); an error seeks back so the message comes
+again: without bound when a dependency failed for now, else up to `handler_max_attempts` tries
+before it is dead-lettered (`deadletter.py`, `failures.py`).
 
 A consumer without a group whose topics were folded at start (`folding.fold_then_follow`) is
 told where that fold stopped (`Consumer.start_at`): it drops every message below those offsets
@@ -42,6 +43,7 @@ from faststream.message import StreamMessage
 from faststream.middlewares import AckPolicy
 
 from discospace.events import Event, decode_as
+from discospace.runtime.committing import CommitBeforeRevoke, OffsetCommits, register
 from discospace.runtime.failures import RetryPolicy
 from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
@@ -154,12 +156,14 @@ class Consumer:
     """A subscription of the service to topics; decorate handlers with it.
 
     With a `group_id`, partitions are shared by the group's members and offsets are committed
-    after each handled message. Without one, the consumer reads every partition from the start
-    each time the service starts (how a service folds its state) and commits nothing; once told
-    where a fold stopped (`start_at`), it reads on from there. `deduplicate=False` hands every
-    message to its handler, even an event id handled before (for a handler that compares the
-    copies itself). `retries`: how an event whose handler fails is tried again by a start-up
-    fold (live, the service's dead-letter policy applies the same one).
+    once messages are done with, several in one commit (`committing.py`). Without one, the
+    consumer reads every partition from the start each time the service starts (how a service
+    folds its state) and commits nothing; once told where a fold stopped (`start_at`), it reads
+    on from there. `deduplicate=False` hands every message to its handler, even an event id
+    handled before (for a handler that compares the copies itself). `retries`: how an event
+    whose handler fails is tried again by a start-up fold (live, the service's dead-letter
+    policy applies the same one). `fetch_max_wait_ms`: the longest one fetch waits at the
+    broker (see `ServiceSettings.fetch_max_wait_ms`; Kafka's 500 when None).
     """
 
     def __init__(
@@ -172,6 +176,7 @@ class Consumer:
         description: str | None = None,
         seen_capacity: int = 100_000,
         max_poll_interval_ms: int | None = None,
+        fetch_max_wait_ms: int | None = None,
         deduplicate: bool = True,
         retries: RetryPolicy | None = None,
     ) -> None:
@@ -188,16 +193,26 @@ class Consumer:
         options: dict[str, Any] = {}
         if max_poll_interval_ms is not None:
             options["max_poll_interval_ms"] = max_poll_interval_ms
+        if fetch_max_wait_ms is not None:
+            options["fetch_max_wait_ms"] = fetch_max_wait_ms
+        self.commits: OffsetCommits | None = None
+        if group_id:
+            self.commits = OffsetCommits(lambda: self.subscriber.consumer)
+            options["listener"] = CommitBeforeRevoke(self.commits)
+        # MANUAL for both: the dead-letter middleware seeks back what must come again, and a
+        # group's offsets are committed by `self.commits` (committing.py), not per message.
         self.subscriber: LogicSubscriber[Any] = broker.subscriber(
             *topics,
             pattern=pattern,
             group_id=group_id,
-            ack_policy=AckPolicy.NACK_ON_ERROR if group_id else AckPolicy.MANUAL,
+            ack_policy=AckPolicy.MANUAL,
             auto_offset_reset="earliest",
             decoder=self.decoder,
             description=description,
             **options,
         )
+        if self.commits is not None:
+            register(self.subscriber, self.commits)
 
     def __call__(self, handler: Handler) -> Handler:
         """Register `handler` for the event types its first parameter names."""

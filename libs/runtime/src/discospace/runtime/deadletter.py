@@ -2,7 +2,7 @@
 
 The broker middleware of this module decides, once for every service:
 
-- handled: nothing to do here; FastStream commits the offset;
+- handled: its offset is noted for the consumer group's next commit (`committing.py`);
 - not an event this code can read (not JSON, unknown type, unreadable version, fails the
   schema, or anything else reading it raised): published to the dead-letter topic as
   `DeadLettered` with the reason and the original bytes (cut short, with their size and sha256,
@@ -19,9 +19,9 @@ The broker middleware of this module decides, once for every service:
     `handler_max_attempts` tries in all, then dead-lettered with the reason (the error's type
     and message, and the number of tries) and committed, so the partition moves on.
 
-A message is delivered again by seeking its partition back to it: FastStream does it for a
-consumer group (NACK_ON_ERROR), this middleware for a consumer without one (which commits
-nothing) and for one that committed first, so none of them skips a message whose handler failed.
+A message is delivered again by seeking its partition back to it (this middleware does it for
+every consumer: their FastStream ack policy is MANUAL), so none of them skips a message whose
+handler failed; its offset is not noted for a commit until it is done with.
 
 It also tells the service's `StallWatch` when a message goes to its handler, when its handler
 failed (it will come again) and when it was done with (handled or set aside), so /health can
@@ -48,6 +48,7 @@ from faststream.kafka.subscriber.usecase import LogicSubscriber
 
 from discospace.events import MAX_MESSAGE_BYTES, DeadLettered, EventDecodeError
 from discospace.events.factory import Clock
+from discospace.runtime.committing import commits_of
 from discospace.runtime.consuming import AlreadyFolded
 from discospace.runtime.failures import Attempts, Verdict
 from discospace.runtime.lag import group_of
@@ -124,16 +125,19 @@ class DeadLetterMiddleware(BaseMiddleware):
             return False
         if exc_val is None or isinstance(exc_val, HandlerException):
             self._done_with()  # handled (FastStream's own ack signals included)
+            await self._commit_if_stopping()
             return False
         if not isinstance(exc_val, Exception):
             self._left()  # cancelled (shutdown): no outcome, handed back uncommitted
             return False
         try:
-            return await self._decide(record, exc_val)
+            decided = await self._decide(record, exc_val)
         except Exception as error:  # setting it aside failed: the message comes again
             verdict = self.policy.attempts.failed(*self._at(record), error)
             await self._hand_back(record, error, verdict)
             raise
+        await self._commit_if_stopping()
+        return decided
 
     async def _decide(self, record: ConsumerRecord[Any, Any], error: Exception) -> bool:
         if isinstance(error, EventDecodeError):
@@ -189,12 +193,26 @@ class DeadLetterMiddleware(BaseMiddleware):
         return (id(subscriber), record.topic, record.partition), record.offset
 
     def _done_with(self) -> None:
-        """The message went through or was set aside: the partition moves on."""
+        """The message went through or was set aside: the partition moves on (its offset is
+        committed soon, for a consumer group: `committing.py`)."""
         if isinstance(self.msg, ConsumerRecord):
             self.policy.attempts.done(self._at(self.msg)[0])
+            commits = commits_of(self.context.get("handler_"))
+            if commits is not None:
+                commits.done(self.msg.topic, self.msg.partition, self.msg.offset)
         watched = self._watched()
         if watched is not None:
             watched[0].went_through(watched[1])
+
+    async def _commit_if_stopping(self) -> None:
+        """Commit at once for a consumer that is stopping: its commit task may not run again."""
+        subscriber = self.context.get("handler_")
+        commits = commits_of(subscriber)
+        if commits is not None and getattr(subscriber, "running", True) is False:
+            try:
+                await commits.flush()
+            except Exception as error:  # delivered again after the restart
+                logger.warning("offsets not committed while stopping (%s)", error)
 
     def _tell_failed(self, error: Exception) -> None:
         watched = self._watched()

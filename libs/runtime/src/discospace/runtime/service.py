@@ -111,6 +111,7 @@ class Service:
             metrics=self.metrics,
             description=description,
             max_poll_interval_ms=max_poll_interval_ms,
+            fetch_max_wait_ms=self.settings.fetch_max_wait_ms,
             deduplicate=deduplicate,
             retries=self.settings.retry_policy,
         )

@@ -109,6 +109,7 @@ def subscribe_to_everything(
         batch=True,
         max_records=settings.fetch_max_records,
         batch_timeout_ms=settings.fetch_wait_ms,
+        fetch_max_wait_ms=settings.fetch_max_wait_ms,
         decoder=records_as_they_are,
         listener=ResumeFromStore(deps.store, deps.buffer, lambda: holder["subscriber"].consumer),
         description="Every event of every topic: the fixed topics and every pool's measure "

@@ -1,0 +1,146 @@
+"""Committing a consumer group's offsets in the background, several messages in one commit.
+
+A member of a consumer group commits a message's offset only once the message is done with
+(handled, whose effects its handler awaited as published; or set aside: ignored, dead-lettered;
+see `deadletter.py`). Committing after each message cost a round trip to the broker per
+message on the handler's path: the next message waited for it. Here the middleware only notes
+the offset (`OffsetCommits.done`) and one task per consumer commits what was noted: at once
+when it is idle, else as soon as the commit in flight returns, every offset noted meanwhile in
+one call. So commits follow handling as closely as before, and never run ahead of it.
+
+What is not committed yet is delivered again after a crash, exactly as a message handled just
+before a crash always was: the handlers are idempotent (duplicate ids dropped, deterministic
+ids). Noted offsets are committed before the partitions are taken away by a rebalance (the
+rebalance listener) and before the consumer stops (the middleware commits at once for a
+consumer that is stopping). A commit the broker refuses because the partition moved to another
+member is dropped (that member reads on from the last commit); a failure of the broker is
+tried again, with the offsets noted since merged in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import Callable
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+
+logger = logging.getLogger("discospace.runtime.committing")
+
+RETRY_S = 0.5
+"""Pause before a commit that failed for a broker error is tried again."""
+
+
+class OffsetCommits:
+    """The next offset to commit per partition of one consumer, and the task committing them."""
+
+    def __init__(self, consumer: Callable[[], AIOKafkaConsumer | None]) -> None:
+        self._consumer = consumer
+        self._noted: dict[TopicPartition, int] = {}
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self.commits = 0
+        """Commits made (each may hold several messages' offsets)."""
+
+    def done(self, topic: str, partition: int, offset: int) -> None:
+        """The message at `offset` is done with: commit `offset + 1` soon."""
+        self._noted[TopicPartition(topic, partition)] = offset + 1
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="offset-commits")
+
+    @property
+    def pending(self) -> dict[TopicPartition, int]:
+        """The offsets noted and not committed yet."""
+        return dict(self._noted)
+
+    async def flush(self) -> None:
+        """Commit every offset noted so far, now."""
+        async with self._lock:
+            await self._commit()
+
+    async def stop(self) -> None:
+        """Stop the task, then commit what is noted (best effort: a failure is logged)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        try:
+            await self.flush()
+        except Exception as error:  # the broker is away: these are delivered again
+            logger.warning("offsets not committed at stop (%s): delivered again", error)
+
+    def forget(self, partitions: set[TopicPartition]) -> None:
+        """Drop what is noted for `partitions` (no longer this member's)."""
+        for partition in partitions:
+            self._noted.pop(partition, None)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                async with self._lock:
+                    await self._commit()
+            except Exception as error:  # a broker error: keep the offsets, try again soon
+                logger.warning("offsets not committed (%s); trying again", error)
+                self._wake.set()
+                await asyncio.sleep(RETRY_S)
+
+    async def _commit(self) -> None:
+        consumer = self._consumer()
+        if not self._noted or consumer is None:
+            return
+        offsets, self._noted = self._noted, {}
+        owned = consumer.assignment()
+        offsets = {tp: offset for tp, offset in offsets.items() if tp in owned}
+        if not offsets:
+            return
+        try:
+            await consumer.commit(offsets)
+            self.commits += 1
+        except (CommitFailedError, IllegalStateError) as error:
+            # The partitions moved to another member, which reads on from the last commit.
+            logger.info("offsets not committed, the group moved on (%s)", error)
+        except KafkaError:
+            for tp, offset in offsets.items():  # what was noted meanwhile is further on
+                self._noted.setdefault(tp, offset)
+            raise
+
+
+class CommitBeforeRevoke(ConsumerRebalanceListener):
+    """Commits what is noted before the group takes partitions away."""
+
+    def __init__(self, commits: OffsetCommits) -> None:
+        self.commits = commits
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        try:
+            await self.commits.flush()
+        except Exception as error:  # delivered again to the next owner
+            logger.warning("offsets not committed before a rebalance (%s)", error)
+        self.commits.forget(revoked)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        return None
+
+
+_BY_SUBSCRIBER: weakref.WeakKeyDictionary[object, OffsetCommits] = weakref.WeakKeyDictionary()
+
+
+def register(subscriber: object, commits: OffsetCommits) -> None:
+    """Let the middleware find `subscriber`'s commits (`commits_of`)."""
+    _BY_SUBSCRIBER[subscriber] = commits
+
+
+def commits_of(subscriber: object) -> OffsetCommits | None:
+    """The commits of a consumer group's subscriber; None for a consumer without a group."""
+    try:
+        return _BY_SUBSCRIBER.get(subscriber)
+    except TypeError:  # not weakly referenceable: not one of ours
+        return None

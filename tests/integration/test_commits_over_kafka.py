@@ -1,0 +1,134 @@
+"""A consumer group's offsets on the real broker, committed in the background
+(`discospace.runtime.committing`): they reach the end of what was handled while the service
+runs, and at a graceful stop right after the last message, so a restarted service hands its
+handler nothing twice; a message whose handler keeps failing is never committed past."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from discospace.events import ActuatorRegistered, TopicNames, new_event
+from discospace.runtime import Service, ServiceSettings, TransientError, create_service
+from discospace.testing.kafka import create_topics
+
+pytestmark = pytest.mark.integration
+
+
+class Handler:
+    def __init__(self, failing: str | None = None) -> None:
+        self.handled: list[str] = []
+        self.failing = failing
+
+    async def on_actuator_registered(self, event: ActuatorRegistered) -> None:
+        if event.worker_id == self.failing:
+            raise TransientError("the store did not answer")
+        self.handled.append(event.worker_id)
+
+
+def _service(bootstrap: str, topics: TopicNames, handler: Handler) -> Service:
+    service = create_service(
+        ServiceSettings(
+            kafka_bootstrap_servers=bootstrap,
+            topic_prefix=topics.prefix,
+            retry_backoff_s=0.05,
+            retry_backoff_max_s=0.2,
+        ),
+        description="A probe of offset commits.",
+    )
+    service.consumer(topics.actuators)(handler.on_actuator_registered)
+    return service
+
+
+def _announcements(count: int, start: int = 0) -> list[ActuatorRegistered]:
+    return [
+        new_event(
+            ActuatorRegistered, actuator="probe", pool="p1", experiments=(), worker_id=f"w{i}"
+        )
+        for i in range(start, start + count)
+    ]
+
+
+async def _committed(bootstrap: str, group: str, topic: str) -> int | None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        offsets = await admin.list_consumer_group_offsets(group)
+    finally:
+        await admin.close()
+    found = offsets.get(TopicPartition(topic, 0))
+    return found.offset if found is not None and found.offset >= 0 else None
+
+
+async def _until(check: Any, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        assert time.monotonic() < deadline, f"not true after {timeout_s}s"
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def one_partition(kafka_bootstrap: str, topics: TopicNames) -> TopicNames:
+    await create_topics(kafka_bootstrap, {topics.actuators: 1})
+    return topics
+
+
+async def test_offsets_reach_the_end_while_running_and_at_a_stop(
+    kafka, kafka_bootstrap, one_partition
+):
+    topics = one_partition
+    handler = Handler()
+    service = _service(kafka_bootstrap, topics, handler)
+    group = service.settings.consumer_group
+
+    async def committed() -> int | None:
+        return await _committed(kafka_bootstrap, group, topics.actuators)
+
+    async with service.app.start_lifespan_context():
+        await kafka.publish(*_announcements(40), topics=topics)
+        await _until(lambda: _true(len(handler.handled) == 40))
+        await _until(lambda: _equals(committed(), 40))  # while it runs: no stop needed
+        await kafka.publish(*_announcements(5, start=40), topics=topics)
+        await _until(lambda: _true(len(handler.handled) == 45))
+    # stopped right after the last message: its offset went with the stop
+    assert await committed() == 45
+
+    again = Handler()
+    async with _service(kafka_bootstrap, topics, again).app.start_lifespan_context():
+        await kafka.publish(*_announcements(1, start=45), topics=topics)
+        await _until(lambda: _true(again.handled == ["w45"]))
+    assert handler.handled == [f"w{i}" for i in range(45)]
+
+
+async def test_a_message_that_keeps_failing_is_not_committed_past(
+    kafka, kafka_bootstrap, one_partition
+):
+    topics = one_partition
+    handler = Handler(failing="w3")
+    service = _service(kafka_bootstrap, topics, handler)
+    group = service.settings.consumer_group
+
+    async with service.app.start_lifespan_context():
+        await kafka.publish(*_announcements(6), topics=topics)
+        await _until(lambda: _true(handler.handled == ["w0", "w1", "w2"]))
+        await _until(lambda: _equals(_committed(kafka_bootstrap, group, topics.actuators), 3))
+        await asyncio.sleep(1.0)  # it keeps failing meanwhile; nothing behind it is read
+        held = await _committed(kafka_bootstrap, group, topics.actuators)
+        handler.failing = None
+        await _until(lambda: _true(len(handler.handled) == 6))
+    assert held == 3
+    assert handler.handled == [f"w{i}" for i in range(6)]
+    assert await _committed(kafka_bootstrap, group, topics.actuators) == 6
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _equals(awaitable: Any, expected: int) -> bool:
+    return bool(await awaitable == expected)
