@@ -12,6 +12,7 @@ from discospace.events import (
     MeasurementCompleted,
     MeasurementStarted,
     OperationRequested,
+    codec,
     decode,
     decode_as,
     encode,
@@ -188,3 +189,53 @@ def test_a_decode_error_reason_quoting_a_huge_input_is_kept_short() -> None:
         decode(_bytes({"type": "x" * 100_000, "schema_version": 1}))
     assert caught.value.kind == "unknown_type"
     assert len(caught.value.reason) <= 500
+
+
+def test_a_message_as_encode_writes_it_is_read_in_one_pass_to_the_event_the_general_way_reads(
+    event_class: Any, payloads: Payloads
+) -> None:
+    event = event_class.model_validate(_current(payloads, event_class))
+    written = encode(event)
+    one_pass = codec._as_written(written)
+    reformatted = json.dumps(json.loads(written), indent=1).encode()  # not the written form
+
+    assert codec._as_written(reformatted) is None
+    assert one_pass is not None
+    assert type(one_pass) is event_class
+    assert one_pass == decode(reformatted) == event
+    assert one_pass.model_dump_json() == event.model_dump_json()
+
+
+WRITTEN = b'{"event_id":"e-1","type":"MeasurementStarted","schema_version":1,'
+WRITTEN_BUT_BAD = {
+    "a 5,000-digit attempt": WRITTEN + b'"attempt":1' + b"1" * 5000 + b"}",
+    "invalid UTF-8": WRITTEN + b'"worker_id":"\xc3\x28"}',
+    "nested 5,000 levels deep": WRITTEN
+    + b'"entity_values":'
+    + b'{"a":' * 5000
+    + b"1"
+    + b"}" * 5001,
+    "a second type": WRITTEN + b'"type":"OperationRequested"}',
+    "an older version said again": WRITTEN.replace(b"MeasurementStarted", b"MeasurementCompleted")
+    + b'"schema_version":1}',
+    "a newer version": WRITTEN.replace(b'"schema_version":1', b'"schema_version":7') + b"}",
+    "an unknown type": WRITTEN.replace(b"MeasurementStarted", b"Nope") + b"}",
+    "fields missing": WRITTEN + b'"attempt":1}',
+    "trailing bytes": WRITTEN + b'"attempt":1} x',
+}
+
+
+@pytest.mark.parametrize("data", WRITTEN_BUT_BAD.values(), ids=list(WRITTEN_BUT_BAD))
+def test_a_bad_message_in_the_written_form_gets_the_general_way_s_error(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(EventDecodeError) as one_pass:
+        decode(data)
+    monkeypatch.setattr(codec, "_as_written", lambda data: None)
+    with pytest.raises(EventDecodeError) as general:
+        decode(data)
+
+    assert (one_pass.value.reason, one_pass.value.kind) == (
+        general.value.reason,
+        general.value.kind,
+    )

@@ -7,11 +7,20 @@ reading raises (JSON nested too deep for the parser, a number with more digits t
 converts, an upcaster or a validator that fails in an unforeseen way), so no message can make
 a consumer fail on it forever. The sentence is kept short (`MAX_REASON_CHARS`) even when it
 quotes the message.
+
+A message as `encode` writes it, at the current version of its type (nearly every message),
+is read in one pass: its type and version are read from the start of the bytes, where
+`encode` puts them (`event_id`, `type`, `schema_version` first), and pydantic parses and
+validates the whole in Rust (`model_validate_json`), about a third of the time of parsing to
+Python objects and validating those. Its class's `Literal` type and version fields then check
+them again. Anything else, or anything that fails there, is read the general way below, which
+decides the outcome (the error and its sentence included), so both ways give the same event.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
@@ -99,7 +108,36 @@ def decode(data: bytes | str) -> Event:
         ) from None
 
 
+_AS_WRITTEN = re.compile(
+    rb'\{"event_id":"[^"\\]*","type":"([A-Za-z0-9_]{1,100})","schema_version":([1-9][0-9]{0,8}),'
+)
+"""The start of a message as `encode` writes it: the type and the version are top-level keys."""
+
+
+def _as_written(data: bytes | str) -> Event | None:
+    """The event in `data` when it is as `encode` writes a current event, read in one pass;
+    None otherwise (the general way then reads it, or says what is wrong with it)."""
+    if not isinstance(data, bytes):
+        return None
+    match = _AS_WRITTEN.match(data)
+    if match is None:
+        return None
+    try:
+        cls = event_type(match[1].decode("ascii"))
+    except UnknownEventTypeError:
+        return None
+    if int(match[2]) != _name_and_version(cls)[1]:
+        return None
+    try:
+        return cls.model_validate_json(data)
+    except Exception:  # the general way decides what is wrong, with its sentence
+        return None
+
+
 def _decode(data: bytes | str) -> Event:
+    event = _as_written(data)
+    if event is not None:
+        return event
     payload = _json_object(data)
     cls = _event_class(payload)
     version = _version(payload, cls)
