@@ -168,23 +168,36 @@ async def settle(
     work: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
     logger: logging.Logger,
-    what: str,
+    what: str | Callable[[], str],
+    failed: Exception | None = None,
 ) -> T | Verdict:
     """`work()`'s result, tried again by `policy` (transient failures without bound), or the
-    verdict that gave up on it: how a start-up fold treats one event (`folding.py`)."""
-    attempts = Attempts(policy)
-    while True:
+    verdict that gave up on it: how a start-up fold treats one event (`folding.py`).
+
+    `what` names the work in log lines; a callable is called only if the work fails (a fold
+    settles every event, and nearly all go through at once). `failed`: the error of a first
+    try the caller made itself (counted as this call's first)."""
+    if failed is None:
         try:
             return await work()
         except Exception as error:  # classified, then tried again or given up on
-            verdict = attempts.failed(what, 0, error)
-            if verdict.give_up:
-                return verdict
-            logger.warning(
-                "%s failed (%s); trying again in %.1f s",
-                what,
-                verdict.error,
-                verdict.pause_s,
-                extra={"transient": verdict.transient, "failures": verdict.failures},
-            )
-            await asyncio.sleep(verdict.pause_s)
+            failed = error
+    first = failed
+    name = what() if callable(what) else what
+    attempts = Attempts(policy)
+    while True:
+        verdict = attempts.failed(name, 0, first)
+        if verdict.give_up:
+            return verdict
+        logger.warning(
+            "%s failed (%s); trying again in %.1f s",
+            name,
+            verdict.error,
+            verdict.pause_s,
+            extra={"transient": verdict.transient, "failures": verdict.failures},
+        )
+        await asyncio.sleep(verdict.pause_s)
+        try:
+            return await work()
+        except Exception as error:  # classified at the top of the loop
+            first = error

@@ -141,8 +141,12 @@ def _taker(
             report.unreadable += 1
             return
         for follower in routes[record.topic]:
-            hand = functools.partial(_hand, follower, event, fold)
-            outcome = await settle(hand, follower.retries, logger, where(record))
+            try:  # the first try here: no retry machinery for the events that go through
+                outcome: bool | Verdict = await _hand(follower, event, fold)
+            except Exception as error:
+                hand = functools.partial(_hand, follower, event, fold)
+                what = functools.partial(where, record)
+                outcome = await settle(hand, follower.retries, logger, what, failed=error)
             if isinstance(outcome, Verdict):
                 report.failed += 1
                 logger.warning("skipped at start: %s", outcome.reason, extra=position(record))

@@ -16,6 +16,8 @@ dead-letters anything: the live consumer does (see `folding.py` for why).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -99,7 +101,7 @@ async def _fold_up_to(
         async def folded() -> None:
             fold(event)
 
-        outcome = await settle(folded, retries, logger, where(record))
+        outcome = await settle(folded, retries, logger, functools.partial(where, record))
         if isinstance(outcome, Verdict):
             report.failed += 1
             logger.warning("skipped in a replay: %s", outcome.reason, extra=position(record))
@@ -177,6 +179,7 @@ async def read_up_to(
     pending = {tp for tp in partitions if ends[tp] > await consumer.position(tp)}
     while pending:
         batches = await consumer.getmany(*pending, timeout_ms=POLL_MS)
+        await asyncio.sleep(0)  # the fetcher asks for the next records while these are taken
         for partition, records in batches.items():
             for record in records:
                 if record.offset < ends[partition]:

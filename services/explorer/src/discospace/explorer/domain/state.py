@@ -75,7 +75,10 @@ class ExplorerState:
     """Child operations by parent, from requests naming a parent."""
 
     def operation(self, operation_id: str) -> OperationState:
-        return self.operations.setdefault(operation_id, OperationState(operation_id))
+        known = self.operations.get(operation_id)
+        if known is None:  # built only when new: a fold asks for it once per event
+            known = self.operations[operation_id] = OperationState(operation_id)
+        return known
 
     def has_folded(self, event: OperationEvent | SpaceAnswer) -> bool:
         """Whether `event` would change nothing: already folded, or its operation is over
