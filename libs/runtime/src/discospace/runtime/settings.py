@@ -155,7 +155,9 @@ class ServiceSettings(BaseSettings):
         "fetch.max.wait.ms; its default is 500). A consumer has one fetch in flight per broker, "
         "so a partition whose records were just handled waits for the fetch of the others to "
         "return before it is fetched again: this bounds that wait, at the cost of more fetches "
-        "while idle. 500 made every hop of the discovery loop up to half a second slower.",
+        "while idle. 500 made every hop of the discovery loop up to half a second slower; at 20 "
+        "an idle loop (five services and the broker) uses about 38% of one core, against 13% at "
+        "500 (raise it where idle cost matters more than latency).",
     )
     metadata_max_age_s: float = Field(
         default=5.0,
