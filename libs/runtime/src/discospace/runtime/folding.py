@@ -142,7 +142,14 @@ def _taker(
             return
         for follower in routes[record.topic]:
             try:  # the first try here: no retry machinery for the events that go through
-                outcome: bool | Verdict = await _hand(follower, event, fold)
+                if fold is None:
+                    outcome: bool | Verdict = await follower.take(event)
+                else:
+                    folded = _fold_now(follower, event, fold)
+                    if not isinstance(folded, bool):  # a coroutine function's fold
+                        await folded
+                        folded = True
+                    outcome = folded
             except Exception as error:
                 hand = functools.partial(_hand, follower, event, fold)
                 what = functools.partial(where, record)
@@ -156,6 +163,18 @@ def _taker(
                 report.ignored += 1
 
     return take
+
+
+def _fold_now(follower: Consumer, event: Event, fold: Fold) -> bool | Awaitable[object]:
+    """`fold(event)` for a follower that takes the event: True once done (a plain function's
+    fold costs no coroutine per event), or what is left to await; False when the follower does
+    not take the event."""
+    if not isinstance(event, follower.decoder.accepted):
+        return False
+    result = fold(event)
+    if result is not None and inspect.isawaitable(result):
+        return result
+    return True
 
 
 async def _hand(follower: Consumer, event: Event, fold: Fold | None) -> bool:

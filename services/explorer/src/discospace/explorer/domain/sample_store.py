@@ -67,7 +67,9 @@ class SampleStores:
         if event.event_id in self.seen:
             return
         self.seen.add(event.event_id)
-        store = self.stores.setdefault(event.sample_store, _Store())
+        store = self.stores.get(event.sample_store)
+        if store is None:  # built only for a new store: this runs for every result folded
+            store = self.stores[event.sample_store] = _Store()
         result = StoredResult(
             PairResult.of(event), event.operation_id, event.occurred_at, event.event_id
         )
