@@ -33,16 +33,10 @@ import yaml
 from aiokafka import AIOKafkaConsumer
 from rich.console import Console
 from rich.table import Table
+from workload import broker
 
 from discospace.client import Client, ClientError
 from discospace.events import decode
-from discospace.testing.kafka import (
-    BrokerUnavailableError,
-    KafkaBroker,
-    broker_from_env,
-    find_script,
-    start_local_broker,
-)
 from discospace.testing.loop import REPO, Loop
 
 PIPELINE_MESSAGES = 2_000
@@ -62,13 +56,6 @@ def space(store: str, batch_sizes: list[int], learning_rates: list[float]) -> di
         ],
         "measurement_space": [{"actuator": "synthetic", "experiment": "benchmark"}],
     }
-
-
-def broker(workdir: Path) -> KafkaBroker:
-    try:
-        return broker_from_env(os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    except BrokerUnavailableError:
-        return start_local_broker(find_script([REPO]), workdir / "kafka")
 
 
 def create_space(loop: Loop, name: str, spec: dict[str, Any]) -> str:
@@ -187,7 +174,7 @@ def main() -> None:
     arguments = parser.parse_args()
     rounds = 1 if arguments.quick else arguments.rounds
     console = Console(width=160)
-    figures: dict[str, list[dict[str, float]]] = {
+    figures: dict[str, list[dict[str, Any]]] = {
         "loop": [],
         "batched": [],
         "single": [],
@@ -235,7 +222,7 @@ def main() -> None:
 
 
 def print_table(
-    console: Console, figures: dict[str, list[dict[str, float]]], window: int, healthy: float
+    console: Console, figures: dict[str, list[dict[str, Any]]], window: int, healthy: float
 ) -> None:
     loop = [f["per_second"] for f in figures["loop"]]
     table = Table(

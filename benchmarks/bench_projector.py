@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import tempfile
 import time
@@ -34,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from workload import EXPERIMENT, broker, finetune_space
 
-from discospace.core import DiscoverySpace, ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
+from discospace.core import DiscoverySpace
 from discospace.events import (
     Event,
     MeasurementCompleted,
@@ -56,33 +56,13 @@ from discospace.store.events import EventRecord, next_offsets
 from discospace.store.migrations import migrate
 from discospace.store.tables import CONSUMER_OFFSETS, EVENTS
 from discospace.testing.kafka import (
-    BrokerUnavailableError,
-    KafkaBroker,
-    broker_from_env,
     create_topics,
-    find_script,
-    start_local_broker,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 POOL = "a100"
 PARTITIONS = 4
-EXPERIMENT = ExperimentSpec(
-    actuator="SFTTrainer",
-    experiment="finetune",
-    target_properties=("train_tokens_per_second", "peak_gpu_memory_mib"),
-    required_properties=("model_name", "batch_size", "number_gpus"),
-)
-SPEC = SpaceSpec(
-    sample_store="bench-projector",
-    entity_space=(
-        PropertySpec(name="model_name", values=tuple(f"model-{i}" for i in range(100))),
-        PropertySpec(name="batch_size", values=tuple(range(1, 1001))),
-        PropertySpec(name="number_gpus", values=(1, 2, 4, 8)),
-    ),
-    measurement_space=(ExperimentRef(actuator="SFTTrainer", experiment="finetune"),),
-)
+SPEC = finetune_space("bench-projector", [f"model-{i}" for i in range(100)], range(1, 1001))
 
 
 def main() -> None:
@@ -91,19 +71,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-projector-") as tmp:
-        kafka = _broker(Path(tmp))
+        kafka = broker(Path(tmp))
         try:
             asyncio.run(_run(kafka.bootstrap_servers, Path(tmp), arguments))
         finally:
             kafka.stop()
-
-
-def _broker(workdir: Path) -> KafkaBroker:
-    try:
-        return broker_from_env(os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    except BrokerUnavailableError:
-        os.environ.setdefault("KAFKA_SECURITY", "plaintext")
-        return start_local_broker(find_script([REPO]), workdir / "kafka")
 
 
 async def _run(bootstrap: str, workdir: Path, arguments: argparse.Namespace) -> None:

@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import statistics
 import tempfile
 import time
@@ -41,15 +40,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from workload import EXPERIMENT, broker, finetune_space
 
 from discospace.bench.harness import Measured, run_operation, space_event
 from discospace.core import (
     Entity,
-    ExperimentRef,
-    ExperimentSpec,
     ParameterizedExperiment,
-    PropertySpec,
-    SpaceSpec,
     ValidMeasurement,
 )
 from discospace.events import (
@@ -66,30 +62,8 @@ from discospace.explorer.settings import ExplorerSettings
 from discospace.runtime.folding import FoldReport
 from discospace.runtime.publishing import event_headers
 from discospace.runtime.replay import POLL_MS, existing_partitions
-from discospace.testing.kafka import (
-    BrokerUnavailableError,
-    KafkaBroker,
-    broker_from_env,
-    find_script,
-    start_local_broker,
-)
 
-REPO = Path(__file__).resolve().parents[1]
-EXPERIMENT = ExperimentSpec(
-    actuator="SFTTrainer",
-    experiment="finetune",
-    target_properties=("train_tokens_per_second", "peak_gpu_memory_mib"),
-    required_properties=("model_name", "batch_size", "number_gpus"),
-)
-SPEC = SpaceSpec(
-    sample_store="bench-rebuild",
-    entity_space=(
-        PropertySpec(name="model_name", values=tuple(f"model-{i}" for i in range(100))),
-        PropertySpec(name="batch_size", values=tuple(range(1, 1001))),
-        PropertySpec(name="number_gpus", values=(1, 2, 4, 8)),
-    ),
-    measurement_space=(ExperimentRef(actuator="SFTTrainer", experiment="finetune"),),
-)
+SPEC = finetune_space("bench-rebuild", [f"model-{i}" for i in range(100)], range(1, 1001))
 WALK_SIZES = (50, 100, 200, 400)
 WINDOWS = (1, 4, 8, 16)
 SUBJECT = ("operation_id", "request_id", "space_id", "sample_store", "entity_id")
@@ -123,19 +97,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-rebuild-") as tmp:
-        kafka = _broker(Path(tmp))
+        kafka = broker(Path(tmp))
         try:
             asyncio.run(_run(kafka.bootstrap_servers, arguments))
         finally:
             kafka.stop()
-
-
-def _broker(workdir: Path) -> KafkaBroker:
-    try:
-        return broker_from_env(os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    except BrokerUnavailableError:
-        os.environ.setdefault("KAFKA_SECURITY", "plaintext")
-        return start_local_broker(find_script([REPO]), workdir / "kafka")
 
 
 async def _run(bootstrap: str, arguments: argparse.Namespace) -> None:

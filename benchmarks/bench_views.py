@@ -26,14 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
+from workload import EXPERIMENT, finetune_space
 
 from discospace.core import (
     DiscoverySpace,
     Entity,
-    ExperimentRef,
-    ExperimentSpec,
-    PropertySpec,
-    SpaceSpec,
 )
 from discospace.core.canonical import canonical_json
 from discospace.events import (
@@ -52,21 +49,7 @@ from discospace.store.tables import MEASUREMENTS, RESULTS
 
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 STORE = "bench-store"
-EXPERIMENT = ExperimentSpec(
-    actuator="SFTTrainer",
-    experiment="finetune",
-    target_properties=("train_tokens_per_second", "peak_gpu_memory_mib"),
-    required_properties=("model_name", "batch_size", "number_gpus"),
-)
-SPEC = SpaceSpec(
-    sample_store=STORE,
-    entity_space=(
-        PropertySpec(name="model_name", values=("llama-7b", "granite-8b")),
-        PropertySpec(name="batch_size", values=tuple(2**i for i in range(10))),
-        PropertySpec(name="number_gpus", values=(1, 2, 4, 8)),
-    ),
-    measurement_space=(ExperimentRef(actuator="SFTTrainer", experiment="finetune"),),
-)
+SPEC = finetune_space(STORE, ("llama-7b", "granite-8b"), [2**i for i in range(10)])
 SPACE_ID = DiscoverySpace.from_spec(SPEC).id
 CHUNK = 100_000
 ROUNDS = 3
