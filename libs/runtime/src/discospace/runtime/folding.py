@@ -142,14 +142,8 @@ def _taker(
             return
         for follower in routes[record.topic]:
             try:  # the first try here: no retry machinery for the events that go through
-                if fold is None:
-                    outcome: bool | Verdict = await follower.take(event)
-                else:
-                    folded = _fold_now(follower, event, fold)
-                    if not isinstance(folded, bool):  # a coroutine function's fold
-                        await folded
-                        folded = True
-                    outcome = folded
+                handing = _handing(follower, event, fold)
+                outcome: bool | Verdict = handing if isinstance(handing, bool) else await handing
             except Exception as error:
                 hand = functools.partial(_hand, follower, event, fold)
                 what = functools.partial(where, record)
@@ -165,24 +159,25 @@ def _taker(
     return take
 
 
-def _fold_now(follower: Consumer, event: Event, fold: Fold) -> bool | Awaitable[object]:
-    """`fold(event)` for a follower that takes the event: True once done (a plain function's
-    fold costs no coroutine per event), or what is left to await; False when the follower does
-    not take the event."""
+def _handing(follower: Consumer, event: Event, fold: Fold | None) -> bool | Awaitable[bool]:
+    """Hand `event` to `follower`'s handlers, or to `fold`: whether it took the event, at once
+    for a plain function's fold (no coroutine per event), else what is left to await."""
+    if fold is None:
+        return follower.take(event)
     if not isinstance(event, follower.decoder.accepted):
         return False
     result = fold(event)
     if result is not None and inspect.isawaitable(result):
-        return result
+        return _took(result)
+    return True
+
+
+async def _took(folding: Awaitable[object]) -> bool:
+    await folding
     return True
 
 
 async def _hand(follower: Consumer, event: Event, fold: Fold | None) -> bool:
-    if fold is None:
-        return await follower.take(event)
-    if not isinstance(event, follower.decoder.accepted):
-        return False
-    result = fold(event)
-    if inspect.isawaitable(result):
-        await result
-    return True
+    """`_handing`, awaited: what a retry tries again."""
+    handing = _handing(follower, event, fold)
+    return handing if isinstance(handing, bool) else await handing
