@@ -103,7 +103,7 @@ class Service:
         for topic in topics:
             self.metrics.show_consumed(self.prometheus, self.name, topic)
         group = self.settings.consumer_group + (f".{group_suffix}" if group_suffix else "")
-        return Consumer(
+        consumer = Consumer(
             self.broker,
             *topics,
             pattern=pattern,
@@ -115,6 +115,9 @@ class Service:
             deduplicate=deduplicate,
             retries=self.settings.retry_policy,
         )
+        if consumer.commits is not None:  # its commit task ends once the broker has stopped
+            self.on_shutdown(consumer.commits.stop)
+        return consumer
 
     def follow(
         self, *topics: str, description: str | None = None, deduplicate: bool = True
