@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from aiokafka import TopicPartition
@@ -65,10 +65,21 @@ async def _committed(bootstrap: str, group: str, topic: str) -> int | None:
     return found.offset if found is not None and found.offset >= 0 else None
 
 
-async def _until(check: Any, timeout_s: float = 60.0) -> None:
+async def _until(check: Callable[[], bool], timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while not await check():
+    while not check():
         assert time.monotonic() < deadline, f"not true after {timeout_s}s"
+        await asyncio.sleep(0.05)
+
+
+async def _until_committed(
+    bootstrap: str, group: str, topic: str, offset: int, timeout_s: float = 60.0
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (committed := await _committed(bootstrap, group, topic)) != offset:
+        assert time.monotonic() < deadline, (
+            f"committed {committed}, not {offset}, after {timeout_s}s"
+        )
         await asyncio.sleep(0.05)
 
 
@@ -91,17 +102,17 @@ async def test_offsets_reach_the_end_while_running_and_at_a_stop(
 
     async with service.app.start_lifespan_context():
         await kafka.publish(*_announcements(40), topics=topics)
-        await _until(lambda: _true(len(handler.handled) == 40))
-        await _until(lambda: _equals(committed(), 40))  # while it runs: no stop needed
+        await _until(lambda: len(handler.handled) == 40)
+        await _until_committed(kafka_bootstrap, group, topics.actuators, 40)  # while it runs
         await kafka.publish(*_announcements(5, start=40), topics=topics)
-        await _until(lambda: _true(len(handler.handled) == 45))
+        await _until(lambda: len(handler.handled) == 45)
     # stopped right after the last message: its offset went with the stop
     assert await committed() == 45
 
     again = Handler()
     async with _service(kafka_bootstrap, topics, again).app.start_lifespan_context():
         await kafka.publish(*_announcements(1, start=45), topics=topics)
-        await _until(lambda: _true(again.handled == ["w45"]))
+        await _until(lambda: again.handled == ["w45"])
     assert handler.handled == [f"w{i}" for i in range(45)]
 
 
@@ -115,20 +126,12 @@ async def test_a_message_that_keeps_failing_is_not_committed_past(
 
     async with service.app.start_lifespan_context():
         await kafka.publish(*_announcements(6), topics=topics)
-        await _until(lambda: _true(handler.handled == ["w0", "w1", "w2"]))
-        await _until(lambda: _equals(_committed(kafka_bootstrap, group, topics.actuators), 3))
+        await _until(lambda: handler.handled == ["w0", "w1", "w2"])
+        await _until_committed(kafka_bootstrap, group, topics.actuators, 3)
         await asyncio.sleep(1.0)  # it keeps failing meanwhile; nothing behind it is read
         held = await _committed(kafka_bootstrap, group, topics.actuators)
         handler.failing = None
-        await _until(lambda: _true(len(handler.handled) == 6))
+        await _until(lambda: len(handler.handled) == 6)
     assert held == 3
     assert handler.handled == [f"w{i}" for i in range(6)]
     assert await _committed(kafka_bootstrap, group, topics.actuators) == 6
-
-
-async def _true(value: bool) -> bool:
-    return value
-
-
-async def _equals(awaitable: Any, expected: int) -> bool:
-    return bool(await awaitable == expected)
