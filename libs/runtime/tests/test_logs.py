@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -132,6 +134,19 @@ def test_a_kind_that_stopped_repeating_has_its_count_written_with_the_next_recor
     assert info["message"] == "broker reached again"
 
 
+def test_flush_writes_every_count_still_held_and_only_once(lines):
+    logger, buffer, repeats = lines
+
+    _outage_burst(logger, 300)
+    logger.error("Unable to update metadata from [%s]", 1)
+    repeats.flush()
+    repeats.flush()
+
+    written = _written(buffer)
+    assert [line.get("repeated") for line in written] == [None, None, 299]
+    assert written[2]["message"].endswith("Unable connect to node with id %s: %s")
+
+
 def test_info_lines_are_never_held_back(lines):
     logger, buffer, _ = lines
 
@@ -175,3 +190,20 @@ def test_the_services_logging_bounds_aiokafka_and_our_own_repeated_errors(capsys
 
     written = [json.loads(line)["logger"] for line in capsys.readouterr().err.splitlines()]
     assert written == ["aiokafka", "discospace.runtime.lag"]
+
+
+def test_a_service_process_writes_the_counts_still_held_when_it_exits():
+    program = (
+        "import logging\n"
+        "from discospace.runtime.logs import configure_logging\n"
+        "configure_logging('registry', 'INFO', repeat_interval_s=60.0)\n"
+        "for n in range(500):\n"
+        "    logging.getLogger('aiokafka').error('Unable connect to node with id %s', n)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    written = [json.loads(line) for line in done.stderr.splitlines()]
+    assert [line.get("repeated") for line in written] == [None, 499]
+    assert written[1]["message"].startswith("499 more like this in the last 0 s were not written")

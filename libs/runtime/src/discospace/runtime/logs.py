@@ -8,10 +8,12 @@ per interval, saying how many like it were left out.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import sys
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -75,7 +77,9 @@ class RepeatFilter(logging.Filter):
     others of that kind are left out and counted; the next one written after that says how many
     (`[2979 more like this in the last 10 s were not written]`, and the field `repeated`).
     A kind that stops repeating has its count written as a record of its own as soon as any
-    other record passes. Records below `level` always pass; `interval_s` 0 lets everything pass.
+    other record passes, and every count still held is written by `flush` (at the process's
+    exit, for the filter of `configure_logging`). Records below `level` always pass;
+    `interval_s` 0 lets everything pass.
 
     Install it on a handler with `install(handler)` (what `configure_logging` does), so it sees
     the records of every logger, aiokafka's included, and can write those counts.
@@ -125,6 +129,18 @@ class RepeatFilter(logging.Filter):
             self._windows.popitem(last=False)
         return True
 
+    def flush(self, now_s: float | None = None) -> None:
+        """Write, as records of their own, the counts of every kind with records left out."""
+        if self._handler is None:
+            return
+        now_s = time.time() if now_s is None else now_s
+        with self._lock:
+            held = [(kind, window) for kind, window in self._windows.items() if window.left_out]
+            for kind, window in held:
+                self._windows[kind] = _Window(window.start_s)
+        for kind, window in held:
+            self._handler.handle(_count_record(kind, window, now_s))
+
     def _write_counts(self, now_s: float) -> None:
         """Write, as records of their own, the counts of kinds that stopped repeating."""
         if self._handler is None or now_s - self._looked_s < self.interval_s / 10:
@@ -170,14 +186,29 @@ def _count_record(kind: Kind, window: _Window, now_s: float) -> logging.LogRecor
     return record
 
 
+_configured: list[tuple[logging.Handler, RepeatFilter]] = []
+"""The handler and filter of the last `configure_logging`: the filter's held counts are written
+at exit while that handler is still the root logger's."""
+
+
+def _flush_configured() -> None:
+    for handler, repeats in _configured:
+        if handler in logging.getLogger().handlers:
+            repeats.flush()
+
+
 def configure_logging(
     service: str, level: str = "INFO", repeat_interval_s: float = REPEAT_INTERVAL_S
 ) -> None:
     """Send every logger's records, as JSON lines, to stderr, repeated warnings and errors at a
-    bounded rate (`RepeatFilter`); idempotent."""
+    bounded rate (`RepeatFilter`), the counts still held written at exit; idempotent."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter(service))
-    RepeatFilter(repeat_interval_s).install(handler)
+    repeats = RepeatFilter(repeat_interval_s)
+    repeats.install(handler)
+    if not _configured:
+        atexit.register(_flush_configured)  # before logging.shutdown: atexit runs last first
+    _configured[:] = [(handler, repeats)]
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
