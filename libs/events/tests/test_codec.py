@@ -12,6 +12,7 @@ from discospace.events import (
     MeasurementCompleted,
     MeasurementStarted,
     OperationRequested,
+    SpaceSubmitted,
     codec,
     decode,
     decode_as,
@@ -239,3 +240,26 @@ def test_a_bad_message_in_the_written_form_gets_the_general_way_s_error(
         general.value.reason,
         general.value.kind,
     )
+
+
+def test_an_event_written_without_a_correlation_id_is_read_correlated_with_its_conversation(
+    payloads: Payloads,
+) -> None:
+    for cls, conversation in (
+        (OperationRequested, "operation_id"),
+        (SpaceSubmitted, "submission_id"),
+    ):
+        payload = _current(payloads, cls)
+        payload.pop("correlation_id", None)
+        as_written = json.loads(encode(cls.model_validate(payload)))
+        del as_written["correlation_id"]
+        written = json.dumps(as_written, separators=(",", ":")).encode()
+        general = _bytes(payload)  # not as encode writes it: read the general way
+
+        assert codec._as_written(written) is not None
+        assert codec._as_written(general) is None
+
+        for event in (decode(written), decode(general), cls.model_validate(payload)):
+            assert event.correlation_id == payload[conversation]
+            assert "correlation_id" in event.model_fields_set
+            assert json.loads(encode(event))["correlation_id"] == payload[conversation]

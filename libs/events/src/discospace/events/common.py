@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Self
 
 from pydantic import Field, model_validator
 
@@ -41,12 +41,9 @@ class OperationEvent(Event):
 
     operation_id: OperationId
 
-    @model_validator(mode="before")
-    @classmethod
-    def _correlate_with_operation(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("correlation_id") is None:
-            return {**data, "correlation_id": data.get("operation_id")}
-        return data
+    @model_validator(mode="after")
+    def _correlate_with_operation(self) -> Self:
+        return self._correlated_with(self.operation_id)
 
     def key(self) -> bytes:
         return operation_key(self.operation_id)

@@ -124,6 +124,17 @@ class Event(Record):
     def _in_utc(cls, value: datetime) -> datetime:
         return value.astimezone(UTC)
 
+    def _correlated_with(self, conversation: str) -> Self:
+        """This event, `conversation` its correlation id where none was given.
+
+        For an `after` validator: a `before` one would make pydantic read a message's JSON into
+        Python objects first, instead of validating it in one pass (25% slower to decode).
+        """
+        if self.correlation_id is None:
+            self.__dict__["correlation_id"] = conversation
+            self.__pydantic_fields_set__.add("correlation_id")
+        return self
+
     @classmethod
     def type_name(cls) -> str:
         """The stable type name written in `type`."""

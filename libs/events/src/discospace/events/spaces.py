@@ -7,7 +7,7 @@ never replace a registration of the same space in the compacted log.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -31,12 +31,9 @@ class _SpaceEvent(Event):
 
     submission_id: SubmissionId
 
-    @model_validator(mode="before")
-    @classmethod
-    def _correlate_with_submission(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("correlation_id") is None:
-            return {**data, "correlation_id": data.get("submission_id")}
-        return data
+    @model_validator(mode="after")
+    def _correlate_with_submission(self) -> Self:
+        return self._correlated_with(self.submission_id)
 
 
 class SpaceSubmitted(_SpaceEvent):
