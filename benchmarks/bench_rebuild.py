@@ -11,6 +11,7 @@ operation as finished.
 Baselines, in the same rounds, interleaved: a bare aiokafka consumer without a group reading
 the same partitions from the beginning to the same end offsets with `getmany`, counting the
 records; and the same plus `json.loads` of each value. The ratios show what the explorer adds.
+Each timed read starts after a full garbage collection, so none pays for the heap another left.
 
 The history: `--events` (to a few events: whole operations) of random walks, each run by the
 explorer's real engine in process (`discospace.bench.harness.run_operation`: OperationRequested,
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import statistics
@@ -117,9 +119,12 @@ async def _run(bootstrap: str, arguments: argparse.Namespace) -> None:
     bare: list[float] = []
     parsed: list[float] = []
     for round_ in range(arguments.rounds):
+        gc.collect()  # each timed read starts on the same heap: not beside the last one's state
         rebuilds.append(await rebuild(bootstrap, topics))
         _check(rebuilds[-1], produced)
+        gc.collect()
         bare.append(await bare_read(bootstrap, topics, lambda value: None))
+        gc.collect()
         parsed.append(await bare_read(bootstrap, topics, json.loads))
         print(
             f"  round {round_ + 1}: explorer folded in {rebuilds[-1].folded_s:.2f} s "

@@ -4,6 +4,7 @@ once, in log order per partition, whether it was published before the start or a
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -175,6 +176,31 @@ async def test_a_fold_of_its_own_takes_the_events_read_at_start_and_the_handlers
 
     assert folded == [e.event_id for e in before]
     assert recorder.handled == [e.event_id for e in after]
+
+
+async def test_the_garbage_collector_is_paused_while_the_fold_reads_and_runs_again_after(
+    kafka_bootstrap, followed, producer
+):
+    topics = followed
+    await producer.send(topics.actuators, 0, *_announcements(3, "b"))
+    settings = ServiceSettings(kafka_bootstrap_servers=kafka_bootstrap, topic_prefix=topics.prefix)
+    service = create_service(settings, description="A follower folding on its own at start.")
+    follower = service.consumer(topics.actuators, replay=True)
+    follower(Recorder().on_actuator_registered)
+    collecting: list[bool] = []
+
+    @service.on_startup
+    async def fold_at_start() -> None:
+        await fold_then_follow(
+            kafka_bootstrap, follower, fold=lambda e: collecting.append(gc.isenabled())
+        )
+        collecting.append(gc.isenabled())
+
+    assert gc.isenabled()
+    async with _running(service):
+        pass
+
+    assert collecting == [False, False, False, True]
 
 
 async def test_a_restarted_follower_folds_everything_again_and_nothing_twice(
