@@ -7,7 +7,8 @@ every event as written (rows and offsets), which is when the views read them; a 
 checks they are there (not timed).
 Baseline: a raw clickhouse-connect insert into chDB of the identical rows (projection tables,
 raw events, offsets), prepared beforehand, in batches of the projector's `batch_max_events`,
-one insert per table per batch, into a fresh database of the same data dir.
+one insert per table per batch naming the columns and their types (as the projector does), into
+a fresh database of the same data dir.
 
 The events are a random walk's measurements (requested on a pool's topic, started and
 completed on the measurements topic), produced once before the rounds. Rounds alternate subject
@@ -54,6 +55,7 @@ from discospace.projector.settings import ProjectorSettings
 from discospace.store.client import StoreSettings, connect
 from discospace.store.events import EventRecord, next_offsets
 from discospace.store.migrations import migrate
+from discospace.store.schema import Table
 from discospace.store.tables import CONSUMER_OFFSETS, EVENTS
 from discospace.testing.kafka import (
     create_topics,
@@ -214,29 +216,33 @@ def _raw_insert(workdir: Path, database: str, read: list[Any], batch: int) -> fl
         prepared = list(_prepared(read, batch))
         began = time.perf_counter()
         for tables in prepared:
-            for name, (columns, rows) in tables.items():
-                client.insert(name, rows, column_names=columns)
+            for table, rows in tables.items():
+                client.insert(
+                    table.name,
+                    rows,
+                    column_names=table.column_names,
+                    column_type_names=table.column_types,
+                )
         return len(read) / (time.perf_counter() - began)
     finally:
         client.close()
 
 
-def _prepared(read: list[Any], batch: int) -> Iterator[dict[str, tuple[Any, list[Any]]]]:
+def _prepared(read: list[Any], batch: int) -> Iterator[dict[Table, list[Any]]]:
     """Per batch, the rows of every table the projector writes, in its column order."""
     for start in range(0, len(read), batch):
         chunk = read[start : start + batch]
-        tables: dict[str, tuple[Any, list[Any]]] = defaultdict(lambda: ((), []))
+        tables: dict[Table, list[Any]] = defaultdict(list)
         records = []
         for event, at in chunk:
             for row in rows_of(event):
-                tables[row.table.name] = (row.table.column_names, tables[row.table.name][1])
-                tables[row.table.name][1].append(row.ordered())
+                tables[row.table].append(row.ordered())
             records.append(
                 EventRecord.of(
                     event, topic=at.topic, partition=at.partition, offset=at.offset, key=event.key()
                 )
             )
-        tables[EVENTS.name] = (EVENTS.column_names, [record.row() for record in records])
+        tables[EVENTS] = [record.row() for record in records]
         now = datetime.now(UTC)
         offsets = [
             CONSUMER_OFFSETS.row(
@@ -244,7 +250,7 @@ def _prepared(read: list[Any], batch: int) -> Iterator[dict[str, tuple[Any, list
             ).ordered()
             for (topic, partition), offset in next_offsets(records).items()
         ]
-        tables[CONSUMER_OFFSETS.name] = (CONSUMER_OFFSETS.column_names, offsets)
+        tables[CONSUMER_OFFSETS] = offsets
         yield dict(tables)
 
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from clickhouse_connect.datatypes.registry import get_from_name
 
 from discospace.store.migrations import MIGRATIONS, Migration, applied_migrations, migrate
 from discospace.store.schema import Column, SchemaError, Table
@@ -151,6 +152,24 @@ def _layout(client, table: Table) -> tuple[str, str]:
         parameters={"name": table.name},
     ).result_rows[0]
     return engine.split(" ORDER BY ")[0], key
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda table: table.name)
+def test_an_insert_names_each_column_with_a_type_the_client_reads_as_declared(table: Table) -> None:
+    sent: dict[str, object] = {}
+
+    class Recorder:
+        def insert(self, name: str, rows: object, **names: object) -> None:
+            sent.update(names, table=name, rows=rows)
+
+    table.insert(Recorder(), [])  # type: ignore[arg-type]
+
+    assert sent["column_names"] == tuple(column.name for column in table.columns)
+    types = sent["column_type_names"]
+    assert isinstance(types, tuple)
+    assert tuple(get_from_name(name).name for name in types) == tuple(
+        column.type for column in table.columns
+    )
 
 
 @pytest.mark.integration

@@ -125,7 +125,7 @@ def insert_events(client: Client, records: Iterable[EventRecord]) -> int:
     """Store a batch, one row per event id; return how many rows were written."""
     rows = [record.row() for record in _unique_by_id(records).values()]
     if rows:
-        client.insert(EVENTS.name, rows, column_names=EVENT_COLUMNS)
+        EVENTS.insert(client, rows)
     return len(rows)
 
 
@@ -172,7 +172,7 @@ def record_offsets(client: Client, consumer: str, offsets: Mapping[TopicPartitio
         ).ordered()
         for (topic, partition), offset in offsets.items()
     ]
-    client.insert(CONSUMER_OFFSETS.name, rows, column_names=CONSUMER_OFFSETS.column_names)
+    CONSUMER_OFFSETS.insert(client, rows)
 
 
 def read_offsets(client: Client, consumer: str) -> dict[TopicPartition, int]:

@@ -133,6 +133,4 @@ def _apply(client: Client, migration: Migration) -> None:
         checksum=migration.checksum,
         applied_at=datetime.now(UTC),
     )
-    client.insert(
-        SCHEMA_MIGRATIONS.name, [applied.ordered()], column_names=SCHEMA_MIGRATIONS.column_names
-    )
+    SCHEMA_MIGRATIONS.insert(client, [applied.ordered()])

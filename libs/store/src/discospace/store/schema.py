@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from discospace.store.errors import StoreError
+
+if TYPE_CHECKING:
+    from clickhouse_connect.driver.client import Client
 
 _WRAPPER = re.compile(r"^(?:Nullable|LowCardinality)\((.*)\)$")
 _INDENT = "\n    "
@@ -133,6 +137,19 @@ class Table:
     def column_names(self) -> tuple[str, ...]:
         """The column names in declared order: the order of inserts and selects."""
         return tuple(self._by_name)
+
+    @property
+    def column_types(self) -> tuple[str, ...]:
+        """The column types in declared order."""
+        return tuple(column.type for column in self._by_name.values())
+
+    def insert(self, client: Client, rows: Sequence[Sequence[object]]) -> None:
+        """Insert `rows` (each in `column_names` order), naming the columns and their types:
+        the client then sends them at once, where it would first ask the store to describe the
+        table (a query per insert, a tenth of the projector's writing)."""
+        client.insert(
+            self.name, rows, column_names=self.column_names, column_type_names=self.column_types
+        )
 
     def column(self, name: str) -> Column:
         """The declared column `name`; `SchemaError` when the table has none of that name."""

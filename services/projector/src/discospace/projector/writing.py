@@ -100,5 +100,5 @@ def insert_rows(client: Client, events: Sequence[Event]) -> dict[str, int]:
         for row in rows_of(event):
             by_table[row.table].append(row.ordered())
     for table, rows in by_table.items():
-        client.insert(table.name, rows, column_names=table.column_names)
+        table.insert(client, rows)
     return {table.name: len(rows) for table, rows in by_table.items()}
