@@ -91,8 +91,8 @@ async def end_offsets(bootstrap_servers: str, topics: Iterable[str]) -> dict[Par
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers, enable_auto_commit=False, **client_kwargs()
     )
-    await consumer.start()
-    try:
+    try:  # a start that fails is stopped too: its client may hold connections
+        await consumer.start()
         begins = await consumer.beginning_offsets(partitions)
         ends = await consumer.end_offsets(partitions)
     finally:

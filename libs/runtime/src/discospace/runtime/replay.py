@@ -136,8 +136,8 @@ async def reader(
         auto_offset_reset="earliest",
         **client_kwargs(security),
     )
-    await consumer.start()
-    try:
+    try:  # a start that fails is stopped too: its client may hold connections
+        await consumer.start()
         yield consumer
     finally:
         await consumer.stop()
@@ -153,8 +153,8 @@ async def existing_partitions(
     is every topic this principal may see.)
     """
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_kwargs(security))
-    await admin.start()
     try:
+        await admin.start()
         described = await admin.describe_topics()
     finally:
         await admin.close()

@@ -113,11 +113,11 @@ class EventClient:
         consumer = AIOKafkaConsumer(
             topic, bootstrap_servers=self.bootstrap, auto_offset_reset="earliest", **client_kwargs()
         )
-        await consumer.start()
         records: Records = []
-        deadline = time.monotonic() + timeout_s
-        quiet_since = time.monotonic()
         try:
+            await consumer.start()
+            deadline = time.monotonic() + timeout_s
+            quiet_since = time.monotonic()
             while time.monotonic() < deadline:
                 if enough(records, time.monotonic() - quiet_since):
                     break

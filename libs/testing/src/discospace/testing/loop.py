@@ -235,9 +235,9 @@ class Loop:
                 auto_offset_reset="earliest",
                 **client_kwargs(),
             )
-            await consumer.start()
             records: list[Any] = []
             try:
+                await consumer.start()
                 while batch := await consumer.getmany(timeout_ms=1500):
                     records += [r for part in batch.values() for r in part]
             finally:
