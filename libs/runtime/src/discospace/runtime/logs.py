@@ -131,15 +131,7 @@ class RepeatFilter(logging.Filter):
 
     def flush(self, now_s: float | None = None) -> None:
         """Write, as records of their own, the counts of every kind with records left out."""
-        if self._handler is None:
-            return
-        now_s = time.time() if now_s is None else now_s
-        with self._lock:
-            held = [(kind, window) for kind, window in self._windows.items() if window.left_out]
-            for kind, window in held:
-                self._windows[kind] = _Window(window.start_s)
-        for kind, window in held:
-            self._handler.handle(_count_record(kind, window, now_s))
+        self._write_held(time.time() if now_s is None else now_s, since_s=0.0)
 
     def _write_counts(self, now_s: float) -> None:
         """Write, as records of their own, the counts of kinds that stopped repeating."""
@@ -147,14 +139,22 @@ class RepeatFilter(logging.Filter):
             return
         with self._lock:
             self._looked_s = now_s
-            ended = [
+        self._write_held(now_s, since_s=self.interval_s)
+
+    def _write_held(self, now_s: float, since_s: float) -> None:
+        """Write the counts of the kinds with records left out whose window began `since_s` or
+        more before `now_s`, and start their count again."""
+        if self._handler is None:
+            return
+        with self._lock:
+            held = [
                 (kind, window)
                 for kind, window in self._windows.items()
-                if window.left_out and now_s - window.start_s >= self.interval_s
+                if window.left_out and now_s - window.start_s >= since_s
             ]
-            for kind, window in ended:
+            for kind, window in held:
                 self._windows[kind] = _Window(window.start_s)
-        for kind, window in ended:
+        for kind, window in held:
             self._handler.handle(_count_record(kind, window, now_s))
 
 
