@@ -217,12 +217,7 @@ def _raw_insert(workdir: Path, database: str, read: list[Any], batch: int) -> fl
         began = time.perf_counter()
         for tables in prepared:
             for table, rows in tables.items():
-                client.insert(
-                    table.name,
-                    rows,
-                    column_names=table.column_names,
-                    column_type_names=table.column_types,
-                )
+                table.insert(client, rows)
         return len(read) / (time.perf_counter() - began)
     finally:
         client.close()

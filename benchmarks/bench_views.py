@@ -154,8 +154,8 @@ def _insert_background(client: Client, layout: str, start: int, count: int) -> N
         results.append(
             (store, entity_id, "finetune", event_id, space, operation, at, True, "", payload, point)
         )
-    client.insert(MEASUREMENTS.name, measurements, column_names=MEASUREMENTS.column_names)
-    client.insert(RESULTS.name, results, column_names=RESULTS.column_names)
+    MEASUREMENTS.insert(client, measurements)
+    RESULTS.insert(client, results)
 
 
 def _measure_views(client: Client, state: str) -> None:
