@@ -1,10 +1,11 @@
 """The projector service end to end against a raw insert of the same rows, in one run.
 
 Subject: the projector app (its batch subscription, decode, fold, buffer, store writes) in this
-process on the real broker and embedded chDB, a fresh store and consumer group each round,
-timed from the moment its consumer has its partitions to the moment the store has recorded
-every event as written (rows and offsets), which is when the views read them; a view then
-checks they are there (not timed).
+process on the real broker and embedded chDB, with the garbage collector set as `serve` sets it
+for a service process (`runtime.collector`; `--python-gc` keeps Python's own thresholds), a
+fresh store and consumer group each round, timed from the moment its consumer has its
+partitions to the moment the store has recorded every event as written (rows and offsets),
+which is when the views read them; a view then checks they are there (not timed).
 Baseline: a raw clickhouse-connect insert into chDB of the identical rows (projection tables,
 raw events, offsets), prepared beforehand, in batches of the projector's `batch_max_events`,
 one insert per table per batch naming the columns and their types (as the projector does), into
@@ -16,7 +17,7 @@ and baseline; figures are min / median / max of the rounds. On a shared 2-core m
 noisy: compare the ratio, measured in the same run.
 
 Uses KAFKA_BOOTSTRAP_SERVERS when set, otherwise starts deploy/local/kafka.sh on a free port.
-Run: .venv/bin/python benchmarks/bench_projector.py [--events 60000] [--rounds 3]
+Run: .venv/bin/python benchmarks/bench_projector.py [--events 60000] [--rounds 3] [--python-gc]
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from discospace.events import (
 from discospace.projector.app import create_app
 from discospace.projector.fold import rows_of
 from discospace.projector.settings import ProjectorSettings
+from discospace.runtime.collector import tune_collector
 from discospace.store.client import StoreSettings, connect
 from discospace.store.events import EventRecord, next_offsets
 from discospace.store.migrations import migrate
@@ -71,7 +73,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=60_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--python-gc",
+        action="store_true",
+        help="leave the garbage collector at Python's thresholds (a service process does not)",
+    )
     arguments = parser.parse_args()
+    if not arguments.python_gc:
+        tune_collector(ProjectorSettings().gc_young_threshold)
     with tempfile.TemporaryDirectory(prefix="bench-projector-") as tmp:
         kafka = broker(Path(tmp))
         try:

@@ -25,6 +25,7 @@ from aiokafka.errors import KafkaError
 from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
 from pydantic import ValidationError
 
+from discospace.runtime.collector import tune_collector
 from discospace.runtime.logs import configure_logging
 from discospace.runtime.security import KafkaLoginError
 from discospace.runtime.service import Service
@@ -144,6 +145,7 @@ def run(service: Service) -> None:
     settings = service.settings
     configure_logging(service.name, settings.log_level, settings.log_repeat_interval_s)
     _check_kafka(service)
+    tune_collector(settings.gc_young_threshold)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _note_signal)
     watch = BrokerStartWatch(service.app)
