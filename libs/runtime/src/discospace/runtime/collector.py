@@ -16,9 +16,9 @@ as long as the process, and a frozen object is never walked again (`gc.freeze`).
 that cyclic garbage waits up to `young` allocations, a few megabytes at most, before it is
 freed; objects freed by their reference count (nearly all) go at once as before.
 
-`serve` calls it for every service process (`ServiceSettings.gc_young_threshold`); a process
-that runs a service in-process, as the benchmarks do, calls it likewise. It changes the whole
-process, so tests that start services inside pytest do not call it.
+`serve` calls it for every service process (`ServiceSettings.gc_young_threshold`);
+`benchmarks/bench_projector.py`, which runs the projector in its own process, calls it likewise.
+It changes the whole process, so tests that start services inside pytest do not call it.
 """
 
 from __future__ import annotations
