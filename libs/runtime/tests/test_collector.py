@@ -1,18 +1,14 @@
-"""The garbage collector of a service process: its young threshold set, start-up frozen."""
+"""The garbage collector of a service process: its young threshold set, start-up frozen (a
+service process applying its setting: `test_runner.py`)."""
 
 from __future__ import annotations
 
 import gc
-import os
-import socket
-import subprocess
-import sys
 import weakref
 from collections.abc import Iterator
 
 import pytest
 
-from discospace.runtime import runner
 from discospace.runtime.collector import tune_collector
 
 
@@ -66,50 +62,3 @@ def test_a_threshold_below_one_is_refused_with_a_sentence(python_collector: None
         tune_collector(0)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == frozen
-
-
-SERVICE_REPORTING_ITS_COLLECTOR = """
-import gc, sys
-from discospace.runtime import ServiceSettings, create_service, runner
-from discospace.runtime import service as service_module
-
-async def topics_exist(*args, **kwargs):
-    return None
-
-service_module.provision_topics = topics_exist
-runner._check_kafka = lambda service: None
-service = create_service(
-    ServiceSettings(http_port=int(sys.argv[1])), description="A service that reports its gc."
-)
-
-async def report():
-    print("threshold", gc.get_threshold()[0], "frozen", gc.get_freeze_count(), flush=True)
-    raise ValueError("reported")
-
-service.on_startup(report)
-runner.run(service)
-"""
-
-
-@pytest.mark.timeout(60)
-def test_a_service_process_runs_with_its_settings_young_threshold_and_start_up_frozen() -> None:
-    environment = {**os.environ, "DISCOSPACE_SERVICE_GC_YOUNG_THRESHOLD": "12345"}
-    ended = subprocess.run(
-        [sys.executable, "-c", SERVICE_REPORTING_ITS_COLLECTOR, str(_free_port())],
-        capture_output=True,
-        text=True,
-        timeout=50,
-        env=environment,
-    )
-
-    assert ended.returncode == runner.EXIT_BAD_START, ended.stderr[-2000:]
-    [report] = [line for line in ended.stdout.splitlines() if line.startswith("threshold")]
-    _, threshold, _, frozen = report.split()
-    assert int(threshold) == 12345
-    assert int(frozen) > 10_000  # the modules and the app built before serving
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

@@ -7,6 +7,7 @@ consumer (the chaos suite found a projector in that state for 8 minutes after a 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -161,8 +162,8 @@ def test_a_service_whose_broker_does_not_start_exits_2_with_a_sentence(slow_refu
     assert "KafkaConnectionError" in sentences[-1]
 
 
-SERVICE_WHOSE_START_FAILS = """
-import sys
+WITHOUT_A_BROKER = """
+import gc, sys
 from discospace.runtime import ServiceSettings, create_service, runner
 from discospace.runtime import service as service_module
 
@@ -172,15 +173,21 @@ async def topics_exist(*args, **kwargs):
 service_module.provision_topics = topics_exist
 runner._check_kafka = lambda service: None
 service = create_service(
-    ServiceSettings(http_port=int(sys.argv[1])), description="A service whose hook fails."
+    ServiceSettings(http_port=int(sys.argv[1])), description="A service that never consumes."
 )
+"""
+"""A service process that runs without a broker: its start-up hooks run, then it exits."""
 
+SERVICE_WHOSE_START_FAILS = (
+    WITHOUT_A_BROKER
+    + """
 async def fail():
     raise ValueError("the catalog file is not there")
 
 service.on_startup(fail)
 runner.run(service)
 """
+)
 
 
 @pytest.mark.timeout(60)
@@ -198,3 +205,34 @@ def test_a_service_whose_start_up_fails_exits_2_with_a_sentence_not_3() -> None:
         "discospace service cannot start: its start-up failed "
         "(ValueError: the catalog file is not there)."
     )
+
+
+SERVICE_REPORTING_ITS_COLLECTOR = (
+    WITHOUT_A_BROKER
+    + """
+async def report():
+    print("threshold", gc.get_threshold()[0], "frozen", gc.get_freeze_count(), flush=True)
+    raise ValueError("reported")
+
+service.on_startup(report)
+runner.run(service)
+"""
+)
+
+
+@pytest.mark.timeout(60)
+def test_a_service_process_runs_with_its_settings_young_threshold_and_start_up_frozen() -> None:
+    environment = {**os.environ, "DISCOSPACE_SERVICE_GC_YOUNG_THRESHOLD": "12345"}
+    ended = subprocess.run(
+        [sys.executable, "-c", SERVICE_REPORTING_ITS_COLLECTOR, str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=environment,
+    )
+
+    assert ended.returncode == runner.EXIT_BAD_START, ended.stderr[-2000:]
+    [report] = [line for line in ended.stdout.splitlines() if line.startswith("threshold")]
+    _, threshold, _, frozen = report.split()
+    assert int(threshold) == 12345
+    assert int(frozen) > 10_000  # the modules and the app built before serving
