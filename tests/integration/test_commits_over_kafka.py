@@ -135,3 +135,30 @@ async def test_a_message_that_keeps_failing_is_not_committed_past(
     assert held == 3
     assert handler.handled == [f"w{i}" for i in range(6)]
     assert await _committed(kafka_bootstrap, group, topics.actuators) == 6
+
+
+async def test_a_commit_in_flight_when_the_service_stops_lands_before_its_consumer_closes(
+    kafka, kafka_bootstrap, one_partition
+):
+    topics = one_partition
+    handler = Handler()
+    service = _service(kafka_bootstrap, topics, handler)
+    group = service.settings.consumer_group
+
+    async with service.app.start_lifespan_context():
+        await kafka.publish(*_announcements(3), topics=topics)
+        await _until(lambda: len(handler.handled) == 3)
+        await _until_committed(kafka_bootstrap, group, topics.actuators, 3)
+        [subscriber] = list(service.broker.subscribers)
+        consumer = subscriber.consumer  # type: ignore[attr-defined]
+        commit = consumer.commit
+
+        async def slow_commit(offsets: object = None) -> None:
+            await asyncio.sleep(0.5)  # still in flight when the stop below begins
+            await commit(offsets)
+
+        consumer.commit = slow_commit
+        await kafka.publish(*_announcements(2, start=3), topics=topics)
+        await _until(lambda: len(handler.handled) == 5)
+    # The stop waited for the commit in flight, then committed the rest, then closed.
+    assert await _committed(kafka_bootstrap, group, topics.actuators) == 5

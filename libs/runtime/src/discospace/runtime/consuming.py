@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import logging
 import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
@@ -49,6 +50,7 @@ from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
 
 Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+logger = logging.getLogger("discospace.runtime.consuming")
 R = TypeVar("R")
 Partition = tuple[str, int]
 """(topic, partition)"""
@@ -213,6 +215,34 @@ class Consumer:
         )
         if self.commits is not None:
             register(self.subscriber, self.commits)
+            self._stop_subscriber = self.subscriber.stop
+            self.subscriber.stop = self._stop
+
+    async def _stop(self) -> None:
+        """Stop the subscriber, committing what is noted between the end of its consuming and
+        the close of its Kafka consumer.
+
+        FastStream's subscriber stops in two steps: it stops handing out messages (waiting for
+        the one in its handler), then stops its aiokafka consumer. A commit still in flight when
+        the consumer closes fails ("connection closed") and cannot be made again afterwards, so
+        the offsets of the last messages handled before the stop were lost, and their messages
+        delivered again to the next owner. The consumer's close now commits first: the commit
+        in flight ends (`flush` takes its lock), and every offset noted is committed.
+        """
+        consumer = self.subscriber.consumer
+        commits = self.commits
+        if consumer is not None and commits is not None:
+            close = consumer.stop
+
+            async def commit_then_close() -> None:
+                try:
+                    await commits.flush()
+                except Exception as error:  # the broker is away: delivered again
+                    logger.warning("offsets not committed before the consumer closed (%s)", error)
+                await close()
+
+            consumer.stop = commit_then_close
+        await self._stop_subscriber()
 
     def __call__(self, handler: Handler) -> Handler:
         """Register `handler` for the event types its first parameter names."""
