@@ -13,9 +13,9 @@ before a crash always was: the handlers are idempotent (duplicate ids dropped, d
 ids). Noted offsets are committed before the partitions are taken away by a rebalance (the
 rebalance listener) and before the consumer stops (the middleware commits at once for a
 consumer that is stopping, and the close of its Kafka consumer first waits for a commit in
-flight and commits what is noted: `consuming.Consumer._stop`). A commit the broker refuses because the partition moved to another
-member is dropped (that member reads on from the last commit); a failure of the broker is
-tried again, with the offsets noted since merged in.
+flight and commits what is noted: `consuming.Consumer._stop`). A commit the broker refuses
+because the partition moved to another member is dropped (that member reads on from the last
+commit); a failure of the broker is tried again, with the offsets noted since merged in.
 """
 
 from __future__ import annotations
