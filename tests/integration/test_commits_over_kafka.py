@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from aiokafka import TopicPartition
@@ -15,6 +15,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from discospace.events import ActuatorRegistered, TopicNames, new_event
 from discospace.runtime import Service, ServiceSettings, TransientError, create_service
+from discospace.runtime.committing import CLOSE_COMMIT_S
+from discospace.testing.clients import EventClient
 from discospace.testing.kafka import create_topics
 
 pytestmark = pytest.mark.integration
@@ -137,28 +139,61 @@ async def test_a_message_that_keeps_failing_is_not_committed_past(
     assert await _committed(kafka_bootstrap, group, topics.actuators) == 6
 
 
-async def test_a_commit_in_flight_when_the_service_stops_lands_before_its_consumer_closes(
-    kafka, kafka_bootstrap, one_partition
-):
-    topics = one_partition
-    handler = Handler()
-    service = _service(kafka_bootstrap, topics, handler)
-    group = service.settings.consumer_group
+Commit = Callable[[object], Awaitable[None]]
 
+
+async def _stop_while_committing(
+    kafka: EventClient, bootstrap: str, topics: TopicNames, commit: Callable[[Commit], Commit]
+) -> tuple[str, float]:
+    """Handle three messages (committed), then two more whose commit goes through
+    `commit(the consumer's commit)`, then stop at once: the group, and seconds the stop took."""
+    handler = Handler()
+    service = _service(bootstrap, topics, handler)
+    group = service.settings.consumer_group
     async with service.app.start_lifespan_context():
         await kafka.publish(*_announcements(3), topics=topics)
         await _until(lambda: len(handler.handled) == 3)
-        await _until_committed(kafka_bootstrap, group, topics.actuators, 3)
+        await _until_committed(bootstrap, group, topics.actuators, 3)
         [subscriber] = list(service.broker.subscribers)
         consumer = subscriber.consumer  # type: ignore[attr-defined]
-        commit = consumer.commit
-
-        async def slow_commit(offsets: object = None) -> None:
-            await asyncio.sleep(0.5)  # still in flight when the stop below begins
-            await commit(offsets)
-
-        consumer.commit = slow_commit
+        consumer.commit = commit(consumer.commit)
         await kafka.publish(*_announcements(2, start=3), topics=topics)
         await _until(lambda: len(handler.handled) == 5)
+        stopping = time.monotonic()
+    return group, time.monotonic() - stopping
+
+
+async def test_a_commit_in_flight_when_the_service_stops_lands_before_its_consumer_closes(
+    kafka, kafka_bootstrap, one_partition
+):
+    def slow(commit: Commit) -> Commit:
+        async def slow_commit(offsets: object = None) -> None:
+            await asyncio.sleep(0.5)  # still in flight when the stop begins
+            await commit(offsets)
+
+        return slow_commit
+
+    group, _ = await _stop_while_committing(kafka, kafka_bootstrap, one_partition, slow)
+
     # The stop waited for the commit in flight, then committed the rest, then closed.
-    assert await _committed(kafka_bootstrap, group, topics.actuators) == 5
+    assert await _committed(kafka_bootstrap, group, one_partition.actuators) == 5
+
+
+async def test_a_last_commit_the_broker_never_answers_delays_the_stop_by_a_bounded_time(
+    kafka, kafka_bootstrap, one_partition, caplog
+):
+    def unanswered(commit: Commit) -> Commit:
+        async def no_answer(offsets: object = None) -> None:
+            await asyncio.sleep(3600)
+
+        return no_answer
+
+    topics = one_partition
+    group, stopped_after = await _stop_while_committing(kafka, kafka_bootstrap, topics, unanswered)
+
+    assert stopped_after < CLOSE_COMMIT_S + 5
+    assert await _committed(kafka_bootstrap, group, topics.actuators) == 3
+    assert "offsets not committed before the consumer closed (no answer in 5 s)" in caplog.text
+    again = Handler()
+    async with _service(kafka_bootstrap, topics, again).app.start_lifespan_context():
+        await _until(lambda: again.handled == ["w3", "w4"])  # delivered again, nothing lost

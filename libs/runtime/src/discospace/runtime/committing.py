@@ -33,6 +33,10 @@ logger = logging.getLogger("discospace.runtime.committing")
 
 RETRY_S = 0.5
 """Pause before a commit that failed for a broker error is tried again."""
+CLOSE_COMMIT_S = 5.0
+"""How long a consumer that is closing waits for its last commit: a broker that has not
+answered by then costs a redelivery to the next owner, never a shutdown that hangs (aiokafka
+retries a commit while the group coordinator is unknown, without bound)."""
 
 
 class OffsetCommits:

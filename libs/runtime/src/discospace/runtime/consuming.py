@@ -27,6 +27,7 @@ position past them at once, so it hands its handlers exactly the messages the fo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import inspect
@@ -44,7 +45,12 @@ from faststream.message import StreamMessage
 from faststream.middlewares import AckPolicy
 
 from discospace.events import Event, decode_as
-from discospace.runtime.committing import CommitBeforeRevoke, OffsetCommits, register
+from discospace.runtime.committing import (
+    CLOSE_COMMIT_S,
+    CommitBeforeRevoke,
+    OffsetCommits,
+    register,
+)
 from discospace.runtime.failures import RetryPolicy
 from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
@@ -227,7 +233,8 @@ class Consumer:
         the consumer closes fails ("connection closed") and cannot be made again afterwards, so
         the offsets of the last messages handled before the stop were lost, and their messages
         delivered again to the next owner. The consumer's close now commits first: the commit
-        in flight ends (`flush` takes its lock), and every offset noted is committed.
+        in flight ends (`flush` takes its lock), and every offset noted is committed, within
+        `CLOSE_COMMIT_S` (a broker that does not answer costs a redelivery, not a hung stop).
         """
         consumer = self.subscriber.consumer
         commits = self.commits
@@ -236,10 +243,20 @@ class Consumer:
 
             async def commit_then_close() -> None:
                 try:
-                    await commits.flush()
+                    await asyncio.wait_for(commits.flush(), CLOSE_COMMIT_S)
+                except TimeoutError:
+                    logger.warning(
+                        "offsets not committed before the consumer closed (no answer in %.0f s):"
+                        " delivered again",
+                        CLOSE_COMMIT_S,
+                    )
                 except Exception as error:  # the broker is away: delivered again
-                    logger.warning("offsets not committed before the consumer closed (%s)", error)
-                await close()
+                    logger.warning(
+                        "offsets not committed before the consumer closed (%s): delivered again",
+                        error,
+                    )
+                finally:
+                    await close()
 
             consumer.stop = commit_then_close
         await self._stop_subscriber()
