@@ -7,7 +7,7 @@ written), so every young collection walks objects that are still alive, and the 
 generations, collected a tenth and a hundredth as often, walk them again. Measured on the
 projector's path (60,000 measurement events, decoded and kept until written): decoding took
 15.6 µs an event with Python's thresholds and 8.3 µs with the youngest at 50,000; the projector
-service end to end went from 15,400 to 20,900 events per second (`benchmarks/bench_projector.py`).
+service end to end went from 16,200 to 21,800 events per second (`benchmarks/bench_projector.py`).
 
 `tune_collector(young)` sets the youngest generation's threshold (the older two keep their ratios,
 Python's 10 and 10, so a full collection still follows every 100 young ones) and freezes what
@@ -27,9 +27,6 @@ import gc
 import logging
 
 logger = logging.getLogger("discospace.runtime.collector")
-
-PYTHON_YOUNG_THRESHOLD = 700
-"""CPython's own threshold of the youngest generation."""
 
 
 def tune_collector(young: int) -> None:
