@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from discospace.runtime.collector import tune_collector
+from discospace.runtime.collector import collector_paused, tune_collector
 
 
 @pytest.fixture
@@ -62,3 +62,31 @@ def test_a_threshold_below_one_is_refused_with_a_sentence(python_collector: None
         tune_collector(0)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == frozen
+
+
+def test_the_collector_runs_again_after_the_last_of_overlapping_pauses_even_after_an_error():
+    first = collector_paused()
+    first.__enter__()
+    seen: list[bool] = []
+
+    def second_fold_fails() -> None:
+        with collector_paused():
+            first.__exit__(None, None, None)
+            seen.append(gc.isenabled())
+            raise ValueError("a fold failed")
+
+    with pytest.raises(ValueError, match="a fold failed"):
+        second_fold_fails()
+
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_a_collector_off_before_the_fold_stays_off_after_it():
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

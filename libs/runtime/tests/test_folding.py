@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from faststream._internal.context.repository import ContextRepo
 from discospace.events import ActuatorRegistered, SpaceRegistered, encode
 from discospace.runtime import ServiceSettings, WiringError, create_service
 from discospace.runtime.consuming import AlreadyFolded
-from discospace.runtime.folding import collector_paused, fold_then_follow
+from discospace.runtime.folding import fold_then_follow
 
 
 def _record(topic: str, partition: int, offset: int, value: bytes = b"v") -> Any:
@@ -104,31 +103,3 @@ async def test_only_consumers_without_a_group_can_follow(topics):
 
     with pytest.raises(WiringError, match="without a group"):
         await fold_then_follow("127.0.0.1:1", grouped)
-
-
-def test_the_collector_runs_again_after_the_last_of_overlapping_pauses_even_after_an_error():
-    first = collector_paused()
-    first.__enter__()
-    seen: list[bool] = []
-
-    def second_fold_fails() -> None:
-        with collector_paused():
-            first.__exit__(None, None, None)
-            seen.append(gc.isenabled())
-            raise ValueError("a fold failed")
-
-    with pytest.raises(ValueError, match="a fold failed"):
-        second_fold_fails()
-
-    assert seen == [False]
-    assert gc.isenabled()
-
-
-def test_a_collector_off_before_the_fold_stays_off_after_it():
-    gc.disable()
-    try:
-        with collector_paused():
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

@@ -19,12 +19,18 @@ freed; objects freed by their reference count (nearly all) go at once as before.
 `serve` calls it for every service process (`ServiceSettings.gc_young_threshold`);
 `benchmarks/bench_projector.py`, which runs the projector in its own process, calls it likewise.
 It changes the whole process, so tests that start services inside pytest do not call it.
+
+`collector_paused()` turns the collector off for a block: a service's start-up fold
+(`folding.py`), which keeps most of what it decodes.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 logger = logging.getLogger("discospace.runtime.collector")
 
@@ -42,3 +48,32 @@ def tune_collector(young: int) -> None:
         young,
         gc.get_freeze_count(),
     )
+
+
+@dataclass
+class _Pauses:
+    """The folds of this process pausing the cyclic garbage collector now, and whether it ran
+    before the first of them."""
+
+    running: int = 0
+    was_enabled: bool = False
+
+
+_pauses = _Pauses()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (reference counting still frees
+    what is dropped); on again when the last of the blocks running at once ends, if it was on
+    when the first began."""
+    if _pauses.running == 0:
+        _pauses.was_enabled = gc.isenabled()
+        gc.disable()
+    _pauses.running += 1
+    try:
+        yield
+    finally:
+        _pauses.running -= 1
+        if _pauses.running == 0 and _pauses.was_enabled:
+            gc.enable()

@@ -26,10 +26,11 @@ hook; `Service.follow` wires one for every service), does the whole of it, once:
 So every event is folded once, in log order per partition, and none is missed between the fold
 and the live consumption. A catalog is never rebuilt from older announcements while catching up.
 
-Python's cyclic garbage collector is paused while the topics are read (`collector_paused`): a
-fold keeps most of what it decodes, so each collection would walk a state that only grows, and
-the collections cost a fifth of the explorer's fold (300,000 events in 6.0 s instead of 7.6 s).
-Nothing is lost: cycles made meanwhile are collected once it runs again, after the fold.
+Python's cyclic garbage collector is paused while the topics are read
+(`collector.collector_paused`): a fold keeps most of what it decodes, so each collection would
+walk a state that only grows, and the collections cost a fifth of the explorer's fold (300,000
+events in 6.0 s instead of 7.6 s). Nothing is lost: cycles made meanwhile are collected once it
+runs again, after the fold.
 
 The fold dead-letters nothing. It runs at every start, and a consumer without a group has no
 committed offset to remember what it set aside: dead-lettering there would set the same
@@ -44,14 +45,13 @@ set it aside.)
 from __future__ import annotations
 
 import functools
-import gc
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from discospace.events import Event, EventDecodeError, decode
+from discospace.runtime.collector import collector_paused
 from discospace.runtime.consuming import Consumer, Partition, WiringError
 from discospace.runtime.failures import Verdict, settle
 from discospace.runtime.replay import (
@@ -118,35 +118,6 @@ async def fold_then_follow(
     for follower in followers:
         follower.start_at(report.ends)
     return report
-
-
-@dataclass
-class _Pauses:
-    """The folds of this process pausing the cyclic garbage collector now, and whether it ran
-    before the first of them."""
-
-    running: int = 0
-    was_enabled: bool = False
-
-
-_pauses = _Pauses()
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block (reference counting still frees
-    what is dropped); on again when the last of the blocks running at once ends, if it was on
-    when the first began."""
-    if _pauses.running == 0:
-        _pauses.was_enabled = gc.isenabled()
-        gc.disable()
-    _pauses.running += 1
-    try:
-        yield
-    finally:
-        _pauses.running -= 1
-        if _pauses.running == 0 and _pauses.was_enabled:
-            gc.enable()
 
 
 def _check(followers: tuple[Consumer, ...]) -> None:
