@@ -11,11 +11,11 @@ one call. So commits follow handling as closely as before, and never run ahead o
 What is not committed yet is delivered again after a crash, exactly as a message handled just
 before a crash always was: the handlers are idempotent (duplicate ids dropped, deterministic
 ids). Noted offsets are committed before the partitions are taken away by a rebalance (the
-rebalance listener) and before the consumer stops (the middleware commits at once for a
-consumer that is stopping, and the close of its Kafka consumer first waits for a commit in
-flight and commits what is noted: `consuming.Consumer._stop`). A commit the broker refuses
-because the partition moved to another member is dropped (that member reads on from the last
-commit); a failure of the broker is tried again, with the offsets noted since merged in.
+rebalance listener) and before the consumer stops (the close of its Kafka consumer, once the
+last message is done with, first waits for a commit in flight and commits what is noted:
+`consuming.Consumer._stop`). A commit the broker refuses because the partition moved to
+another member is dropped (that member reads on from the last commit); a failure of the broker
+is tried again, with the offsets noted since merged in.
 """
 
 from __future__ import annotations

@@ -125,7 +125,6 @@ class DeadLetterMiddleware(BaseMiddleware):
             return False
         if exc_val is None or isinstance(exc_val, HandlerException):
             self._done_with()  # handled (FastStream's own ack signals included)
-            await self._commit_if_stopping()
             return False
         if not isinstance(exc_val, Exception):
             self._left()  # cancelled (shutdown): no outcome, handed back uncommitted
@@ -136,7 +135,6 @@ class DeadLetterMiddleware(BaseMiddleware):
             verdict = self.policy.attempts.failed(*self._at(record), error)
             await self._hand_back(record, error, verdict)
             raise
-        await self._commit_if_stopping()
         return decided
 
     async def _decide(self, record: ConsumerRecord[Any, Any], error: Exception) -> bool:
@@ -203,16 +201,6 @@ class DeadLetterMiddleware(BaseMiddleware):
         watched = self._watched()
         if watched is not None:
             watched[0].went_through(watched[1])
-
-    async def _commit_if_stopping(self) -> None:
-        """Commit at once for a consumer that is stopping: its commit task may not run again."""
-        subscriber = self.context.get("handler_")
-        commits = commits_of(subscriber)
-        if commits is not None and getattr(subscriber, "running", True) is False:
-            try:
-                await commits.flush()
-            except Exception as error:  # delivered again after the restart
-                logger.warning("offsets not committed while stopping (%s)", error)
 
     def _tell_failed(self, error: Exception) -> None:
         watched = self._watched()
