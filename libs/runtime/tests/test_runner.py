@@ -19,6 +19,7 @@ import pytest
 
 from discospace.runtime import runner
 from discospace.runtime.runner import BrokerStartWatch, last_line
+from discospace.testing.kafka import free_port
 
 TRACEBACK = (
     "Traceback (most recent call last):\n  File x, line 1\n"
@@ -120,12 +121,6 @@ def slow_refusal() -> Iterator[int]:
     stop.set()
     thread.join(timeout=2)
     listener.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 SERVICE_WHOSE_BROKER_GOES_AWAY = """

@@ -14,19 +14,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from discospace.testing.kafka import free_port
 
 BINARY_ENV = "PROMETHEUS_BIN"
 CACHE_ENV = "PROMETHEUS_CACHE_DIR"
@@ -163,18 +163,11 @@ def find_binary(environ: Mapping[str, str]) -> str:
     return find_tool("prometheus", environ)
 
 
-def _free_port() -> int:
-    with closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 class PrometheusProcess:
     """One prometheus server process started for a test, with its own port and storage."""
 
     def __init__(self, binary: str, config: dict[str, Any], workdir: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = workdir / "prometheus.log"
         config_path = workdir / "prometheus.yml"
         config_path.write_text(json.dumps(config, indent=2))  # JSON is YAML
