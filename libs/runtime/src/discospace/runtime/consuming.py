@@ -52,6 +52,7 @@ from discospace.runtime.committing import (
     register,
 )
 from discospace.runtime.failures import RetryPolicy
+from discospace.runtime.fetching import adapt_on_start
 from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
 
@@ -171,7 +172,8 @@ class Consumer:
     handled before (for a handler that compares the copies itself). `retries`: how an event
     whose handler fails is tried again by a start-up fold (live, the service's dead-letter
     policy applies the same one). `fetch_max_wait_ms`: the longest one fetch waits at the
-    broker (see `ServiceSettings.fetch_max_wait_ms`; Kafka's 500 when None).
+    broker (see `ServiceSettings.fetch_max_wait_ms`; Kafka's 500 when None);
+    `fetch_idle_wait_ms`: the longer wait once the consumer is idle (`fetching.py`; None: none).
     """
 
     def __init__(
@@ -185,6 +187,7 @@ class Consumer:
         seen_capacity: int = 100_000,
         max_poll_interval_ms: int | None = None,
         fetch_max_wait_ms: int | None = None,
+        fetch_idle_wait_ms: int | None = None,
         deduplicate: bool = True,
         retries: RetryPolicy | None = None,
     ) -> None:
@@ -219,6 +222,7 @@ class Consumer:
             description=description,
             **options,
         )
+        adapt_on_start(self.subscriber, fetch_idle_wait_ms)
         if self.commits is not None:
             register(self.subscriber, self.commits)
             self._stop_subscriber = self.subscriber.stop

@@ -42,6 +42,7 @@ from discospace.projector.handlers import DeadLetter, ProjectorDeps, Record, on_
 from discospace.projector.settings import ProjectorSettings
 from discospace.runtime import Service
 from discospace.runtime.deadletter import DeadLetterPolicy
+from discospace.runtime.fetching import adapt_on_start
 
 logger = logging.getLogger("discospace.projector.consumer")
 
@@ -116,6 +117,7 @@ def subscribe_to_everything(
         "topic, into the store.",
     )
     holder["subscriber"] = subscriber
+    adapt_on_start(subscriber, service.settings.fetch_idle_wait_ms)
     subscriber(batch_handler(deps))
     return subscriber
 

@@ -1,0 +1,94 @@
+"""A consumer's fetch wait: short while records flow, long once idle (`runtime.fetching`).
+
+On the real broker, through a service's consumer group: once idle, its fetches wait the idle
+wait, and a record that arrives then is handled at once (an idle fetch covers every partition,
+so the broker answers it on arrival: a 30 s idle wait would otherwise hold it for 30 s); with
+records flowing again, the short wait is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from discospace.events import ActuatorRegistered, TopicNames, encode, new_event
+from discospace.runtime import ServiceSettings, create_service
+from discospace.runtime.fetching import IDLE_AFTER_S, adapt_fetch_wait
+from discospace.testing.kafka import create_topics, delete_topics
+
+IDLE_WAIT_MS = 30_000
+SHORT_WAIT_MS = 20
+
+
+def test_a_fetcher_this_module_does_not_know_keeps_its_fixed_wait_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Consumer:
+        _fetcher = object()
+
+    with caplog.at_level(logging.WARNING, logger="discospace.runtime.fetching"):
+        assert adapt_fetch_wait(Consumer(), IDLE_WAIT_MS) is False
+    assert "fetch_idle_wait_ms is not applied" in caplog.text
+
+
+def _announcement(tag: str) -> ActuatorRegistered:
+    return new_event(ActuatorRegistered, actuator="probe", pool="p1", experiments=(), worker_id=tag)
+
+
+async def _until(check: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+@pytest.mark.integration
+async def test_an_idle_consumer_waits_long_at_the_broker_and_still_gets_a_record_at_once(
+    kafka_bootstrap: str, topics: TopicNames
+) -> None:
+    await create_topics(kafka_bootstrap, {topics.actuators: 3})
+    settings = ServiceSettings(
+        kafka_bootstrap_servers=kafka_bootstrap,
+        topic_prefix=topics.prefix,
+        fetch_max_wait_ms=SHORT_WAIT_MS,
+        fetch_idle_wait_ms=IDLE_WAIT_MS,
+    )
+    service = create_service(settings, description="A consumer of announcements.")
+    consumer = service.consumer(topics.actuators)
+    handled: list[float] = []
+
+    async def on_announcement(event: ActuatorRegistered) -> None:
+        handled.append(time.monotonic())
+
+    consumer(on_announcement)
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+    await producer.start()
+    try:
+        async with service.app.start_lifespan_context():
+            assert await _until(lambda: consumer.started, 60), "the consumer never started"
+            fetcher = consumer.subscriber.consumer._fetcher
+            await producer.send_and_wait(topics.actuators, encode(_announcement("first")))
+            assert await _until(lambda: len(handled) == 1, 60), "the first record never came"
+            assert await _until(lambda: fetcher._fetch_max_wait_ms == IDLE_WAIT_MS, 30), (
+                f"still {fetcher._fetch_max_wait_ms} ms, {IDLE_AFTER_S} s after the last record"
+            )
+
+            sent = time.monotonic()
+            await producer.send_and_wait(topics.actuators, encode(_announcement("second")))
+            assert await _until(lambda: len(handled) == 2, IDLE_WAIT_MS / 2000), (
+                "the record waited for the idle fetch to expire"
+            )
+            assert handled[1] - sent < IDLE_WAIT_MS / 2000
+            assert await _until(lambda: fetcher._fetch_max_wait_ms == SHORT_WAIT_MS, 5), (
+                "records came, and the fetch still waits the idle wait"
+            )
+    finally:
+        await producer.stop()
+        await delete_topics(kafka_bootstrap, [topics.actuators])
