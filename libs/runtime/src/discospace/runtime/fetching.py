@@ -11,12 +11,14 @@ answers it as soon as any record arrives: a long wait then delays nothing. `adap
 makes a subscriber's consumer use `fetch_max_wait_ms` while it has had records within the last
 `IDLE_AFTER_S`, and the long wait (`fetch_idle_wait_ms`) after that, until records come again.
 
-Measured on this 2-core machine (`benchmarks/bench_loop.py`'s services, 20 ms against 20 ms
-with 500 ms once idle): an idle loop 68% -> 16-19% of one core (its broker 45-48% -> 12-14%);
-under the loop's full load 62-69 measurements per second against 70-75 (two runs each), and up
-to 2.5 ms more broker CPU per measurement, as the consumers of quiet topics park their fetches
-at the broker meanwhile. So it is off unless `fetch_idle_wait_ms` is set: set it where a
-deployment idles more than it works.
+Measured on this 2-core machine (`benchmarks/bench_loop.py`'s services and walk, 20 ms against
+20 ms with 500 ms once idle, three interleaved pairs): an idle loop used 16-19% of one core
+against 68% (its broker 11-14% against 47-48%). Under the loop's full load it ran about 10%
+slower, 58.7 / 61.3 / 62.3 against 66.0 / 67.0 / 69.5 measurements per second, and its broker
+spent 2.3 ms more CPU per measurement although it was sent fewer fetches (the registry's 2.0 ->
+0.1 per measurement): the broker pays more for fetches parked at it than for fetches answered
+empty at once. So it is off unless `fetch_idle_wait_ms` is set: set it where a deployment
+idles more than it works.
 
 This reaches into aiokafka's fetcher (`_get_actions_per_node`, which builds each fetch request
 from `_fetch_max_wait_ms`); a version of aiokafka without them gets the fixed wait and a warning.
