@@ -1,7 +1,8 @@
 """Throughput of the whole discovery loop, every service a process, on the real broker, beside
 a bare aiokafka pipeline of the same hops on the same broker (`loop_pipeline.py`).
 
-Each of `--rounds` interleaved rounds runs:
+After an unmeasured warm-up of both (skipped by `--quick`), each of `--rounds` interleaved rounds
+runs:
 - the loop (registry, explorer, sampler, a synthetic actuator worker at zero latency, projector):
   a random walk over a fresh 400-entity space; measurements per second, and CPU milliseconds per
   measurement of every service process and the broker's JVM;
@@ -158,6 +159,17 @@ def record_times(loop: Loop, operation_id: str) -> dict[str, float]:
     return asyncio.run(read())
 
 
+def warm_up(loop: Loop, bootstrap: str, window: int, console: Console) -> None:
+    """One unmeasured walk of 400 entities and one pipeline run of each mode: on a broker just
+    started, the JVM's JIT compiler took a third of the broker's CPU through the first walk, and
+    the loop's first round paid for it where the baseline, run after it, did not."""
+    console.print("warm-up: a 400-entity walk and the pipeline, unmeasured")
+    spec = space("bench-warm-up", [1, 2, 4, 8, 16, 32, 64, 128], [1e-5, 3e-5, 1e-4, 3e-4, 1e-3])
+    timed_walk(loop, create_space(loop, "warm-up", spec), window)
+    for mode in ("batched", "single"):
+        pipeline.run(bootstrap, mode, PIPELINE_MESSAGES, window)
+
+
 def spread(values: list[float], digits: int = 1) -> str:
     return " / ".join(
         f"{v:,.{digits}f}" for v in (min(values), statistics.median(values), max(values))
@@ -194,6 +206,8 @@ def main() -> None:
             small_spec = space("bench-small", [1, 2, 4, 8, 16, 32, 64, 128], [1e-4])
             small = create_space(loop, "small", small_spec)
             timed_walk(loop, small, arguments.window)  # measures the 80 entities once
+            if not arguments.quick:
+                warm_up(loop, kafka.bootstrap_servers, arguments.window, console)
             for number in range(rounds):
                 console.print(f"round {number + 1} of {rounds}")
                 figures["loop"].append(

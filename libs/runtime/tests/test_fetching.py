@@ -91,3 +91,21 @@ async def test_an_idle_consumer_waits_long_at_the_broker_and_still_gets_a_record
     finally:
         await producer.stop()
         await delete_topics(kafka_bootstrap, [topics.actuators])
+
+
+def test_an_idle_wait_no_longer_than_the_fetch_wait_changes_nothing() -> None:
+    class Fetcher:
+        _fetch_max_wait_ms = SHORT_WAIT_MS
+        _records: dict[object, object] = {}
+
+        def _get_actions_per_node(self, assignment: object) -> object:
+            return assignment
+
+    class Consumer:
+        _fetcher = Fetcher()
+
+    consumer = Consumer()
+    assert adapt_fetch_wait(consumer, SHORT_WAIT_MS) is False
+    assert "_get_actions_per_node" not in vars(consumer._fetcher)
+    assert adapt_fetch_wait(consumer, SHORT_WAIT_MS + 1) is True
+    assert "_get_actions_per_node" in vars(consumer._fetcher)

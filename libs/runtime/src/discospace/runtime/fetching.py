@@ -4,21 +4,23 @@ aiokafka keeps one fetch in flight per broker, and leaves out of it the partitio
 records the consumer still holds: a partition handled meanwhile waits for that fetch to come
 back before it is fetched again. Hence the short `fetch_max_wait_ms` of every service (20 ms),
 which bounds that wait; its price is about fifty fetches a second per consumer while nothing
-happens (an idle loop of five services kept its broker at 45% of one core).
+happens (an idle loop of five services and its broker used 41-45% of one core).
 
 An idle consumer holds no records, so its fetch covers every partition it reads, and the broker
 answers it as soon as any record arrives: a long wait then delays nothing. `adapt_on_start`
 makes a subscriber's consumer use `fetch_max_wait_ms` while it has had records within the last
 `IDLE_AFTER_S`, and the long wait (`fetch_idle_wait_ms`) after that, until records come again.
 
-Measured on this 2-core machine (`benchmarks/bench_loop.py`'s services and walk, 20 ms against
-20 ms with 500 ms once idle, three interleaved pairs): an idle loop used 16-19% of one core
-against 68% (its broker 11-14% against 47-48%). Under the loop's full load it ran about 10%
-slower, 58.7 / 61.3 / 62.3 against 66.0 / 67.0 / 69.5 measurements per second, and its broker
-spent 2.3 ms more CPU per measurement although it was sent fewer fetches (the registry's 2.0 ->
-0.1 per measurement): the broker pays more for fetches parked at it than for fetches answered
-empty at once. So it is off unless `fetch_idle_wait_ms` is set: set it where a deployment
-idles more than it works.
+Measured on this 2-core machine (`benchmarks/bench_loop.py`'s services and 800-entity walk,
+`fetch_idle_wait_ms` 500 against unset, three interleaved pairs, each on a broker warmed by two
+walks first):
+- an idle loop (five services and the broker, 10 s from /proc): 15.0 / 16.0 / 18.2% of one
+  core against 41.2 / 41.7 / 44.8% (the broker 6.2-7.8% against 15.7-16.8%);
+- the walk: 77.4 / 80.1 / 81.9 measurements per second against 68.1 / 75.4 / 75.5, and
+  22.0-23.7 ms of CPU per measurement against 24.3-27.0.
+On a broker just started, the same pairs went the other way (about 10% slower, 2.3 ms more
+broker CPU per measurement): its JIT compiler was still at work, a third of its CPU in the first
+walk, and compiled the paths of the two settings differently. A deployment's broker runs warm.
 
 This reaches into aiokafka's fetcher (`_get_actions_per_node`, which builds each fetch request
 from `_fetch_max_wait_ms`); a version of aiokafka without them gets the fixed wait and a warning.
@@ -41,8 +43,9 @@ def adapt_fetch_wait(
     consumer: object, idle_wait_ms: int, idle_after_s: float = IDLE_AFTER_S
 ) -> bool:
     """Make a started aiokafka `consumer` fetch with `idle_wait_ms` once it has had no records
-    for `idle_after_s`, and with its own `fetch_max_wait_ms` otherwise. False (and a warning)
-    when its fetcher is not one this module knows."""
+    for `idle_after_s`, and with its own `fetch_max_wait_ms` otherwise. False when
+    `idle_wait_ms` is no longer than that, and (with a warning) when its fetcher is not one this
+    module knows."""
     fetcher = getattr(consumer, "_fetcher", None)
     build: Callable[[Any], Any] | None = getattr(fetcher, "_get_actions_per_node", None)
     busy_ms = getattr(fetcher, "_fetch_max_wait_ms", None)
@@ -52,6 +55,8 @@ def adapt_fetch_wait(
             "fetch_idle_wait_ms is not applied: this aiokafka's fetcher has no "
             "_get_actions_per_node, _fetch_max_wait_ms and _records (the fixed wait is used)"
         )
+        return False
+    if idle_wait_ms <= busy_ms:  # no longer than the wait it has: nothing to adapt
         return False
     busy_at = time.monotonic()
 
