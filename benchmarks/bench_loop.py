@@ -43,6 +43,9 @@ from discospace.testing.loop import REPO, Loop
 PIPELINE_MESSAGES = 2_000
 """Measurements' worth of records through the bare pipeline per round."""
 ZERO_LATENCY = {"experiments": [{"experiment": "benchmark"}], "invalid_when": None}
+BATCH_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
+LEARNING_RATES = [1e-5, 3e-5, 1e-4, 3e-4, 1e-3]
+"""With two GPU counts and five sequence lengths: the 400 entities of a measured walk."""
 
 
 def space(store: str, batch_sizes: list[int], learning_rates: list[float]) -> dict[str, Any]:
@@ -113,7 +116,7 @@ def broker_pids(workdir: Path) -> dict[str, int]:
 def loop_round(loop: Loop, number: int, window: int, pids: dict[str, int]) -> dict[str, Any]:
     """A 400-entity walk on a space of its own (a fresh store: everything is measured); the
     CPU per measurement of every process (`pids`: name -> pid), and of all of them."""
-    spec = space(f"bench-{number}", [1, 2, 4, 8, 16, 32, 64, 128], [1e-5, 3e-5, 1e-4, 3e-4, 1e-3])
+    spec = space(f"bench-{number}", BATCH_SIZES, LEARNING_RATES)
     space_id = create_space(loop, f"big-{number}", spec)
     before = {name: pipeline.cpu_seconds([pid]) for name, pid in pids.items()}
     seconds, progress = timed_walk(loop, space_id, window)
@@ -164,7 +167,7 @@ def warm_up(loop: Loop, bootstrap: str, window: int, console: Console) -> None:
     started, the JVM's JIT compiler took a third of the broker's CPU through the first walk, and
     the loop's first round paid for it where the baseline, run after it, did not."""
     console.print("warm-up: a 400-entity walk and the pipeline, unmeasured")
-    spec = space("bench-warm-up", [1, 2, 4, 8, 16, 32, 64, 128], [1e-5, 3e-5, 1e-4, 3e-4, 1e-3])
+    spec = space("bench-warm-up", BATCH_SIZES, LEARNING_RATES)
     timed_walk(loop, create_space(loop, "warm-up", spec), window)
     for mode in ("batched", "single"):
         pipeline.run(bootstrap, mode, PIPELINE_MESSAGES, window)
@@ -203,7 +206,7 @@ def main() -> None:
             healthy = loop.wait_healthy()
             wait_for_actuator(loop)
             jvm = broker_pids(workdir)
-            small_spec = space("bench-small", [1, 2, 4, 8, 16, 32, 64, 128], [1e-4])
+            small_spec = space("bench-small", BATCH_SIZES, [1e-4])
             small = create_space(loop, "small", small_spec)
             timed_walk(loop, small, arguments.window)  # measures the 80 entities once
             if not arguments.quick:
