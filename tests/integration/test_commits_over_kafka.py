@@ -18,6 +18,7 @@ from discospace.runtime import Service, ServiceSettings, TransientError, create_
 from discospace.runtime.committing import CLOSE_COMMIT_S
 from discospace.testing.clients import EventClient
 from discospace.testing.kafka import create_topics
+from discospace.testing.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -67,13 +68,6 @@ async def _committed(bootstrap: str, group: str, topic: str) -> int | None:
     return found.offset if found is not None and found.offset >= 0 else None
 
 
-async def _until(check: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"not true after {timeout_s}s"
-        await asyncio.sleep(0.05)
-
-
 async def _until_committed(
     bootstrap: str, group: str, topic: str, offset: int, timeout_s: float = 60.0
 ) -> None:
@@ -104,17 +98,17 @@ async def test_offsets_reach_the_end_while_running_and_at_a_stop(
 
     async with service.app.start_lifespan_context():
         await kafka.publish(*_announcements(40), topics=topics)
-        await _until(lambda: len(handler.handled) == 40)
+        await eventually(lambda: len(handler.handled) == 40)
         await _until_committed(kafka_bootstrap, group, topics.actuators, 40)  # while it runs
         await kafka.publish(*_announcements(5, start=40), topics=topics)
-        await _until(lambda: len(handler.handled) == 45)
+        await eventually(lambda: len(handler.handled) == 45)
     # stopped right after the last message: its offset went with the stop
     assert await committed() == 45
 
     again = Handler()
     async with _service(kafka_bootstrap, topics, again).app.start_lifespan_context():
         await kafka.publish(*_announcements(1, start=45), topics=topics)
-        await _until(lambda: again.handled == ["w45"])
+        await eventually(lambda: again.handled == ["w45"])
     assert handler.handled == [f"w{i}" for i in range(45)]
 
 
@@ -128,12 +122,12 @@ async def test_a_message_that_keeps_failing_is_not_committed_past(
 
     async with service.app.start_lifespan_context():
         await kafka.publish(*_announcements(6), topics=topics)
-        await _until(lambda: handler.handled == ["w0", "w1", "w2"])
+        await eventually(lambda: handler.handled == ["w0", "w1", "w2"])
         await _until_committed(kafka_bootstrap, group, topics.actuators, 3)
         await asyncio.sleep(1.0)  # it keeps failing meanwhile; nothing behind it is read
         held = await _committed(kafka_bootstrap, group, topics.actuators)
         handler.failing = None
-        await _until(lambda: len(handler.handled) == 6)
+        await eventually(lambda: len(handler.handled) == 6)
     assert held == 3
     assert handler.handled == [f"w{i}" for i in range(6)]
     assert await _committed(kafka_bootstrap, group, topics.actuators) == 6
@@ -152,13 +146,13 @@ async def _stop_while_committing(
     group = service.settings.consumer_group
     async with service.app.start_lifespan_context():
         await kafka.publish(*_announcements(3), topics=topics)
-        await _until(lambda: len(handler.handled) == 3)
+        await eventually(lambda: len(handler.handled) == 3)
         await _until_committed(bootstrap, group, topics.actuators, 3)
         [subscriber] = list(service.broker.subscribers)
         consumer = subscriber.consumer  # type: ignore[attr-defined]
         consumer.commit = commit(consumer.commit)
         await kafka.publish(*_announcements(2, start=3), topics=topics)
-        await _until(lambda: len(handler.handled) == 5)
+        await eventually(lambda: len(handler.handled) == 5)
         stopping = time.monotonic()
     return group, time.monotonic() - stopping
 
@@ -196,4 +190,4 @@ async def test_a_last_commit_the_broker_never_answers_delays_the_stop_by_a_bound
     assert "offsets not committed before the consumer closed (no answer in 5 s)" in caplog.text
     again = Handler()
     async with _service(kafka_bootstrap, topics, again).app.start_lifespan_context():
-        await _until(lambda: again.handled == ["w3", "w4"])  # delivered again, nothing lost
+        await eventually(lambda: again.handled == ["w3", "w4"])  # delivered again, nothing lost

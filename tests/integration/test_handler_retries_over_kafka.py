@@ -24,6 +24,7 @@ from discospace.events import (
 )
 from discospace.runtime import Service, ServiceSettings, TransientError, create_service
 from discospace.testing.kafka import create_topics
+from discospace.testing.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -75,13 +76,6 @@ async def _running(service: Service) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def _until(check: Any, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"not true after {timeout_s}s"
-        await asyncio.sleep(0.05)
-
-
 async def _until_status(client: httpx.AsyncClient, status: int) -> dict[str, Any]:
     deadline = time.monotonic() + 60
     while (answer := await client.get("/health")).status_code != status:
@@ -121,7 +115,7 @@ async def test_a_poison_message_is_dead_lettered_after_its_tries_and_the_partiti
 
     async with _running(service) as health:
         await kafka.publish(before, poison, *after, topics=topics)
-        await _until(lambda: len(handler.handled) == 3)
+        await eventually(lambda: len(handler.handled) == 3)
         [letter] = await kafka.read_events(topics.dead_letter, 1)
         healthy = (await health.get("/health")).status_code
 
@@ -148,7 +142,7 @@ async def test_a_poison_message_is_dead_lettered_after_its_tries_and_the_partiti
     [later] = _announcements("worker-4")
     async with _running(restarted):
         await kafka.publish(later, topics=topics)
-        await _until(lambda: again.handled == ["worker-4"])
+        await eventually(lambda: again.handled == ["worker-4"])
 
     assert again.tries == ["worker-4"]
     assert [letter.source_offset for letter in await _dead_letters(kafka, topics)] == [1]
@@ -166,10 +160,10 @@ async def test_a_dependency_down_holds_its_message_and_every_message_is_handled_
         await _until_status(health, 200)
         await kafka.publish(*sent, topics=topics)
         stalled = await _until_status(health, 503)
-        await _until(lambda: len(handler.tries) > 10)  # far more than handler_max_attempts
+        await eventually(lambda: len(handler.tries) > 10)  # far more than handler_max_attempts
         letters_while_down = await _dead_letters(kafka, topics)
         handler.store_down = False
-        await _until(lambda: len(handler.handled) == 3)
+        await eventually(lambda: len(handler.handled) == 3)
         healthy = await _until_status(health, 200)
 
     [stall] = stalled["stalled"]
@@ -194,13 +188,13 @@ async def test_a_service_stopped_while_its_dependency_is_down_handles_the_messag
 
     async with _running(pausing):
         await kafka.publish(*sent, topics=topics)
-        await _until(lambda: len(down.tries) >= 8)  # the pause now: 0.05 s x 2^7 = 6.4 s
+        await eventually(lambda: len(down.tries) >= 8)  # the pause now: 0.05 s x 2^7 = 6.4 s
         stopping = time.monotonic()
     stopped_in_s = time.monotonic() - stopping
 
     back = Handler()
     async with _running(_service(kafka_bootstrap, topics, back)):
-        await _until(lambda: len(back.handled) == 2)
+        await eventually(lambda: len(back.handled) == 2)
         await asyncio.sleep(1)  # nothing more comes
 
     assert stopped_in_s < 3.0  # the pause ends with the consumer, not the graceful timeout
@@ -252,14 +246,14 @@ async def test_a_follower_retries_a_transient_failure_and_sets_a_poison_message_
 
     async with _running(_follower(kafka_bootstrap, topics, live)):
         await kafka.publish(*sent, topics=topics)
-        await _until(lambda: live.folded == ["worker-0", "worker-2"])
+        await eventually(lambda: live.folded == ["worker-0", "worker-2"])
         [letter] = await kafka.read_events(topics.dead_letter, 1)
 
     restarted = Follower()
     restarted.failing = 2
     service = _follower(kafka_bootstrap, topics, restarted)
     async with _running(service):
-        await _until(lambda: restarted.folded == ["worker-0", "worker-2"])
+        await eventually(lambda: restarted.folded == ["worker-0", "worker-2"])
         letters = await _dead_letters(kafka, topics)
 
     assert live.tries[:5] == ["worker-0"] * 5  # 4 transient failures, then through

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from discospace.runtime import Service, ServiceSettings, create_service
 from discospace.runtime.metrics import DEAD_LETTER_REASON_KINDS
 from discospace.testing.clients import EventClient
 from discospace.testing.kafka import create_topics, delete_topics
+from discospace.testing.waiting import eventually
 
 
 def _lag(service: Service, group: str, topic: str) -> float | None:
@@ -79,13 +79,6 @@ async def one_partition(kafka_bootstrap: str, topics: TopicNames) -> AsyncIterat
     await delete_topics(kafka_bootstrap, topics.fixed())
 
 
-async def _eventually(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"not true after {timeout_s}s"
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.integration
 async def test_the_lag_of_a_group_is_what_it_has_not_read_and_falls_to_zero_once_it_has(
     kafka_bootstrap, one_partition, make_announcement
@@ -100,10 +93,10 @@ async def test_the_lag_of_a_group_is_what_it_has_not_read_and_falls_to_zero_once
         await EventClient(kafka_bootstrap).publish(
             *(make_announcement(f"worker-{n}") for n in range(5)), topics=topics
         )
-        await _eventually(lambda: gate.holding == 1)
+        await eventually(lambda: gate.holding == 1, 30.0)
         holding_the_first = await service.lag.measure()
         gate.opened.set()
-        await _eventually(lambda: len(gate.handled) == 5)
+        await eventually(lambda: len(gate.handled) == 5, 30.0)
         read_all = await service.lag.measure()
 
     assert holding_the_first[(group, topics.actuators)] == 4

@@ -8,10 +8,8 @@ records flowing again, the short wait is back.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -20,6 +18,7 @@ from discospace.events import ActuatorRegistered, TopicNames, encode, new_event
 from discospace.runtime import ServiceSettings, create_service
 from discospace.runtime.fetching import IDLE_AFTER_S, adapt_fetch_wait
 from discospace.testing.kafka import create_topics, delete_topics
+from discospace.testing.waiting import eventually
 
 IDLE_WAIT_MS = 30_000
 SHORT_WAIT_MS = 20
@@ -38,15 +37,6 @@ def test_a_fetcher_this_module_does_not_know_keeps_its_fixed_wait_and_says_so(
 
 def _announcement(tag: str) -> ActuatorRegistered:
     return new_event(ActuatorRegistered, actuator="probe", pool="p1", experiments=(), worker_id=tag)
-
-
-async def _until(check: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 @pytest.mark.integration
@@ -73,20 +63,26 @@ async def test_an_idle_consumer_waits_long_at_the_broker_and_still_gets_a_record
     try:
         async with service.app.start_lifespan_context():
             await producer.send_and_wait(topics.actuators, encode(_announcement("first")))
-            assert await _until(lambda: len(handled) == 1, 60), "the first record never came"
+            await eventually(lambda: len(handled) == 1, 60, "the first record never came")
             fetcher = consumer.subscriber.consumer._fetcher  # started: it handed a record over
-            assert await _until(lambda: fetcher._fetch_max_wait_ms == IDLE_WAIT_MS, 30), (
-                f"still {fetcher._fetch_max_wait_ms} ms, {IDLE_AFTER_S} s after the last record"
+            await eventually(
+                lambda: fetcher._fetch_max_wait_ms == IDLE_WAIT_MS,
+                30,
+                f"no idle wait {IDLE_AFTER_S} s after the last record",
             )
 
             sent = time.monotonic()
             await producer.send_and_wait(topics.actuators, encode(_announcement("second")))
-            assert await _until(lambda: len(handled) == 2, IDLE_WAIT_MS / 2000), (
-                "the record waited for the idle fetch to expire"
+            await eventually(
+                lambda: len(handled) == 2,
+                IDLE_WAIT_MS / 2000,
+                "the record waited for the idle fetch to expire",
             )
             assert handled[1] - sent < IDLE_WAIT_MS / 2000
-            assert await _until(lambda: fetcher._fetch_max_wait_ms == SHORT_WAIT_MS, 5), (
-                "records came, and the fetch still waits the idle wait"
+            await eventually(
+                lambda: fetcher._fetch_max_wait_ms == SHORT_WAIT_MS,
+                5,
+                "records came, and the fetch still waits the idle wait",
             )
     finally:
         await producer.stop()

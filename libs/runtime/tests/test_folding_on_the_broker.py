@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
@@ -17,6 +16,7 @@ from discospace.runtime import Service, ServiceSettings, create_service
 from discospace.runtime.folding import fold_then_follow
 from discospace.testing.clients import EventClient
 from discospace.testing.kafka import create_topics, delete_topics
+from discospace.testing.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -103,13 +103,6 @@ def _service(bootstrap: str, topics: TopicNames, recorder: Recorder) -> Service:
     return service
 
 
-async def _eventually(check: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"not true after {timeout_s}s"
-        await asyncio.sleep(0.05)
-
-
 @asynccontextmanager
 async def _running(service: Service) -> AsyncIterator[Service]:
     async with service.app.start_lifespan_context():
@@ -136,7 +129,7 @@ async def test_events_published_before_the_start_are_folded_once_and_those_after
         await producer.send(topics.actuators, 1, *after[10:15])
         await producer.send(topics.actuators, 2, *after[15:20])
         await producer.send(_later(topics), 0, *after[20:])
-        await _eventually(lambda: len(recorder.handled) >= 95)
+        await eventually(lambda: len(recorder.handled) >= 95, 30.0)
         await asyncio.sleep(1.0)
         letters = await EventClient(kafka_bootstrap).read_events(topics.dead_letter, 1)
 
@@ -171,7 +164,7 @@ async def test_a_fold_of_its_own_takes_the_events_read_at_start_and_the_handlers
 
     async with _running(service):
         await producer.send(topics.actuators, 1, *after)
-        await _eventually(lambda: len(recorder.handled) >= 5)
+        await eventually(lambda: len(recorder.handled) >= 5, 30.0)
         await asyncio.sleep(0.5)
 
     assert folded == [e.event_id for e in before]
