@@ -1,9 +1,13 @@
-"""What an operation sees of its store outside its space (`OperationView.store_elsewhere`)."""
+"""What an operation sees of its store outside its space (`OperationView.store_elsewhere`), and
+how both of its views of the store (inside and outside its space) follow the store's changes."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any, ClassVar
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from discospace.core import Entity, parameterized_experiment_id
 from discospace.events import (
@@ -116,6 +120,58 @@ def test_the_view_of_elsewhere_changes_with_the_store_not_with_the_cache():
     stores.record(_result({"batch_size": 4, "number_gpus": 1, "model": "a"}, 5))
     seen = stores.results_elsewhere(space, "op-new", started)
     assert [r.entity_values["batch_size"] for r in seen] == [4, 2]
+
+
+def test_a_result_replaced_by_an_earlier_one_the_operation_may_not_see_leaves_its_view():
+    space = _space(space_registered(SMALL))
+    started = T0 + timedelta(minutes=1)
+    stores = _stores(_result({"batch_size": 2, "number_gpus": 1}, 10))
+    assert len(stores.results_for(space, "op-new", started)) == 1
+    stores.record(_result({"batch_size": 2, "number_gpus": 1}, 5, operation="op-new"))
+    assert stores.results_for(space, "op-new", started) == ()
+
+
+_EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from([1, 2, 4, 16]),
+        st.sampled_from([None, "llama"]),
+        st.integers(min_value=0, max_value=200),
+        st.sampled_from(["op-old", "op-new", "op-other"]),
+        st.booleans(),
+    ),
+    max_size=40,
+    unique_by=lambda event: (event[2], event[3]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_EVENTS)
+def test_views_read_between_changes_equal_views_read_once_after_them(events):
+    """A view follows the store change by change: reading it after every few results gives
+    what one read of a store that folded them all gives."""
+    space = _space(space_registered(SMALL))
+    started = T0 + timedelta(seconds=100)
+    results = [
+        _result(
+            {"batch_size": size, "number_gpus": 1} | ({"model": model} if model else {}),
+            seconds,
+            operation=operation,
+        )
+        for size, model, seconds, operation, _ in events
+    ]
+    followed = SampleStores()
+    for result, (*_, read) in zip(results, events, strict=True):
+        followed.record(result)
+        if read:
+            followed.results_for(space, "op-new", started)
+            followed.results_elsewhere(space, "op-new", started)
+    once = _stores(*results)
+    assert followed.results_for(space, "op-new", started) == once.results_for(
+        space, "op-new", started
+    )
+    assert followed.results_elsewhere(space, "op-new", started) == once.results_elsewhere(
+        space, "op-new", started
+    )
 
 
 class Recording:

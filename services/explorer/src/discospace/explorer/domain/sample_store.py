@@ -45,8 +45,58 @@ class StoredResult:
 @dataclass
 class _Store:
     results: dict[PairKey, StoredResult] = field(default_factory=dict)
-    version: int = 0
-    """Changes whenever `results` does: cached views of the store are keyed by it."""
+    changed: list[PairKey] = field(default_factory=list)
+    """The pair of every change of `results`, in order: a view of the store reads only the
+    changes since it last looked (`_Chosen`), not the whole store."""
+
+
+@dataclass
+class _Chosen:
+    """One operation's view of a store: the results that occurred before `started_at`, from
+    other operations, for the space's experiments, on entities inside the space (or outside
+    it), oldest first. Kept up to date change by change, so a decision costs what changed
+    since the last one, not a pass over the whole store."""
+
+    space: KnownSpace
+    operation_id: str
+    started_at: datetime
+    inside: bool
+    read: int = 0
+    """How many of the store's changes this view has read."""
+    picked: dict[PairKey, StoredResult] = field(default_factory=dict)
+    """The results shown, by pair."""
+    shown: tuple[PairResult, ...] | None = ()
+    """`picked` in order; None when it changed since."""
+    experiments: set[str] = field(init=False)
+    names: set[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.experiments = {experiment.id for experiment in self.space.experiments}
+        self.names = set(self.space.entity_space.names)
+
+    def read_on(self, store: _Store) -> tuple[PairResult, ...]:
+        """The store's results this view shows, oldest first."""
+        for key in store.changed[self.read :]:
+            result = store.results[key]
+            if self._shows(result):
+                self.picked[key] = result
+                self.shown = None
+            elif self.picked.pop(key, None) is not None:
+                self.shown = None
+        self.read = len(store.changed)
+        if self.shown is None:
+            ordered = sorted(self.picked.values(), key=lambda r: r.order)
+            self.shown = tuple(result.outcome for result in ordered)
+        return self.shown
+
+    def _shows(self, result: StoredResult) -> bool:
+        outcome = result.outcome
+        return (
+            result.occurred_at < self.started_at
+            and result.operation_id != self.operation_id
+            and outcome.experiment_id in self.experiments
+            and _in_space(self.space, outcome, self.names) == self.inside
+        )
 
 
 @dataclass
@@ -55,9 +105,7 @@ class SampleStores:
 
     stores: dict[str, _Store] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
-    _cache: dict[tuple[str, str, bool], tuple[int, tuple[PairResult, ...]]] = field(
-        default_factory=dict
-    )
+    _cache: dict[tuple[str, str, bool], _Chosen] = field(default_factory=dict)
 
     def knows(self, event: MeasurementCompleted) -> bool:
         return event.event_id in self.seen
@@ -77,7 +125,7 @@ class SampleStores:
         known = store.results.get(key)
         if known is None or result.order < known.order:
             store.results[key] = result
-            store.version += 1
+            store.changed.append(key)
 
     def results_for(
         self, space: KnownSpace, operation_id: str, started_at: datetime
@@ -99,12 +147,10 @@ class SampleStores:
         if store is None:
             return ()
         key = (operation_id, space.space_id, inside)
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] == store.version:
-            return cached[1]
-        found = _chosen(store, space, operation_id, started_at, inside=inside)
-        self._cache[key] = (store.version, found)
-        return found
+        view = self._cache.get(key)
+        if view is None or view.started_at != started_at:
+            view = self._cache[key] = _Chosen(space, operation_id, started_at, inside)
+        return view.read_on(store)
 
     def forget(self, operation_id: str) -> None:
         """Drop what was cached for a finished operation."""
@@ -112,23 +158,6 @@ class SampleStores:
             del self._cache[key]
 
 
-def _chosen(
-    store: _Store, space: KnownSpace, operation_id: str, started_at: datetime, *, inside: bool
-) -> tuple[PairResult, ...]:
-    """The store's results before `started_at`, from other operations, for the space's
-    experiments, on entities inside the space (or outside it), oldest first."""
-    experiments = {experiment.id for experiment in space.experiments}
-    chosen = [
-        result
-        for result in store.results.values()
-        if result.occurred_at < started_at
-        and result.operation_id != operation_id
-        and result.outcome.experiment_id in experiments
-        and _in_space(space, result.outcome) == inside
-    ]
-    return tuple(result.outcome for result in sorted(chosen, key=lambda r: r.order))
-
-
-def _in_space(space: KnownSpace, outcome: PairResult) -> bool:
-    names = set(space.entity_space.names)
+def _in_space(space: KnownSpace, outcome: PairResult, names: set[str]) -> bool:
+    """Whether `outcome`'s entity is one of `space`'s (`names`: the space's property names)."""
     return set(outcome.entity_values) == names and outcome.entity_values in space.entity_space

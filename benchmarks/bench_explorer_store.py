@@ -1,0 +1,183 @@
+"""An operation's views of a shared sample store as the store grows, against folding alone.
+
+Before each decision the explorer shows the operator what the space's sample store held when
+the operation started (`OperationView.store_results`, inside the space, and `store_elsewhere`,
+on other entities for the same experiments: `explorer/domain/sample_store.py`).
+
+Subject, per decision of a running operation: fold one new result into the store (a result
+another operation on the same store measured meanwhile: the store changed), then read both
+views.
+Baseline, interleaved with it in every round: fold the same result alone into a store of the
+same size (`SampleStores.record`). The ratio is what reading the views adds to a decision; it
+should not grow with the store. Also shown: the first view of an operation, which reads the
+whole store once.
+
+The store: `--sizes` results of other models for the same experiment (outside the space, all
+from before the operation started), and a result for every entity of the 40-entity space. The
+garbage collector is set as a service process sets it (`runtime.collector`). On a shared
+2-core machine the figures are noisy: compare the ratios, measured in the same run.
+Run: .venv/bin/python benchmarks/bench_explorer_store.py [--sizes 1000,10000,100000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
+
+from workload import EXPERIMENT, finetune_space
+
+from discospace.core import DiscoverySpace, Entity, parameterized_experiment_id
+from discospace.events import (
+    MeasurementCompleted,
+    OperationRequested,
+    SpaceRegistered,
+    measurement_request_id,
+)
+from discospace.explorer.domain.sample_store import SampleStores
+from discospace.explorer.domain.spaces import KnownSpace, known_space
+from discospace.runtime.collector import tune_collector
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+STORE = "shared"
+MODEL = "llama-7b"
+BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+DECISIONS = 500
+"""Decisions timed per round (each folds one new result)."""
+GC_YOUNG = 50_000
+"""The services' default `gc_young_threshold`."""
+EXPERIMENT_ID = parameterized_experiment_id("finetune", {})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--rounds", type=int, default=3)
+    arguments = parser.parse_args()
+    tune_collector(GC_YOUNG)
+    space = _space()
+    for size in (int(size) for size in arguments.sizes.split(",")):
+        _measure(space, size, arguments.rounds)
+
+
+def _measure(space: KnownSpace, size: int, rounds: int) -> None:
+    started = T0 + timedelta(seconds=size + 100)
+    stored = [
+        _result({"model_name": f"other-{i}", "batch_size": 8, "number_gpus": 1}, i, "op-old")
+        for i in range(size)
+    ] + [
+        _result(entity.as_dict(), size + index, "op-old")
+        for index, entity in enumerate(space.entity_space.sequential())
+    ]
+    subject_store, baseline_store = _folded(stored), _folded(stored)
+    first_s = _timed(partial(_views, subject_store, space, started))
+    subject, baseline = [], []
+    for round_index in range(rounds):
+        fresh = [
+            _result(
+                {"model_name": f"live-{round_index}-{j}", "batch_size": 8, "number_gpus": 1},
+                size + 1000 + round_index * DECISIONS + j,
+                "op-live",
+            )
+            for j in range(DECISIONS)
+        ]
+        subject.append(_timed(partial(_decisions, subject_store, space, started, fresh)))
+        baseline.append(_timed(partial(_folds, baseline_store, fresh)))
+    ratios = [s / b for s, b in zip(subject, baseline, strict=True)]
+    print(f"store of {size:,} results ({len(stored):,} with the space's own):")
+    print(f"  first view of an operation (reads the store once): {first_s * 1e3:.2f} ms")
+    _line("  fold + both views, per decision (us)", [s / DECISIONS * 1e6 for s in subject])
+    _line("  fold alone, same result (us)", [b / DECISIONS * 1e6 for b in baseline])
+    _line("  ratio decision / fold", ratios, "{:.2f}x")
+
+
+def _space() -> KnownSpace:
+    spec = finetune_space(STORE, [MODEL], BATCH_SIZES)
+    space_id = DiscoverySpace.from_spec(spec).id
+    event = SpaceRegistered(
+        event_id=f"space-{space_id}",
+        occurred_at=T0,
+        submission_id="submission",
+        space_id=space_id,
+        spec=spec,
+        experiments=(EXPERIMENT,),
+    )
+    known = known_space(event)
+    assert isinstance(known, KnownSpace), known
+    return known
+
+
+def _result(values: dict[str, Any], seconds: int, operation: str) -> MeasurementCompleted:
+    cause = OperationRequested(
+        event_id=f"request-{operation}",
+        occurred_at=T0,
+        operation_id=operation,
+        space_id="elsewhere",
+        operator="random_walk",
+        requested_by="bench",
+    )
+    entity = Entity.of(values)
+    return MeasurementCompleted.caused_by(
+        cause,
+        T0 + timedelta(seconds=seconds),
+        seconds,
+        operation_id=operation,
+        request_id=measurement_request_id(operation, entity.id, EXPERIMENT_ID),
+        space_id="elsewhere",
+        sample_store=STORE,
+        entity_id=entity.id,
+        entity_values=values,
+        experiment_id=EXPERIMENT_ID,
+        worker_id="w0",
+        values={"train_tokens_per_second": 1000.0 + seconds, "peak_gpu_memory_mib": 1.0},
+        is_valid=True,
+        uncertainty={},
+        duration_seconds=1.0,
+    )
+
+
+def _folded(results: list[MeasurementCompleted]) -> SampleStores:
+    stores = SampleStores()
+    for result in results:
+        stores.record(result)
+    return stores
+
+
+def _views(stores: SampleStores, space: KnownSpace, started: datetime) -> None:
+    stores.results_for(space, "op-new", started)
+    stores.results_elsewhere(space, "op-new", started)
+
+
+def _decisions(
+    stores: SampleStores, space: KnownSpace, started: datetime, fresh: list[MeasurementCompleted]
+) -> None:
+    for result in fresh:
+        stores.record(result)
+        _views(stores, space, started)
+
+
+def _folds(stores: SampleStores, fresh: list[MeasurementCompleted]) -> None:
+    for result in fresh:
+        stores.record(result)
+
+
+def _timed(work: Callable[[], None]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def _line(name: str, values: list[float], form: str = "{:,.1f}") -> None:
+    figures = (min(values), statistics.median(values), max(values))
+    shown = " / ".join(form.format(figure) for figure in figures)
+    print(f"{name}: min / median / max {shown}")
+
+
+if __name__ == "__main__":
+    main()
