@@ -152,9 +152,9 @@ async def _read(
         enable_auto_commit=False,
         **security.client_kwargs(),
     )
-    await consumer.start()
     events: list[Event] = []
-    try:
+    try:  # a start the broker refuses (the group is not this principal's) closes it too
+        await consumer.start()
         async with asyncio.timeout(timeout_s):
             while len(events) < wanted:
                 batch = await consumer.getmany(timeout_ms=500)

@@ -16,6 +16,7 @@ their handlers every event up to where the topics end, then they read on from ex
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,9 @@ from discospace.runtime.stalls import StallRules, StallWatch
 CONTRACTS_VERSION = "1.0.0"
 """Version written in every AsyncAPI document; bump it with the event contracts."""
 
+START_WAIT_S = 30.0
+"""How long a stop waits for a start still under way to end (`Service.wait_until_started`)."""
+
 Hook = Callable[[], Awaitable[Any]]
 logger = logging.getLogger("discospace.runtime.service")
 
@@ -69,6 +73,9 @@ class Service:
     """Sets `discospace_consumer_lag` while the service runs."""
     stalls: StallWatch = field(default_factory=StallWatch)
     """Which consumer is stalled, for /health and `discospace_consumer_stalled`."""
+    _starting: bool = field(default=False, init=False, repr=False)
+    _ends_start: bool = field(default=False, init=False, repr=False)
+    _started: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -184,6 +191,38 @@ class Service:
         self.app.after_shutdown(hook)
         return hook
 
+    async def begin_start(self) -> None:
+        """The first startup hook: the start is under way; it ends after the last
+        `after_startup` hook (one appended now, after every hook the service declared)."""
+        self._starting = True
+        self._started.clear()
+        if not self._ends_start:
+            self._ends_start = True
+            self.app.after_startup(self._end_start)
+
+    async def _end_start(self) -> None:
+        self._started.set()
+
+    async def wait_until_started(self) -> None:
+        """The first shutdown hook: let a start still under way end before anything stops.
+
+        FastStream's lifespan (what uvicorn and `start_lifespan_context` run) hands over once
+        the startup hooks ran, and starts the broker and the `after_startup` hooks after that.
+        A stop that came meanwhile (a SIGTERM during start, a caller that leaves at once) found
+        the subscribers' Kafka consumers not built yet and stopped nothing; the start then
+        built and opened them, and started the lag task, after their stop. A start that failed
+        ends this wait too (its error cancels the stop), and one that takes longer than
+        `START_WAIT_S` is left to its cancellation, with a warning.
+        """
+        if not self._starting or self._started.is_set():
+            return
+        try:
+            await asyncio.wait_for(self._started.wait(), START_WAIT_S)
+        except TimeoutError:
+            logger.warning(
+                "stopping %s before its start ended (waited %.0f s)", self.name, START_WAIT_S
+            )
+
     async def provision_topics(self) -> None:
         """Create the fixed topics this service reads or writes, if missing."""
         await provision_topics(
@@ -270,6 +309,8 @@ def create_service(
             watch=stalls,
         )
     )
+    app.on_startup(service.begin_start)
+    service.before_shutdown(service.wait_until_started)
     app.on_startup(service.provision_topics)
     service.lag = ConsumerLag(broker, metrics.consumer_lag, name, watch=stalls)
     service.after_startup(service.lag.start)
