@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+from prometheus_client import CollectorRegistry
+
 from discospace.events import Event, MeasurementFailed, OperationStarted, SamplesRequested
 from discospace.explorer.domain.decide import Engine, Timing
 from discospace.explorer.domain.operator import OperatorRegistry
 from discospace.explorer.operators.random_walk import RandomWalk
 from discospace.explorer.service.live import LiveExplorer
+from discospace.explorer.service.metrics import ExplorerMetrics
 
 
 def _now() -> datetime:
@@ -31,9 +34,32 @@ class Broker:
         self.published.append(event)
 
 
-def _explorer(broker: Broker, backoff_s: float = 0.05) -> LiveExplorer:
+def _explorer(
+    broker: Broker, backoff_s: float = 0.05, metrics: ExplorerMetrics | None = None
+) -> LiveExplorer:
     engine = Engine(OperatorRegistry([RandomWalk()]), Timing(backoff_s, 1.0, 30.0))
-    return LiveExplorer(engine, broker, _now, publish_retry_s=0.01)
+    return LiveExplorer(engine, broker, _now, metrics=metrics, publish_retry_s=0.01)
+
+
+async def test_the_active_operations_gauge_reads_what_the_explorer_decides_for_when_scraped(
+    small_space, make_request
+):
+    registry = CollectorRegistry()
+    explorer = _explorer(Broker(), metrics=ExplorerMetrics.create(registry))
+
+    def active() -> float | None:
+        return registry.get_sample_value("discospace_operations_active")
+
+    explorer.fold(small_space)
+    explorer.fold(make_request(small_space, batch_size=2))
+    assert active() == 0  # replaying: deciding for nothing yet
+    await explorer.go_live()
+    assert active() == 1
+    await explorer.handle(make_request(small_space, "op-2", batch_size=2))
+    assert active() == 2
+    await explorer.release()
+    assert active() == 0
+    await explorer.stop()
 
 
 async def test_decisions_the_broker_refuses_are_published_again_in_order(small_space, make_request):

@@ -78,6 +78,14 @@ class LiveExplorer:
         self._lock = asyncio.Lock()
         self._rescheduled = asyncio.Event()
         self._timer: asyncio.Task[None] | None = None
+        if metrics:
+            metrics.operations_active.set_function(self._active)
+
+    def _active(self) -> int:
+        """`discospace_operations_active`, counted when it is read (a scrape), not after every
+        event: counting passes over every operation this explorer ever knew, finished ones
+        too (0.35 ms per event at 10^4 of them, 5.9 ms at 10^5)."""
+        return len(self.state.owned()) if self.state.live else 0
 
     def fold(self, event: Event) -> None:
         """Fold an event read while replaying at start (decides nothing before `own`)."""
@@ -125,7 +133,6 @@ class LiveExplorer:
         """Decide for no operation from now on; a decision round under way is published first."""
         async with self._lock:
             self.state.owns = _no_operation
-            self._show_active()
 
     async def go_live(self) -> None:
         """The history is folded and this explorer is alone: decide for every operation."""
@@ -175,12 +182,7 @@ class LiveExplorer:
             await self._publish_one(decision)
         if self.metrics:
             self.metrics.published(decided.events)
-        self._show_active()
         self._schedule(decided.wake_at)
-
-    def _show_active(self) -> None:
-        if self.metrics:
-            self.metrics.operations_active.set(len(self.state.owned()) if self.state.live else 0)
 
     async def _publish_one(self, decision: Published) -> None:
         await until_done(
