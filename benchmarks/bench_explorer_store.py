@@ -32,16 +32,15 @@ from typing import Any
 
 from workload import EXPERIMENT, finetune_space
 
-from discospace.core import DiscoverySpace, Entity, parameterized_experiment_id
+from discospace.core import DiscoverySpace, parameterized_experiment_id
 from discospace.events import (
     MeasurementCompleted,
-    OperationRequested,
     SpaceRegistered,
-    measurement_request_id,
 )
 from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import KnownSpace, known_space
 from discospace.runtime.collector import tune_collector
+from discospace.testing.events import measured
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 STORE = "shared"
@@ -113,31 +112,14 @@ def _space() -> KnownSpace:
 
 
 def _result(values: dict[str, Any], seconds: int, operation: str) -> MeasurementCompleted:
-    cause = OperationRequested(
-        event_id=f"request-{operation}",
-        occurred_at=T0,
-        operation_id=operation,
-        space_id="elsewhere",
-        operator="random_walk",
-        requested_by="bench",
-    )
-    entity = Entity.of(values)
-    return MeasurementCompleted.caused_by(
-        cause,
+    return measured(
+        values,
         T0 + timedelta(seconds=seconds),
         seconds,
-        operation_id=operation,
-        request_id=measurement_request_id(operation, entity.id, EXPERIMENT_ID),
-        space_id="elsewhere",
-        sample_store=STORE,
-        entity_id=entity.id,
-        entity_values=values,
+        operation=operation,
         experiment_id=EXPERIMENT_ID,
-        worker_id="w0",
-        values={"train_tokens_per_second": 1000.0 + seconds, "peak_gpu_memory_mib": 1.0},
-        is_valid=True,
-        uncertainty={},
-        duration_seconds=1.0,
+        sample_store=STORE,
+        results={"train_tokens_per_second": 1000.0 + seconds, "peak_gpu_memory_mib": 1.0},
     )
 
 

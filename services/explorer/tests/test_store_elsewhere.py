@@ -9,15 +9,13 @@ from typing import Any, ClassVar
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from discospace.core import Entity, parameterized_experiment_id
+from discospace.core import parameterized_experiment_id
 from discospace.events import (
     MeasurementCompleted,
     OperationCompleted,
     OperationParameters,
-    OperationRequested,
     OperationStarted,
     SpaceRegistered,
-    measurement_request_id,
 )
 from discospace.explorer.domain.decide import Engine
 from discospace.explorer.domain.operator import (
@@ -29,6 +27,7 @@ from discospace.explorer.domain.operator import (
 )
 from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import KnownSpace, known_space
+from discospace.testing.events import measured
 
 from .conftest import SMALL, T0, request, space_registered
 
@@ -50,31 +49,15 @@ def _result(
     store: str = "store-a",
     tps: float = 1.0,
 ) -> MeasurementCompleted:
-    cause = OperationRequested(
-        event_id=f"request-{operation}",
-        occurred_at=T0,
-        operation_id=operation,
-        space_id="somewhere",
-        operator="random_walk",
-        requested_by="tester",
-    )
-    entity = Entity.of(values)
-    return MeasurementCompleted.caused_by(
-        cause,
+    return measured(
+        values,
         T0 + timedelta(seconds=seconds),
         seconds,
-        operation_id=operation,
-        request_id=measurement_request_id(operation, entity.id, experiment),
-        space_id="somewhere",
-        sample_store=store,
-        entity_id=entity.id,
-        entity_values=values,
+        operation=operation,
         experiment_id=experiment,
-        worker_id="w0",
-        values={"tps": tps, "mem": 1},
-        is_valid=True,
-        uncertainty={},
-        duration_seconds=1.0,
+        sample_store=store,
+        results={"tps": tps, "mem": 1},
+        space_id="somewhere",
     )
 
 
