@@ -4,13 +4,14 @@ Before each decision the explorer shows the operator what the space's sample sto
 the operation started (`OperationView.store_results`, inside the space, and `store_elsewhere`,
 on other entities for the same experiments: `explorer/domain/sample_store.py`).
 
-Subject, per decision of a running operation: fold one new result into the store (a result
-another operation on the same store measured meanwhile: the store changed), then read both
-views.
-Baseline, interleaved with it in every round: fold the same result alone into a store of the
+Subject, per decision of a running operation: fold one new result into the store, then read
+both views. Two kinds of result, each its own figure: one another operation measured meanwhile
+(after this one started, so neither view shows it: the common case), and one that occurred
+before the start and is read late (the elsewhere view shows it, so it changes).
+Baseline, interleaved with it in every round: fold the same results alone into a store of the
 same size (`SampleStores.record`). The ratio is what reading the views adds to a decision; it
-should not grow with the store. Also shown: the first view of an operation, which reads the
-whole store once.
+should not grow with the store. Also shown: the first view of an operation, one pass over the
+whole store (a fresh operation each round).
 
 The store: `--sizes` results of other models for the same experiment (outside the space, all
 from before the operation started), and a result for every entity of the 40-entity space. The
@@ -51,6 +52,15 @@ DECISIONS = 500
 GC_YOUNG = 50_000
 """The services' default `gc_young_threshold`."""
 EXPERIMENT_ID = parameterized_experiment_id("finetune", {})
+FIGURES = {
+    "first": "  first view of an operation: one pass over the store",
+    "unseen": "  per decision, fold + both views, a result the views do not show",
+    "unseen fold": "    fold alone, same results",
+    "unseen ratio": "    ratio decision / fold",
+    "seen": "  per decision, fold + both views, a result the elsewhere view shows",
+    "seen fold": "    fold alone, same results",
+    "seen ratio": "    ratio decision / fold",
+}
 
 
 def main() -> None:
@@ -74,25 +84,34 @@ def _measure(space: KnownSpace, size: int, rounds: int) -> None:
         for index, entity in enumerate(space.entity_space.sequential())
     ]
     subject_store, baseline_store = _folded(stored), _folded(stored)
-    first_s = _timed(partial(_views, subject_store, space, started))
-    subject, baseline = [], []
+    _views(subject_store, space, "op-new", started)
+    figures: dict[str, list[float]] = {name: [] for name in FIGURES}
     for round_index in range(rounds):
-        fresh = [
-            _result(
-                {"model_name": f"live-{round_index}-{j}", "batch_size": 8, "number_gpus": 1},
-                size + 1000 + round_index * DECISIONS + j,
-                "op-live",
-            )
-            for j in range(DECISIONS)
-        ]
-        subject.append(_timed(partial(_decisions, subject_store, space, started, fresh)))
-        baseline.append(_timed(partial(_folds, baseline_store, fresh)))
-    ratios = [s / b for s, b in zip(subject, baseline, strict=True)]
+        first = f"op-first-{round_index}"
+        figures["first"].append(_timed(partial(_views, subject_store, space, first, started)))
+        subject_store.forget(first)
+        for kind, seconds in (("unseen", size + 1000), ("seen", size + 50)):
+            fresh = [
+                _result(
+                    {"model_name": f"{kind}-{round_index}-{j}", "batch_size": 8, "number_gpus": 1},
+                    seconds,
+                    f"op-{kind}-{round_index}",
+                    index=j,
+                )
+                for j in range(DECISIONS)
+            ]
+            decided = _timed(partial(_decisions, subject_store, space, started, fresh))
+            folded = _timed(partial(_folds, baseline_store, fresh))
+            figures[kind].append(decided / DECISIONS)
+            figures[f"{kind} fold"].append(folded / DECISIONS)
+            figures[f"{kind} ratio"].append(decided / folded)
     print(f"store of {size:,} results ({len(stored):,} with the space's own):")
-    print(f"  first view of an operation (reads the store once): {first_s * 1e3:.2f} ms")
-    _line("  fold + both views, per decision (us)", [s / DECISIONS * 1e6 for s in subject])
-    _line("  fold alone, same result (us)", [b / DECISIONS * 1e6 for b in baseline])
-    _line("  ratio decision / fold", ratios, "{:.2f}x")
+    for name, label in FIGURES.items():
+        if name.endswith("ratio"):
+            _line(label, figures[name], "{:.2f}x")
+        else:
+            scale, unit = (1e3, "ms") if name == "first" else (1e6, "us")
+            _line(f"{label} ({unit})", [value * scale for value in figures[name]])
 
 
 def _space() -> KnownSpace:
@@ -111,11 +130,13 @@ def _space() -> KnownSpace:
     return known
 
 
-def _result(values: dict[str, Any], seconds: int, operation: str) -> MeasurementCompleted:
+def _result(
+    values: dict[str, Any], seconds: int, operation: str, *, index: int | None = None
+) -> MeasurementCompleted:
     return measured(
         values,
         T0 + timedelta(seconds=seconds),
-        seconds,
+        seconds if index is None else index,
         operation=operation,
         experiment_id=EXPERIMENT_ID,
         sample_store=STORE,
@@ -130,9 +151,9 @@ def _folded(results: list[MeasurementCompleted]) -> SampleStores:
     return stores
 
 
-def _views(stores: SampleStores, space: KnownSpace, started: datetime) -> None:
-    stores.results_for(space, "op-new", started)
-    stores.results_elsewhere(space, "op-new", started)
+def _views(stores: SampleStores, space: KnownSpace, operation: str, started: datetime) -> None:
+    stores.results_for(space, operation, started)
+    stores.results_elsewhere(space, operation, started)
 
 
 def _decisions(
@@ -140,7 +161,7 @@ def _decisions(
 ) -> None:
     for result in fresh:
         stores.record(result)
-        _views(stores, space, started)
+        _views(stores, space, "op-new", started)
 
 
 def _folds(stores: SampleStores, fresh: list[MeasurementCompleted]) -> None:

@@ -114,47 +114,66 @@ def test_a_result_replaced_by_an_earlier_one_the_operation_may_not_see_leaves_it
     assert stores.results_for(space, "op-new", started) == ()
 
 
+_VIEWERS = [("op-new", 100), ("op-other", 150), ("op-old", 50)]
+"""(operation, seconds after T0 it started): the operations whose views are read."""
 _EVENTS = st.lists(
     st.tuples(
         st.sampled_from([1, 2, 4, 16]),
         st.sampled_from([None, "llama"]),
         st.integers(min_value=0, max_value=200),
         st.sampled_from(["op-old", "op-new", "op-other"]),
-        st.booleans(),
+        st.sampled_from([BENCH_ID, "other-experiment"]),
+        st.sampled_from(["fold", "read", "forget"]),
     ),
     max_size=40,
     unique_by=lambda event: (event[2], event[3]),
 )
 
 
-@settings(max_examples=200, deadline=None)
-@given(_EVENTS)
-def test_views_read_between_changes_equal_views_read_once_after_them(events):
-    """A view follows the store change by change: reading it after every few results gives
-    what one read of a store that folded them all gives."""
-    space = _space(space_registered(SMALL))
-    started = T0 + timedelta(seconds=100)
-    results = [
-        _result(
-            {"batch_size": size, "number_gpus": 1} | ({"model": model} if model else {}),
-            seconds,
-            operation=operation,
+def _scanned(
+    stores: SampleStores, space: KnownSpace, operation: str, started: Any, *, inside: bool
+) -> tuple[Any, ...]:
+    """The rule of both views, applied by one pass over what the store holds (the reference)."""
+    store = stores.stores.get(space.sample_store)
+    if store is None:
+        return ()
+    experiments = {experiment.id for experiment in space.experiments}
+    names = set(space.entity_space.names)
+    chosen = [
+        result
+        for result in store.results.values()
+        if result.occurred_at < started
+        and result.operation_id != operation
+        and result.outcome.experiment_id in experiments
+        and (
+            set(result.outcome.entity_values) == names
+            and result.outcome.entity_values in space.entity_space
         )
-        for size, model, seconds, operation, _ in events
+        == inside
     ]
+    return tuple(result.outcome for result in sorted(chosen, key=lambda r: r.order))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_EVENTS)
+def test_views_read_between_changes_are_what_a_pass_over_the_store_gives(events):
+    """Views follow the store change by change (results replaced by earlier ones, results of
+    the operation itself, other experiments, views dropped and made again): every read gives
+    what one pass over the store's results gives then."""
+    space = _space(space_registered(SMALL))
     followed = SampleStores()
-    for result, (*_, read) in zip(results, events, strict=True):
-        followed.record(result)
-        if read:
-            followed.results_for(space, "op-new", started)
-            followed.results_elsewhere(space, "op-new", started)
-    once = _stores(*results)
-    assert followed.results_for(space, "op-new", started) == once.results_for(
-        space, "op-new", started
-    )
-    assert followed.results_elsewhere(space, "op-new", started) == once.results_elsewhere(
-        space, "op-new", started
-    )
+    for size, model, seconds, operation, experiment, action in events:
+        values = {"batch_size": size, "number_gpus": 1} | ({"model": model} if model else {})
+        followed.record(_result(values, seconds, operation=operation, experiment=experiment))
+        if action == "forget":
+            followed.forget(operation)
+        if action == "fold":
+            continue
+        for viewer, at in _VIEWERS:
+            started = T0 + timedelta(seconds=at)
+            for inside, read in ((True, followed.results_for), (False, followed.results_elsewhere)):
+                expected = _scanned(followed, space, viewer, started, inside=inside)
+                assert read(space, viewer, started) == expected
 
 
 class Recording:

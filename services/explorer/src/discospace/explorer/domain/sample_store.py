@@ -20,6 +20,7 @@ model), never what it measures or reuses.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -42,20 +43,45 @@ class StoredResult:
         return self.occurred_at, self.event_id
 
 
+Change = tuple["StoredResult | None", "StoredResult"]
+"""One change of a store's results: the result it replaced (None for a new pair), the new one."""
+
+
+def _order(result: StoredResult) -> tuple[datetime, str]:
+    return result.order
+
+
 @dataclass
 class _Store:
     results: dict[PairKey, StoredResult] = field(default_factory=dict)
-    changed: list[PairKey] = field(default_factory=list)
-    """The pair of every change of `results`, in order: a view of the store reads only the
-    changes since it last looked (`_Chosen`), not the whole store."""
+    changes: list[Change] = field(default_factory=list)
+    """The changes of `results` some view has not read yet, in order (none while no view
+    exists: a view made later reads `results` whole)."""
+    first_change: int = 0
+    """The number of the first change in `changes`: those before it were read by every view."""
+
+    @property
+    def change_count(self) -> int:
+        """How many changes the store has had that a view may have read."""
+        return self.first_change + len(self.changes)
+
+    def changes_since(self, read: int) -> list[Change]:
+        return self.changes[read - self.first_change :]
+
+    def drop_changes_before(self, read: int) -> None:
+        """Forget the changes before number `read` (every view has read them)."""
+        cut = read - self.first_change
+        if cut > 0:
+            del self.changes[:cut]
+            self.first_change = read
 
 
 @dataclass
 class _Chosen:
     """One operation's view of a store: the results that occurred before `started_at`, from
     other operations, for the space's experiments, on entities inside the space (or outside
-    it), oldest first. Kept up to date change by change, so a decision costs what changed
-    since the last one, not a pass over the whole store."""
+    it), oldest first. Made by one pass over the store; then kept up to date change by change,
+    so a decision costs what changed since the last one, not a pass over the whole store."""
 
     space: KnownSpace
     operation_id: str
@@ -63,10 +89,10 @@ class _Chosen:
     inside: bool
     read: int = 0
     """How many of the store's changes this view has read."""
-    picked: dict[PairKey, StoredResult] = field(default_factory=dict)
-    """The results shown, by pair."""
-    shown: tuple[PairResult, ...] | None = ()
-    """`picked` in order; None when it changed since."""
+    entries: list[StoredResult] = field(default_factory=list)
+    """The results shown, oldest first (ordered by `StoredResult.order`, unique per store)."""
+    shown: tuple[PairResult, ...] = ()
+    """The outcomes of `entries`."""
     experiments: set[str] = field(init=False)
     names: set[str] = field(init=False)
 
@@ -74,20 +100,35 @@ class _Chosen:
         self.experiments = {experiment.id for experiment in self.space.experiments}
         self.names = set(self.space.entity_space.names)
 
+    @classmethod
+    def of(
+        cls, store: _Store, space: KnownSpace, operation_id: str, started_at: datetime, inside: bool
+    ) -> _Chosen:
+        """The view of `store` as it is now."""
+        view = cls(space, operation_id, started_at, inside, read=store.change_count)
+        view.entries = sorted(filter(view._shows, store.results.values()), key=_order)
+        view.shown = tuple(entry.outcome for entry in view.entries)
+        return view
+
     def read_on(self, store: _Store) -> tuple[PairResult, ...]:
         """The store's results this view shows, oldest first."""
-        for key in store.changed[self.read :]:
-            result = store.results[key]
+        changed = False
+        for replaced, result in store.changes_since(self.read):
+            if replaced is not None and self._shows(replaced):
+                self._remove(replaced)
+                changed = True
             if self._shows(result):
-                self.picked[key] = result
-                self.shown = None
-            elif self.picked.pop(key, None) is not None:
-                self.shown = None
-        self.read = len(store.changed)
-        if self.shown is None:
-            ordered = sorted(self.picked.values(), key=lambda r: r.order)
-            self.shown = tuple(result.outcome for result in ordered)
+                bisect.insort(self.entries, result, key=_order)
+                changed = True
+        self.read = store.change_count
+        if changed:
+            self.shown = tuple(entry.outcome for entry in self.entries)
         return self.shown
+
+    def _remove(self, result: StoredResult) -> None:
+        at = bisect.bisect_left(self.entries, result.order, key=_order)
+        if at < len(self.entries) and self.entries[at] is result:
+            del self.entries[at]
 
     def _shows(self, result: StoredResult) -> bool:
         outcome = result.outcome
@@ -125,7 +166,8 @@ class SampleStores:
         known = store.results.get(key)
         if known is None or result.order < known.order:
             store.results[key] = result
-            store.changed.append(key)
+            if self._cache:  # without a view, no one reads the changes
+                store.changes.append((known, result))
 
     def results_for(
         self, space: KnownSpace, operation_id: str, started_at: datetime
@@ -148,14 +190,18 @@ class SampleStores:
             return ()
         key = (operation_id, space.space_id, inside)
         view = self._cache.get(key)
-        if view is None or view.started_at != started_at:
-            view = self._cache[key] = _Chosen(space, operation_id, started_at, inside)
+        if view is None or view.started_at != started_at or view.space is not space:
+            view = self._cache[key] = _Chosen.of(store, space, operation_id, started_at, inside)
+            return view.shown
         return view.read_on(store)
 
     def forget(self, operation_id: str) -> None:
-        """Drop what was cached for a finished operation."""
+        """Drop the views of a finished operation, and the changes no view still has to read."""
         for key in [key for key in self._cache if key[0] == operation_id]:
             del self._cache[key]
+        for name, store in self.stores.items():
+            reads = [view.read for view in self._cache.values() if view.space.sample_store == name]
+            store.drop_changes_before(min(reads, default=store.change_count))
 
 
 def _in_space(space: KnownSpace, outcome: PairResult, names: set[str]) -> bool:

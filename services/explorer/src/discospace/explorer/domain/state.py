@@ -334,6 +334,7 @@ def forget(state: ExplorerState, operation: OperationState) -> None:
     operation.forget_details(keep_results=operation.parent_id is not None and not ended)
     state.store.forget(operation.operation_id)
     for child in state.children.pop(operation.operation_id, ()):
+        state.store.forget(child)  # the views its parent read of what it warm-started from
         held = state.operations.get(child)
         if held is not None and held.finished is not None:
             held.drop_results()
