@@ -57,6 +57,8 @@ async def test_the_active_operations_gauge_reads_what_the_explorer_decides_for_w
     assert active() == 1
     await explorer.handle(make_request(small_space, "op-2", batch_size=2))
     assert active() == 2
+    explorer.state.owns = lambda operation_id: operation_id == "op-2"  # no event, no decision
+    assert active() == 1
     await explorer.release()
     assert active() == 0
     await explorer.stop()
