@@ -46,8 +46,10 @@ from discospace.runtime.stalls import StallRules, StallWatch
 CONTRACTS_VERSION = "1.0.0"
 """Version written in every AsyncAPI document; bump it with the event contracts."""
 
-START_WAIT_S = 30.0
-"""How long a stop waits for a start still under way to end (`Service.wait_until_started`)."""
+START_WAIT_S = 10.0
+"""How long a stop waits for a start still under way to end (`Service.wait_until_started`):
+with `graceful_timeout_s` (10 s) for the stop itself, within the 30 s a Kubernetes pod or a
+compose service is given between SIGTERM and SIGKILL."""
 
 Hook = Callable[[], Awaitable[Any]]
 logger = logging.getLogger("discospace.runtime.service")
@@ -73,9 +75,7 @@ class Service:
     """Sets `discospace_consumer_lag` while the service runs."""
     stalls: StallWatch = field(default_factory=StallWatch)
     """Which consumer is stalled, for /health and `discospace_consumer_stalled`."""
-    _starting: bool = field(default=False, init=False, repr=False)
-    _ends_start: bool = field(default=False, init=False, repr=False)
-    _started: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    _start: asyncio.Task[Any] | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -192,16 +192,10 @@ class Service:
         return hook
 
     async def begin_start(self) -> None:
-        """The first startup hook: the start is under way; it ends after the last
-        `after_startup` hook (one appended now, after every hook the service declared)."""
-        self._starting = True
-        self._started.clear()
-        if not self._ends_start:
-            self._ends_start = True
-            self.app.after_startup(self._end_start)
-
-    async def _end_start(self) -> None:
-        self._started.set()
+        """The first startup hook: note the task that starts the service (FastStream's start
+        task, which runs every startup hook, starts the broker, runs every `after_startup`
+        hook, and ends)."""
+        self._start = asyncio.current_task()
 
     async def wait_until_started(self) -> None:
         """The first shutdown hook: let a start still under way end before anything stops.
@@ -210,15 +204,15 @@ class Service:
         the startup hooks ran, and starts the broker and the `after_startup` hooks after that.
         A stop that came meanwhile (a SIGTERM during start, a caller that leaves at once) found
         the subscribers' Kafka consumers not built yet and stopped nothing; the start then
-        built and opened them, and started the lag task, after their stop. A start that failed
-        ends this wait too (its error cancels the stop), and one that takes longer than
-        `START_WAIT_S` is left to its cancellation, with a warning.
+        built and opened them, and started the lag task, after their stop. The wait ends when
+        the start ends, however it ends, or after `START_WAIT_S` with a warning (the stop then
+        goes on, and the start is cancelled after it).
         """
-        if not self._starting or self._started.is_set():
+        start = self._start
+        if start is None or start.done() or start is asyncio.current_task():
             return
-        try:
-            await asyncio.wait_for(self._started.wait(), START_WAIT_S)
-        except TimeoutError:
+        await asyncio.wait({start}, timeout=START_WAIT_S)
+        if not start.done():
             logger.warning(
                 "stopping %s before its start ended (waited %.0f s)", self.name, START_WAIT_S
             )
