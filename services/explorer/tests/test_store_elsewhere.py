@@ -17,6 +17,7 @@ from discospace.events import (
     OperationStarted,
     SpaceRegistered,
 )
+from discospace.explorer.domain import sample_store
 from discospace.explorer.domain.decide import Engine
 from discospace.explorer.domain.operator import (
     Finish,
@@ -206,3 +207,29 @@ def test_an_operation_sees_other_spaces_results_from_before_it_started_also_afte
     again = sim.restart()
     assert [e.event_id for e in again] == [e.event_id for e in made]
     assert recording.seen[1] == recording.seen[0]
+
+
+def test_a_busy_store_keeps_only_the_changes_its_views_have_not_read(monkeypatch):
+    monkeypatch.setattr(sample_store, "TRIM_EVERY", 5)
+    space = _space(space_registered(SMALL))
+    started = T0 + timedelta(seconds=100)
+    stores = _stores(_result({"batch_size": 2, "number_gpus": 1}, 1))
+    store = stores.stores["store-a"]
+
+    def read(inside: bool) -> None:
+        view = stores.results_for if inside else stores.results_elsewhere
+        assert view(space, "op-new", started) == _scanned(
+            stores, space, "op-new", started, inside=inside
+        )
+
+    for i in range(30):  # both views read every third result: few changes are kept
+        stores.record(_result({"batch_size": 4, "number_gpus": 1, "model": f"a{i}"}, 2 + i))
+        if i % 3 == 0:
+            read(True)
+            read(False)
+        assert len(store.changes) <= 5 + 3
+    for i in range(30):  # the inside view reads no more: its changes are kept for it
+        stores.record(_result({"batch_size": 8, "number_gpus": 1, "model": f"b{i}"}, 40 + i))
+        read(False)
+    assert len(store.changes) >= 30
+    read(True)

@@ -47,6 +47,11 @@ Change = tuple["StoredResult | None", "StoredResult"]
 """One change of a store's results: the result it replaced (None for a new pair), the new one."""
 
 
+TRIM_EVERY = 10_000
+"""Changes a store holds before it drops those every view has read (also done whenever an
+operation ends): a long operation's views read on at each decision, so few are kept."""
+
+
 def _order(result: StoredResult) -> tuple[datetime, str]:
     return result.order
 
@@ -168,6 +173,8 @@ class SampleStores:
             store.results[key] = result
             if self._cache:  # without a view, no one reads the changes
                 store.changes.append((known, result))
+                if len(store.changes) >= TRIM_EVERY:
+                    self._trim(event.sample_store, store)
 
     def results_for(
         self, space: KnownSpace, operation_id: str, started_at: datetime
@@ -200,8 +207,12 @@ class SampleStores:
         for key in [key for key in self._cache if key[0] == operation_id]:
             del self._cache[key]
         for name, store in self.stores.items():
-            reads = [view.read for view in self._cache.values() if view.space.sample_store == name]
-            store.drop_changes_before(min(reads, default=store.change_count))
+            self._trim(name, store)
+
+    def _trim(self, name: str, store: _Store) -> None:
+        """Drop the changes of store `name` that every view of it has read."""
+        reads = [view.read for view in self._cache.values() if view.space.sample_store == name]
+        store.drop_changes_before(min(reads, default=store.change_count))
 
 
 def _in_space(space: KnownSpace, outcome: PairResult, names: set[str]) -> bool:
