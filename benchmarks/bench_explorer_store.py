@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from workload import EXPERIMENT, finetune_space
+from workload import EXPERIMENT, finetune_space, line
 
 from discospace.core import DiscoverySpace, parameterized_experiment_id
 from discospace.events import (
@@ -108,10 +107,10 @@ def _measure(space: KnownSpace, size: int, rounds: int) -> None:
     print(f"store of {size:,} results ({len(stored):,} with the space's own):")
     for name, label in FIGURES.items():
         if name.endswith("ratio"):
-            _line(label, figures[name], "{:.2f}x")
+            line(label, figures[name], "{:.2f}x")
         else:
             scale, unit = (1e3, "ms") if name == "first" else (1e6, "us")
-            _line(f"{label} ({unit})", [value * scale for value in figures[name]])
+            line(f"{label} ({unit})", [value * scale for value in figures[name]], "{:,.1f}")
 
 
 def _space() -> KnownSpace:
@@ -174,12 +173,6 @@ def _timed(work: Callable[[], None]) -> float:
     start = time.perf_counter()
     work()
     return time.perf_counter() - start
-
-
-def _line(name: str, values: list[float], form: str = "{:,.1f}") -> None:
-    figures = (min(values), statistics.median(values), max(values))
-    shown = " / ".join(form.format(figure) for figure in figures)
-    print(f"{name}: min / median / max {shown}")
 
 
 if __name__ == "__main__":

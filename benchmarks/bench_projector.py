@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import tempfile
 import time
 import uuid
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from workload import EXPERIMENT, broker, finetune_space
+from workload import EXPERIMENT, broker, finetune_space, line
 
 from discospace.core import DiscoverySpace
 from discospace.events import (
@@ -104,9 +103,9 @@ async def _run(bootstrap: str, workdir: Path, arguments: argparse.Namespace) -> 
             f"raw insert {baseline[-1]:,.0f} events/s"
         )
     ratios = [s / b for s, b in zip(subject, baseline, strict=True)]
-    _line("projector service, topic to views (events/s)", subject, "{:,.0f}")
-    _line("raw clickhouse-connect insert, same rows (events/s)", baseline, "{:,.0f}")
-    _line("ratio projector / raw insert", ratios, "{:.2f}x")
+    line("projector service, topic to views (events/s)", subject, "{:,.0f}")
+    line("raw clickhouse-connect insert, same rows (events/s)", baseline, "{:,.0f}")
+    line("ratio projector / raw insert", ratios, "{:.2f}x")
 
 
 def history(total: int) -> list[Event]:
@@ -256,11 +255,6 @@ def _prepared(read: list[Any], batch: int) -> Iterator[dict[Table, list[Any]]]:
         ]
         tables[CONSUMER_OFFSETS] = offsets
         yield dict(tables)
-
-
-def _line(name: str, values: list[float], form: str) -> None:
-    figures = (min(values), statistics.median(values), max(values))
-    print(f"{name}: min / median / max {' / '.join(form.format(v) for v in figures)}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ import asyncio
 import gc
 import json
 import logging
-import statistics
 import tempfile
 import time
 import uuid
@@ -42,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from workload import EXPERIMENT, broker, finetune_space
+from workload import EXPERIMENT, broker, finetune_space, line
 
 from discospace.bench.harness import Measured, run_operation, space_event
 from discospace.core import (
@@ -132,13 +131,13 @@ async def _run(bootstrap: str, arguments: argparse.Namespace) -> None:
             f"with json.loads {parsed[-1]:.2f} s"
         )
     folded = [r.folded_s for r in rebuilds]
-    _line("explorer fold at start (s)", folded, "{:.2f}")
-    _line("explorer fold at start (events/s)", [total / s for s in folded], "{:,.0f}")
-    _line("explorer start to live, group joined (s)", [r.live_s for r in rebuilds])
-    _line("bare aiokafka getmany, same records (s)", bare, "{:.2f}")
-    _line("bare aiokafka getmany + json.loads (s)", parsed, "{:.2f}")
-    _line("ratio explorer fold / bare getmany", _ratios(folded, bare), "{:.1f}x")
-    _line("ratio explorer fold / getmany + json.loads", _ratios(folded, parsed), "{:.1f}x")
+    line("explorer fold at start (s)", folded, "{:.2f}")
+    line("explorer fold at start (events/s)", [total / s for s in folded], "{:,.0f}")
+    line("explorer start to live, group joined (s)", [r.live_s for r in rebuilds], "{:.2f}")
+    line("bare aiokafka getmany, same records (s)", bare, "{:.2f}")
+    line("bare aiokafka getmany + json.loads (s)", parsed, "{:.2f}")
+    line("ratio explorer fold / bare getmany", _ratios(folded, bare), "{:.1f}x")
+    line("ratio explorer fold / getmany + json.loads", _ratios(folded, parsed), "{:.1f}x")
 
 
 def history(total: int) -> Iterator[list[Event]]:
@@ -335,11 +334,6 @@ def _settings(bootstrap: str, topics: TopicNames) -> ExplorerSettings:
 
 def _ratios(subject: list[float], baseline: list[float]) -> list[float]:
     return [s / b for s, b in zip(subject, baseline, strict=True)]
-
-
-def _line(name: str, values: list[float], form: str = "{:.2f}") -> None:
-    figures = (min(values), statistics.median(values), max(values))
-    print(f"{name}: min / median / max {' / '.join(form.format(v) for v in figures)}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""What several benchmarks share: the fine-tuning experiment and spaces they measure, and the
-broker they run on (one given by `KAFKA_BOOTSTRAP_SERVERS`, else a local one for the run)."""
+"""What several benchmarks share: the fine-tuning experiment and spaces they measure, the
+broker they run on (one given by `KAFKA_BOOTSTRAP_SERVERS`, else a local one for the run), and
+how a figure's rounds are printed."""
 
 from __future__ import annotations
 
 import os
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,3 +50,9 @@ def broker(workdir: Path) -> KafkaBroker:
     except BrokerUnavailableError:
         os.environ.setdefault("KAFKA_SECURITY", "plaintext")
         return start_local_broker(find_script([REPO]), workdir / "kafka")
+
+
+def line(name: str, values: Sequence[float], form: str) -> None:
+    """Print `name: min / median / max` of `values`, each in `form` (e.g. "{:.2f}")."""
+    figures = (min(values), statistics.median(values), max(values))
+    print(f"{name}: min / median / max {' / '.join(form.format(v) for v in figures)}")
