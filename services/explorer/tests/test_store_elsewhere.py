@@ -228,8 +228,18 @@ def test_a_busy_store_keeps_only_the_changes_its_views_have_not_read(monkeypatch
             read(True)
             read(False)
         assert len(store.changes) <= 5 + 3
+    trims = 0
+    trim = stores._trim
+
+    def counted(*args: Any) -> None:
+        nonlocal trims
+        trims += 1
+        trim(*args)
+
+    monkeypatch.setattr(stores, "_trim", counted)
     for i in range(30):  # the inside view reads no more: its changes are kept for it
         stores.record(_result({"batch_size": 8, "number_gpus": 1, "model": f"b{i}"}, 40 + i))
         read(False)
     assert len(store.changes) >= 30
+    assert trims <= 30 // 5, "a lagging view made the store try to drop changes at every one"
     read(True)

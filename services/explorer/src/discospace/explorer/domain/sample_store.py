@@ -48,7 +48,7 @@ Change = tuple["StoredResult | None", "StoredResult"]
 
 
 TRIM_EVERY = 10_000
-"""Changes a store holds before it drops those every view has read (also done whenever an
+"""Changes a store gathers before it drops those every view has read (also done whenever an
 operation ends): a long operation's views read on at each decision, so few are kept."""
 
 
@@ -64,6 +64,9 @@ class _Store:
     exists: a view made later reads `results` whole)."""
     first_change: int = 0
     """The number of the first change in `changes`: those before it were read by every view."""
+    kept: int = 0
+    """How many changes a view still had to read after the last drop: the next drop is tried
+    `TRIM_EVERY` changes later (not at every change while a view lags)."""
 
     @property
     def change_count(self) -> int:
@@ -79,6 +82,7 @@ class _Store:
         if cut > 0:
             del self.changes[:cut]
             self.first_change = read
+        self.kept = len(self.changes)
 
 
 @dataclass
@@ -173,7 +177,7 @@ class SampleStores:
             store.results[key] = result
             if self._cache:  # without a view, no one reads the changes
                 store.changes.append((known, result))
-                if len(store.changes) >= TRIM_EVERY:
+                if len(store.changes) >= store.kept + TRIM_EVERY:
                     self._trim(event.sample_store, store)
 
     def results_for(
