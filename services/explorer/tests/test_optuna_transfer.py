@@ -28,7 +28,7 @@ from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.operators.known import known_operators
 from discospace.explorer.operators.optuna_search.history import Source, Told
 from discospace.explorer.operators.optuna_search.study import default_startup
-from discospace.explorer.operators.optuna_search.transfer import transfer_of
+from discospace.explorer.operators.optuna_search.transfer import INVALID, OPTIMISM, transfer_of
 
 from .conftest import T0, request, space_registered
 
@@ -148,6 +148,34 @@ def test_a_point_only_a_distrusted_task_speaks_for_scores_neutral():
     scores = transfer.scores([only_large], told)
     assert scores is not None, "the medium model ranks the known points right: it is trusted"
     assert scores == [0.5], "the trusted task's mean score: neither preferred nor avoided"
+
+
+def test_a_point_the_tasks_disagree_on_comes_before_one_they_all_call_good():
+    """The large model's best batch size runs out of memory for the medium one; the batch size
+    both score 0.7 is safe but no task's best. Their mean says the safe one (0.25 against 0.7);
+    the optimism over the tasks (mean plus `OPTIMISM` standard deviations) measures the
+    disputed one first, and a point both tasks agree on keeps its mean."""
+    space = EntitySpace.from_specs(SMALL_MODEL)
+    elsewhere = [
+        _pair({"batch_size": 8, "number_gpus": 1, "model": "large"}, 100.0),
+        _pair({"batch_size": 4, "number_gpus": 1, "model": "large"}, 70.0),
+        _pair({"batch_size": 1, "number_gpus": 1, "model": "large"}, 0.0),
+        _pair({"batch_size": 8, "number_gpus": 1, "model": "medium"}, None),
+        _pair({"batch_size": 4, "number_gpus": 1, "model": "medium"}, 70.0),
+        _pair({"batch_size": 2, "number_gpus": 1, "model": "medium"}, 100.0),
+        _pair({"batch_size": 1, "number_gpus": 1, "model": "medium"}, 0.0),
+    ]
+    transfer = transfer_of(elsewhere, SOURCE, space)
+    assert transfer is not None
+    disputed, agreed = (
+        Entity.of({"batch_size": b, "number_gpus": 1, "model": "small"}) for b in (8, 4)
+    )
+    scores = transfer.scores([disputed, agreed], [])
+    assert scores is not None
+    mean, spread = (1.0 + INVALID) / 2, (1.0 - INVALID) / 2
+    assert scores[0] == pytest.approx(mean + OPTIMISM * spread)
+    assert scores[1] == pytest.approx(0.7)
+    assert scores[0] > scores[1]
 
 
 def test_a_single_result_elsewhere_is_nothing_to_rank():
