@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from discospace.events import OperationParameters, all_event_types, decode, encode
+from discospace.events import (
+    OperationParameters,
+    all_event_types,
+    decode,
+    decode_verbatim,
+    encode,
+)
 from discospace.events.upcasting import has_upcaster, objectives_out_of_options
 
 Stored = tuple[tuple[str, int], dict[str, Any]]
@@ -60,6 +66,19 @@ def test_no_stored_payload_names_a_type_or_version_that_does_not_exist(
         for version in range(1, cls.current_version() + 1)
     }
     assert set(payloads) - known == set()
+
+
+def test_a_stored_payload_is_read_verbatim_exactly_when_it_is_of_the_current_version(
+    stored_payload: Stored,
+) -> None:
+    """`decode_verbatim` says whether the bytes may stand for the event (the projector then
+    stores them as read): not when an upcast rewrote them, whichever way they are spaced."""
+    (_, version), payload = stored_payload
+    stored = json.dumps(payload).encode()
+    event, verbatim = decode_verbatim(stored)
+    assert event == decode(stored)
+    assert verbatim is (version == event.schema_version)
+    assert decode_verbatim(encode(event)) == (event, True)
 
 
 def test_every_past_version_has_an_upcaster_to_the_next(event_class: Any) -> None:

@@ -160,10 +160,32 @@ def test_a_version_1_event_keeps_its_json_as_read_and_decodes_back_to_itself(sto
     assert decode(read.record.payload) == space
 
 
-def test_an_event_of_a_later_version_is_stored_as_its_current_json(story) -> None:
+def test_an_event_at_a_later_current_version_keeps_its_json_as_read(story) -> None:
+    import json
+
+    from discospace.events import MeasurementCompleted, decode
+
+    completed = next(e for e in story.events if isinstance(e, MeasurementCompleted))
+    assert completed.schema_version == completed.current_version() > 1
+    spaced = json.dumps(json.loads(encode(completed)), indent=1).encode()
+    read = read_event(_record("t.measurements", 0, 1, completed.key(), spaced))
+
+    assert read.record.payload == spaced.decode()
+    assert decode(read.record.payload) == completed
+
+
+def test_an_event_of_an_earlier_version_is_stored_upcast_as_its_current_json(story) -> None:
+    import json
+
     from discospace.events import MeasurementCompleted
 
     completed = next(e for e in story.events if isinstance(e, MeasurementCompleted))
-    read = read_event(_record("t.measurements", 0, 1, completed.key(), encode(completed)))
+    assert completed.uncertainty == {}, "version 1 had none: the upcast gives it none"
+    older = json.loads(encode(completed))
+    older["schema_version"] = 1
+    del older["uncertainty"]
+    read = read_event(_record("t.measurements", 0, 1, completed.key(), json.dumps(older).encode()))
 
+    assert read.event == completed
     assert read.record.payload == completed.model_dump_json()
+    assert json.loads(read.record.payload)["schema_version"] == completed.current_version()

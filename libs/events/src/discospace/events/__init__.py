@@ -15,6 +15,7 @@ from discospace.events.codec import (
     EventTooLargeError,
     decode,
     decode_as,
+    decode_verbatim,
     encode,
     encode_within,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "content_id",
     "decode",
     "decode_as",
+    "decode_verbatim",
     "encode",
     "encode_within",
     "event_type",

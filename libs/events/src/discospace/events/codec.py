@@ -108,6 +108,20 @@ def decode(data: bytes | str) -> Event:
         ) from None
 
 
+def decode_verbatim(data: bytes | str) -> tuple[Event, bool]:
+    """`decode(data)`, and whether `data` holds the event verbatim: at the current version of
+    its type, so nothing was upcast and `data` may stand for the event where its JSON is kept
+    (the store's raw log keeps what was read rather than writing the event out again)."""
+    try:
+        return _decode_noting(data)
+    except EventDecodeError:
+        raise
+    except Exception as error:  # as in `decode`
+        raise EventDecodeError(
+            f"unreadable: reading it raised {type(error).__name__}: {error}", "malformed"
+        ) from None
+
+
 _AS_WRITTEN = re.compile(
     rb'\{"event_id":"[^"\\]*","type":"([A-Za-z0-9_]{1,100})","schema_version":([1-9][0-9]{0,8}),'
 )
@@ -135,15 +149,20 @@ def _as_written(data: bytes | str) -> Event | None:
 
 
 def _decode(data: bytes | str) -> Event:
+    return _decode_noting(data)[0]
+
+
+def _decode_noting(data: bytes | str) -> tuple[Event, bool]:
+    """The event, and whether `data` was at its type's current version."""
     event = _as_written(data)
     if event is not None:
-        return event
+        return event, True
     payload = _json_object(data)
     cls = _event_class(payload)
     version = _version(payload, cls)
     current = upcast_payload(payload, cls, version)
     try:
-        return cls.model_validate(current)
+        return cls.model_validate(current), version == _name_and_version(cls)[1]
     except ValidationError as error:
         name = _name_and_version(cls)[0]
         raise EventDecodeError(

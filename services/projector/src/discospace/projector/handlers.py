@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 from aiokafka import ConsumerRecord
 
-from discospace.events import Event, EventDecodeError, decode
+from discospace.events import EventDecodeError, decode_verbatim
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.buffering import ProjectionBuffer
 from discospace.projector.writing import ReadEvent
@@ -61,24 +61,23 @@ async def on_records(records: Sequence[Record], deps: ProjectorDeps) -> None:
 
 def read_event(record: Record) -> ReadEvent:
     """The event a record holds, with where it was read from; `EventDecodeError` otherwise."""
-    event = decode(record.value or b"")
+    value = record.value or b""
+    event, verbatim = decode_verbatim(value)
     where = EventRecord.of(
         event,
         topic=record.topic,
         partition=record.partition,
         offset=record.offset,
         key=record.key,
-        payload=_as_read(event, record.value or b""),
+        payload=_as_read(value) if verbatim else None,
     )
     return ReadEvent(event, where)
 
 
-def _as_read(event: Event, value: bytes) -> str | None:
-    """The record's JSON as the stored payload, when it is the event at its current version:
-    its type has only ever had version 1, so nothing was upcast (writing the event out again
-    costs as much as decoding it). None otherwise: the store writes the upcast event."""
-    if event.current_version() != 1:
-        return None
+def _as_read(value: bytes) -> str | None:
+    """The record's JSON as the stored payload, when it holds the event at its current version
+    (nothing was upcast; writing the event out again costs as much as decoding it). None when
+    it is no UTF-8: the store writes the event out."""
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
