@@ -147,9 +147,9 @@ def record_times(loop: Loop, operation_id: str) -> dict[str, float]:
         consumer = AIOKafkaConsumer(
             loop.topics.operations, bootstrap_servers=loop.bootstrap, auto_offset_reset="earliest"
         )
-        await consumer.start()
         found: dict[str, float] = {}
         try:
+            await consumer.start()
             while batch := await consumer.getmany(timeout_ms=1500):
                 for record in (r for part in batch.values() for r in part):
                     event = decode(record.value)

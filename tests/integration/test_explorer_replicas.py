@@ -135,10 +135,10 @@ class Log:
         consumer = AIOKafkaConsumer(
             *topics, bootstrap_servers=self.loop.bootstrap, auto_offset_reset="earliest"
         )
-        await consumer.start()
         self.records = []
         deadline = time.monotonic() + timeout_s
         try:
+            await consumer.start()
             while not done(self):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"not done after {timeout_s}s: {self.loop.logs()}")

@@ -91,9 +91,9 @@ async def decisions(loop: Loop, operation_id: str, timeout_s: float = 180) -> li
     consumer = AIOKafkaConsumer(
         loop.topics.operations, bootstrap_servers=loop.bootstrap, auto_offset_reset="earliest"
     )
-    await consumer.start()
     requested: dict[int, list[str]] = {}
     try:
+        await consumer.start()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():

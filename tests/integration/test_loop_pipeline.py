@@ -31,8 +31,8 @@ def _pipeline(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 async def _records_on(bootstrap: str, topic: str) -> int:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-    await consumer.start()
     try:
+        await consumer.start()
         partition = TopicPartition(topic, 0)
         return (await consumer.end_offsets([partition]))[partition]
     finally:

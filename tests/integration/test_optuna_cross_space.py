@@ -81,9 +81,9 @@ async def measured(loop: Loop, operation_id: str, count: int) -> list[Measuremen
     consumer = AIOKafkaConsumer(
         loop.topics.measurements, bootstrap_servers=loop.bootstrap, auto_offset_reset="earliest"
     )
-    await consumer.start()
     found: dict[str, MeasurementCompleted] = {}
     try:
+        await consumer.start()
         deadline = time.monotonic() + 60
         while len(found) < count and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():

@@ -84,9 +84,9 @@ async def dead_letters(bootstrap: str, topic: str) -> list[DeadLettered]:
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", **client_kwargs()
     )
-    await consumer.start()
     records: list[Any] = []
     try:
+        await consumer.start()
         while batch := await consumer.getmany(timeout_ms=2000):
             records += [record for part in batch.values() for record in part]
     finally:

@@ -42,8 +42,8 @@ async def _read(bootstrap: str, topic: str, count: int, timeout_s: float) -> lis
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
-    await consumer.start()
     try:
+        await consumer.start()
         values: list[bytes] = []
         deadline = time.monotonic() + timeout_s
         while len(values) < count and time.monotonic() < deadline:

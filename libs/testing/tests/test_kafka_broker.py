@@ -56,8 +56,8 @@ async def test_a_message_produced_to_a_fresh_topic_reaches_a_consumer(
     await _produce(kafka_bootstrap, topic, [(b"op-1", b"hello broker")])
 
     consumer = _consumer(kafka_bootstrap, topic, f"{topic}.group")
-    await consumer.start()
     try:
+        await consumer.start()
         (record,) = await _consume(consumer, 1)
     finally:
         await consumer.stop()
@@ -72,8 +72,8 @@ async def test_a_new_topic_has_the_requested_partitions_and_keeps_a_key_in_one_o
     await _produce(kafka_bootstrap, topic, [(b"same-key", str(i).encode()) for i in range(6)])
 
     consumer = _consumer(kafka_bootstrap, topic, f"{topic}.group")
-    await consumer.start()
     try:
+        await consumer.start()
         records = await _consume(consumer, 6)
         partitions = consumer.partitions_for_topic(topic)
     finally:
