@@ -8,11 +8,12 @@ records flowing again, the short wait is back.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from discospace.events import ActuatorRegistered, TopicNames, encode, new_event
 from discospace.runtime import ServiceSettings, create_service
@@ -105,3 +106,70 @@ def test_an_idle_wait_no_longer_than_the_fetch_wait_changes_nothing() -> None:
     assert "_get_actions_per_node" not in vars(consumer._fetcher)
     assert adapt_fetch_wait(consumer, SHORT_WAIT_MS + 1) is True
     assert "_get_actions_per_node" in vars(consumer._fetcher)
+
+
+def test_while_records_flow_a_fetch_asks_for_its_minimum_and_once_idle_for_one_byte() -> None:
+    class Fetcher:
+        _fetch_max_wait_ms = SHORT_WAIT_MS
+        _fetch_min_bytes = 16_384
+        _records: dict[object, object] = {"held": "records"}
+        asked: list[tuple[int, int]] = []
+
+        def _get_actions_per_node(self, assignment: object) -> object:
+            self.asked.append((self._fetch_max_wait_ms, self._fetch_min_bytes))
+            return assignment
+
+    class Consumer:
+        _fetcher = Fetcher()
+
+    fetcher = Consumer._fetcher
+    assert adapt_fetch_wait(Consumer(), IDLE_WAIT_MS, idle_after_s=0.05) is True
+    fetcher._get_actions_per_node(None)  # records held: busy
+    fetcher._records = {}
+    time.sleep(0.06)
+    fetcher._get_actions_per_node(None)  # none for longer than idle_after_s: idle
+    fetcher._records = {"held": "again"}
+    fetcher._get_actions_per_node(None)
+    assert fetcher.asked == [
+        (SHORT_WAIT_MS, 16_384),
+        (IDLE_WAIT_MS, 1),
+        (SHORT_WAIT_MS, 16_384),
+    ]
+
+
+@pytest.mark.integration
+async def test_an_idle_consumer_asking_for_many_bytes_still_gets_a_lone_record_at_once(
+    kafka_bootstrap: str, topics: TopicNames
+) -> None:
+    """Busy, a fetch waits for 1 MB or 20 ms; idle, it would wait 30 s for that megabyte, so it
+    asks for one byte: the broker answers on the first record."""
+    await create_topics(kafka_bootstrap, {topics.actuators: 3})
+    consumer = AIOKafkaConsumer(
+        topics.actuators,
+        bootstrap_servers=kafka_bootstrap,
+        fetch_min_bytes=1_000_000,
+        fetch_max_wait_ms=SHORT_WAIT_MS,
+        auto_offset_reset="earliest",
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+    try:
+        await consumer.start()
+        await producer.start()
+        assert adapt_fetch_wait(consumer, IDLE_WAIT_MS)
+        fetcher = consumer._fetcher
+        await eventually(
+            lambda: (fetcher._fetch_max_wait_ms, fetcher._fetch_min_bytes) == (IDLE_WAIT_MS, 1),
+            30,
+            f"no idle fetch {IDLE_AFTER_S} s after the start",
+        )
+        lone = encode(_announcement("lone"))
+        sent = time.monotonic()
+        await producer.send_and_wait(topics.actuators, lone)
+        async with asyncio.timeout(IDLE_WAIT_MS / 2000):
+            record = await consumer.getone()
+        assert record.value == lone
+        assert time.monotonic() - sent < IDLE_WAIT_MS / 2000
+    finally:
+        await consumer.stop()
+        await producer.stop()
+        await delete_topics(kafka_bootstrap, [topics.actuators])

@@ -11,6 +11,13 @@ answers it as soon as any record arrives: a long wait then delays nothing. `adap
 makes a subscriber's consumer use `fetch_max_wait_ms` while it has had records within the last
 `IDLE_AFTER_S`, and the long wait (`fetch_idle_wait_ms`) after that, until records come again.
 
+A consumer that may take its records late (the projector, whose writes linger anyway) also asks
+for `fetch_min_bytes` while records flow: the broker then answers a fetch once that much has
+gathered, or after `fetch_max_wait_ms`, and the consumer fetches (and parses the answer for
+every partition it reads) a few times a second rather than once per record or two. An idle
+fetch asks for one byte whatever that setting says: the first record after a quiet spell is
+answered at once, never held for the idle wait.
+
 Measured on this 2-core machine (`benchmarks/bench_loop.py`'s services and 800-entity walk,
 `fetch_idle_wait_ms` 500 against unset, three interleaved pairs, each on a broker warmed by two
 walks first):
@@ -58,6 +65,7 @@ def adapt_fetch_wait(
         return False
     if idle_wait_ms <= busy_ms:  # no longer than the wait it has: nothing to adapt
         return False
+    busy_min_bytes = getattr(fetcher, "_fetch_min_bytes", None)
     busy_at = time.monotonic()
 
     def actions_per_node(assignment: Any) -> Any:
@@ -67,6 +75,8 @@ def adapt_fetch_wait(
             busy_at = now
         idle = now - busy_at >= idle_after_s
         fetcher._fetch_max_wait_ms = idle_wait_ms if idle else busy_ms  # type: ignore[union-attr]
+        if isinstance(busy_min_bytes, int):  # idle: the broker answers on any record
+            fetcher._fetch_min_bytes = 1 if idle else busy_min_bytes  # type: ignore[union-attr]
         return build(assignment)
 
     fetcher._get_actions_per_node = actions_per_node  # type: ignore[union-attr]

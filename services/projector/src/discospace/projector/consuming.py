@@ -9,7 +9,8 @@ below hands the records over as they are: no JSON parse by FastStream, no pydant
 body. (A `KafkaMessage` parameter, FastStream's `Context("message")`, would cost a thread hop
 per call: fast_depends resolves every `CustomField` through its synchronous `use`, which
 `fast_depends.utils.run_async` sends to `run_in_threadpool`, i.e. `anyio.to_thread.run_sync`.
-Nothing here asks FastStream for context.)
+Nothing here asks FastStream for context.) While records flow, each fetch asks the broker for
+`fetch_min_bytes` (or `fetch_max_wait_ms`), and for one byte once idle (`runtime.fetching`).
 
 When the group assigns it partitions,
 it seeks each one to the offset the store recorded with what it wrote (the beginning when the
@@ -111,6 +112,7 @@ def subscribe_to_everything(
         max_records=settings.fetch_max_records,
         batch_timeout_ms=settings.fetch_wait_ms,
         fetch_max_wait_ms=settings.fetch_max_wait_ms,
+        fetch_min_bytes=settings.fetch_min_bytes,
         decoder=records_as_they_are,
         listener=ResumeFromStore(deps.store, deps.buffer, lambda: holder["subscriber"].consumer),
         description="Every event of every topic: the fixed topics and every pool's measure "

@@ -53,6 +53,22 @@ class ProjectorSettings(ServiceSettings):
         ge=1,
         description="How long one fetch waits for records when none are there yet.",
     )
+    fetch_max_wait_ms: int = Field(
+        default=50,
+        ge=0,
+        le=60_000,
+        description="Longest a fetch waits at the broker for `fetch_min_bytes` while records "
+        "flow (an idle consumer's fetch waits fetch_idle_wait_ms, and is answered on the first "
+        "record). With batch_linger_s it bounds how stale the views are: 150 ms by default.",
+    )
+    fetch_min_bytes: int = Field(
+        default=16384,
+        ge=1,
+        description="Bytes a fetch asks the broker to gather while records flow (about 25 "
+        "measurement events): the projector takes its records a few times a second rather than "
+        "one or two at a time, each fetch costing a request and an answer parsed for every "
+        "partition it reads. Idle, a fetch asks for one byte. 1: every record at once.",
+    )
     api_token: SecretStr | None = Field(
         default=None,
         description="Bearer token every view asks for (`Authorization: Bearer <token>`); "
