@@ -3,7 +3,9 @@
 On the real broker, through a service's consumer group: once idle, its fetches wait the idle
 wait, and a record that arrives then is handled at once (an idle fetch covers every partition,
 so the broker answers it on arrival: a 30 s idle wait would otherwise hold it for 30 s); with
-records flowing again, the short wait is back.
+records flowing again, the short wait is back. The same for the bytes a fetch asks the broker to
+gather: `fetch_min_bytes` while busy, one byte once idle (else the idle fetch would wait for a
+megabyte that never comes).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from discospace.testing.waiting import eventually
 
 IDLE_WAIT_MS = 30_000
 SHORT_WAIT_MS = 20
+BUSY_MIN_BYTES = 1_000_000
+"""What a busy fetch asks for: far more than the test sends, so it returns after its wait."""
 
 
 def test_a_fetcher_this_module_does_not_know_keeps_its_fixed_wait_and_says_so(
@@ -49,6 +53,7 @@ async def test_an_idle_consumer_waits_long_at_the_broker_and_still_gets_a_record
         kafka_bootstrap_servers=kafka_bootstrap,
         topic_prefix=topics.prefix,
         fetch_max_wait_ms=SHORT_WAIT_MS,
+        fetch_min_bytes=BUSY_MIN_BYTES,
         fetch_idle_wait_ms=IDLE_WAIT_MS,
     )
     service = create_service(settings, description="A consumer of announcements.")
@@ -67,9 +72,9 @@ async def test_an_idle_consumer_waits_long_at_the_broker_and_still_gets_a_record
             await eventually(lambda: len(handled) == 1, 60, "the first record never came")
             fetcher = consumer.subscriber.consumer._fetcher  # started: it handed a record over
             await eventually(
-                lambda: fetcher._fetch_max_wait_ms == IDLE_WAIT_MS,
+                lambda: (fetcher._fetch_max_wait_ms, fetcher._fetch_min_bytes) == (IDLE_WAIT_MS, 1),
                 30,
-                f"no idle wait {IDLE_AFTER_S} s after the last record",
+                f"no idle fetch {IDLE_AFTER_S} s after the last record",
             )
 
             sent = time.monotonic()
@@ -81,9 +86,12 @@ async def test_an_idle_consumer_waits_long_at_the_broker_and_still_gets_a_record
             )
             assert handled[1] - sent < IDLE_WAIT_MS / 2000
             await eventually(
-                lambda: fetcher._fetch_max_wait_ms == SHORT_WAIT_MS,
+                lambda: (
+                    (fetcher._fetch_max_wait_ms, fetcher._fetch_min_bytes)
+                    == (SHORT_WAIT_MS, BUSY_MIN_BYTES)
+                ),
                 5,
-                "records came, and the fetch still waits the idle wait",
+                "records came, and the fetch is still the idle one",
             )
     finally:
         await producer.stop()

@@ -187,6 +187,7 @@ class Consumer:
         seen_capacity: int = 100_000,
         max_poll_interval_ms: int | None = None,
         fetch_max_wait_ms: int | None = None,
+        fetch_min_bytes: int = 1,
         fetch_idle_wait_ms: int | None = None,
         deduplicate: bool = True,
         retries: RetryPolicy | None = None,
@@ -206,6 +207,8 @@ class Consumer:
             options["max_poll_interval_ms"] = max_poll_interval_ms
         if fetch_max_wait_ms is not None:
             options["fetch_max_wait_ms"] = fetch_max_wait_ms
+        if fetch_min_bytes != 1:
+            options["fetch_min_bytes"] = fetch_min_bytes
         self.commits: OffsetCommits | None = None
         if group_id:
             self.commits = OffsetCommits(lambda: self.subscriber.consumer)

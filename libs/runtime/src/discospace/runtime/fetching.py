@@ -2,19 +2,20 @@
 
 aiokafka keeps one fetch in flight per broker, and leaves out of it the partitions whose
 records the consumer still holds: a partition handled meanwhile waits for that fetch to come
-back before it is fetched again. Hence the short `fetch_max_wait_ms` of every service (20 ms),
-which bounds that wait; its price is about fifty fetches a second per consumer while nothing
-happens (an idle loop of five services and its broker used 41-45% of one core).
+back before it is fetched again. Hence the short `fetch_max_wait_ms` of every service (5 ms;
+20 ms when the figures below were taken), which bounds that wait; its price is many fetches a
+second per consumer while nothing happens (at 20 ms, an idle loop of five services and its
+broker used 41-45% of one core).
 
 An idle consumer holds no records, so its fetch covers every partition it reads, and the broker
 answers it as soon as any record arrives: a long wait then delays nothing. `adapt_on_start`
 makes a subscriber's consumer use `fetch_max_wait_ms` while it has had records within the last
 `IDLE_AFTER_S`, and the long wait (`fetch_idle_wait_ms`) after that, until records come again.
 
-A consumer that may take its records late (the projector, whose writes linger anyway) also asks
-for `fetch_min_bytes` while records flow: the broker then answers a fetch once that much has
+While records flow, a consumer also asks for `fetch_min_bytes` (4096 for the services, 16 KiB
+for the projector, whose writes linger anyway): the broker answers a fetch once that much has
 gathered, or after `fetch_max_wait_ms`, and the consumer fetches (and parses the answer for
-every partition it reads) a few times a second rather than once per record or two. An idle
+every partition it reads) once per few records rather than once per record or two. An idle
 fetch asks for one byte whatever that setting says: the first record after a quiet spell is
 answered at once, never held for the idle wait.
 

@@ -119,6 +119,7 @@ class Service:
             description=description,
             max_poll_interval_ms=max_poll_interval_ms,
             fetch_max_wait_ms=self.settings.fetch_max_wait_ms,
+            fetch_min_bytes=self.settings.fetch_min_bytes,
             fetch_idle_wait_ms=self.settings.fetch_idle_wait_ms,
             deduplicate=deduplicate,
             retries=self.settings.retry_policy,

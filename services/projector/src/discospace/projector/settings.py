@@ -67,7 +67,8 @@ class ProjectorSettings(ServiceSettings):
         description="Bytes a fetch asks the broker to gather while records flow (about 25 "
         "measurement events): the projector takes its records a few times a second rather than "
         "one or two at a time, each fetch costing a request and an answer parsed for every "
-        "partition it reads. Idle, a fetch asks for one byte. 1: every record at once.",
+        "partition it reads (the other services ask for 4096). Idle, a fetch asks for one byte. "
+        "1: every record at once.",
     )
     api_token: SecretStr | None = Field(
         default=None,
