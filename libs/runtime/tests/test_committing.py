@@ -61,6 +61,23 @@ async def test_offsets_noted_while_a_commit_is_in_flight_go_in_the_next_one() ->
     assert commits.commits == 2
 
 
+async def test_offsets_noted_soon_after_a_commit_wait_for_the_interval_and_go_together() -> None:
+    """The fake answers at once: without the interval, each offset would be a commit."""
+    consumer = FakeConsumer({A})
+    commits = OffsetCommits(lambda: consumer)
+    commits.done("t", 0, 0)
+    await asyncio.sleep(0.005)
+    assert consumer.commits == [{A: 1}], "an idle consumer commits at once"
+    for offset in range(1, 6):
+        commits.done("t", 0, offset)
+        await asyncio.sleep(committing.COMMIT_EVERY_S / 20)
+    assert consumer.commits == [{A: 1}]
+    await _settled(commits)
+    await commits.stop()
+
+    assert consumer.commits == [{A: 1}, {A: 6}]
+
+
 async def test_a_partition_no_longer_assigned_is_not_committed() -> None:
     consumer = FakeConsumer({A})
     commits = OffsetCommits(lambda: consumer)

@@ -5,8 +5,11 @@ A member of a consumer group commits a message's offset only once the message is
 see `deadletter.py`). Committing after each message cost a round trip to the broker per
 message on the handler's path: the next message waited for it. Here the middleware only notes
 the offset (`OffsetCommits.done`) and one task per consumer commits what was noted: at once
-when it is idle, else as soon as the commit in flight returns, every offset noted meanwhile in
-one call. So commits follow handling as closely as before, and never run ahead of it.
+when it is idle, else once the commit in flight has returned and `COMMIT_EVERY_S` has passed
+since it began, every offset noted meanwhile in one call. So commits never run ahead of
+handling, and while messages flow a consumer commits at most twenty times a second rather
+than once per message or two (each commit a request the broker answers: in the loop's sampler,
+a commit per message or two was an eighth of its samples).
 
 What is not committed yet is delivered again after a crash, exactly as a message handled just
 before a crash always was: the handlers are idempotent (duplicate ids dropped, deterministic
@@ -33,6 +36,10 @@ logger = logging.getLogger("discospace.runtime.committing")
 
 RETRY_S = 0.5
 """Pause before a commit that failed for a broker error is tried again."""
+COMMIT_EVERY_S = 0.05
+"""Shortest time from the start of one commit to the start of the next while messages flow:
+what a crash delivers again grows by at most this much of the stream (handlers are
+idempotent), a rebalance or a stop commits at once whatever it says."""
 CLOSE_COMMIT_S = 5.0
 """How long a consumer that is closing waits for its last commit: a broker that has not
 answered by then costs a redelivery to the next owner, never a shutdown that hangs (aiokafka
@@ -86,9 +93,11 @@ class OffsetCommits:
             self._noted.pop(partition, None)
 
     async def _run(self) -> None:
+        clock = asyncio.get_running_loop().time
         while True:
             await self._wake.wait()
             self._wake.clear()
+            began = clock()
             try:
                 async with self._lock:
                     await self._commit()
@@ -96,6 +105,8 @@ class OffsetCommits:
                 logger.warning("offsets not committed (%s); trying again", error)
                 self._wake.set()
                 await asyncio.sleep(RETRY_S)
+                continue
+            await asyncio.sleep(max(0.0, COMMIT_EVERY_S - (clock() - began)))
 
     async def _commit(self) -> None:
         consumer = self._consumer()
