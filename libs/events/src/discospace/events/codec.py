@@ -98,14 +98,7 @@ def decode(data: bytes | str) -> Event:
     Raises `EventDecodeError` when `data` is not JSON, names no known type, carries a version
     this code cannot read, or fails the schema, and for whatever else goes wrong reading it.
     """
-    try:
-        return _decode(data)
-    except EventDecodeError:
-        raise
-    except Exception as error:  # any failure to read a message is a decode error
-        raise EventDecodeError(
-            f"unreadable: reading it raised {type(error).__name__}: {error}", "malformed"
-        ) from None
+    return decode_verbatim(data)[0]
 
 
 def decode_verbatim(data: bytes | str) -> tuple[Event, bool]:
@@ -113,10 +106,10 @@ def decode_verbatim(data: bytes | str) -> tuple[Event, bool]:
     its type, so nothing was upcast and `data` may stand for the event where its JSON is kept
     (the store's raw log keeps what was read rather than writing the event out again)."""
     try:
-        return _decode_noting(data)
+        return _decode(data)
     except EventDecodeError:
         raise
-    except Exception as error:  # as in `decode`
+    except Exception as error:  # any failure to read a message is a decode error
         raise EventDecodeError(
             f"unreadable: reading it raised {type(error).__name__}: {error}", "malformed"
         ) from None
@@ -148,11 +141,7 @@ def _as_written(data: bytes | str) -> Event | None:
         return None
 
 
-def _decode(data: bytes | str) -> Event:
-    return _decode_noting(data)[0]
-
-
-def _decode_noting(data: bytes | str) -> tuple[Event, bool]:
+def _decode(data: bytes | str) -> tuple[Event, bool]:
     """The event, and whether `data` was at its type's current version."""
     event = _as_written(data)
     if event is not None:

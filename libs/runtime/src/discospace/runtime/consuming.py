@@ -202,13 +202,11 @@ class Consumer:
         self.metrics = metrics
         self.seen = SeenEventIds(seen_capacity)
         self.deduplicate = deduplicate
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"fetch_min_bytes": fetch_min_bytes}
         if max_poll_interval_ms is not None:
             options["max_poll_interval_ms"] = max_poll_interval_ms
         if fetch_max_wait_ms is not None:
             options["fetch_max_wait_ms"] = fetch_max_wait_ms
-        if fetch_min_bytes != 1:
-            options["fetch_min_bytes"] = fetch_min_bytes
         self.commits: OffsetCommits | None = None
         if group_id:
             self.commits = OffsetCommits(lambda: self.subscriber.consumer)
