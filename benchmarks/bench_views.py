@@ -1,6 +1,9 @@
 """View figures on embedded chDB against its floor: a fixed 80-entity space while the store grows.
 
 Run: .venv/bin/python benchmarks/bench_views.py [--sizes 1000,100000,1000000] [--rounds 3]
+[--pairs 1000,10000,100000]
+
+Then one operation's progress as it grows to `--pairs` pairs (see `_large_operation`).
 
 The space (2 models x 10 batch sizes x 4 GPU counts, one experiment) is measured in full
 through the real fold. The store then grows to each size with measurements of other spaces, in
@@ -59,6 +62,7 @@ READS = 5
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,100000,1000000")
+    parser.add_argument("--pairs", default="1000,10000,100000")
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
     sizes = [int(size) for size in arguments.sizes.split(",")]
@@ -71,6 +75,54 @@ def main() -> None:
             insert_rows(client, _space_history())
             _grow_and_measure(client, layout, sizes)
             client.close()
+    with tempfile.TemporaryDirectory(prefix="bench-views-") as data_dir:
+        client = connect(StoreSettings(url=None, data_dir=Path(data_dir), database="bench"))
+        migrate(client)
+        insert_rows(client, _space_history())
+        _large_operation(client, [int(pairs) for pairs in arguments.pairs.split(",")])
+        client.close()
+
+
+def _large_operation(client: Client, sizes: list[int]) -> None:
+    """One operation's progress as it grows (a replayed table: requested, started and
+    completed rows per pair), summed up by the store (`StoreViews`' default) against folding
+    every row (`progress_rows_limit` beyond the operation, one timed read: the code before the
+    store summed them up)."""
+    started = OperationStarted(
+        event_id="started-large",
+        occurred_at=T0,
+        operation_id="op-large",
+        space_id=SPACE_ID,
+        operator="random_walk",
+        parameters=OperationParameters(
+            number_entities="all",
+            seed=1,
+            objective={"property": "train_tokens_per_second", "direction": "max"},
+        ),
+    )
+    insert_rows(client, [started])
+    views, by_rows = StoreViews(client), StoreViews(client, progress_rows_limit=10**9)
+    floor = lambda: client.query("SELECT 1").result_rows  # noqa: E731 (the baseline)
+    stored = 0
+    for size in sizes:
+        rows = []
+        for k in range(stored, size):
+            values = {"model_name": "llama-7b", "batch_size": 4096 + k, "number_gpus": 1}
+            entity_id, point = Entity.of(values).id, canonical_json(values)
+            at = T0 + timedelta(milliseconds=k)
+            for kind in ("requested", "started", "completed"):
+                valid = True if kind == "completed" else None
+                payload = f'{{"train_tokens_per_second":{k % 977}.0}}' if valid else "{}"
+                subject = (SPACE_ID, "op-large", entity_id, "finetune", f"{kind}-{k}", kind)
+                rows.append((*subject, f"req-{k}", STORE, at, 1, valid, "", False, payload, point))
+        MEASUREMENTS.insert(client, rows)
+        stored = size
+        print(f"[large operation] {size:,} pairs ({3 * size:,} measurement rows):")
+        began = time.perf_counter()
+        expected = by_rows.operation("op-large")
+        print(f"    folding every row (one read): {(time.perf_counter() - began) * 1000:.1f} ms")
+        assert views.operation("op-large") == expected, "summed up and folded differ"
+        _figure("operation progress, summed up", lambda: [views.operation("op-large")], 1, floor)
 
 
 def _space_history() -> list[Any]:

@@ -26,7 +26,7 @@ Blocking: call from the store's worker thread.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
@@ -143,15 +143,109 @@ def operations_rows(client: Client, operation_ids: Sequence[str]) -> list[Operat
 
 
 def space_measurements(
-    client: Client, space_id: str, operation_id: str | None = None
+    client: Client, space_id: str, operation_id: str | None = None, limit: int | None = None
 ) -> list[MeasurementRow]:
-    """The measurement events of a space's operations, or of one of them."""
+    """The measurement events of a space's operations, or of one of them; with `limit`, at
+    most that many of them, whichever the store finds first (to tell a small set from a
+    large one: all of them when fewer)."""
     conditions = ["space_id = {space:String}"]
     parameters: dict[str, object] = {"space": space_id}
     if operation_id is not None:
         conditions.append("operation_id = {operation:String}")
         parameters["operation"] = operation_id
-    return _select(client, MEASUREMENTS, MeasurementRow, " AND ".join(conditions), parameters)
+    where = " AND ".join(conditions)
+    return _select(client, MEASUREMENTS, MeasurementRow, where, parameters, limit)
+
+
+class PairSummary(NamedTuple):
+    """Entity-experiment pairs (measurement request ids) of one operation that read the same,
+    for its counts: whether a completion landed (`completed`; a valid one: `valid`), whether
+    the store answered it (`reused`), and its latest row by (attempt, time, a failure last):
+    that row's `kind`, `retryable` and `attempt`; `pairs` is how many pairs read so."""
+
+    completed: bool
+    valid: bool
+    reused: bool
+    kind: str
+    retryable: bool
+    attempt: int
+    pairs: int
+
+
+_PER_PAIR = (
+    "SELECT countIf(kind = 'completed') > 0 AS completed,"
+    " countIf(kind = 'completed' AND is_valid = true) > 0 AS valid,"
+    " countIf(kind = 'reused') > 0 AS reused,"
+    " argMax(tuple(kind, retryable, attempt), tuple(attempt, occurred_at, kind = 'failed'))"
+    " AS latest"
+    " FROM measurements WHERE {where} GROUP BY request_id"
+)
+
+
+def pair_summaries(
+    client: Client, space_id: str, operation_id: str, until: datetime | None = None
+) -> list[PairSummary]:
+    """An operation's pairs summed up per kind of reading (`PairSummary`), from its rows that
+    occurred at or before `until` when given: a handful of rows whatever the operation's size,
+    where its measurement rows are three or more per pair.
+
+    Copies of a replayed row change nothing here: each summary is a test for any row of a kind,
+    or the latest row, and a copy is the same row."""
+    where, parameters = _operation_rows(space_id, operation_id, until)
+    per_pair = _PER_PAIR.format(where=where)
+    sql = (
+        "SELECT completed, valid, reused, latest.1, latest.2, latest.3, count()"  # noqa: S608
+        f" FROM ({per_pair}) GROUP BY completed, valid, reused, latest"
+    )
+    rows = client.query(sql, parameters=parameters).result_rows
+    return [
+        PairSummary(bool(c), bool(v), bool(r), kind, bool(retryable), attempt, pairs)
+        for c, v, r, kind, retryable, attempt, pairs in rows
+    ]
+
+
+def best_result(
+    client: Client,
+    space_id: str,
+    operation_id: str,
+    until: datetime | None,
+    objective: tuple[str, str, str],
+) -> MeasurementRow | None:
+    """The operation's result (completed or reused row) with the best finite number at
+    `objective` = (experiment id, target, "max" or "min"), the earliest of equal ones (by time,
+    then event id); None when no valid result of that experiment holds a number there.
+
+    The value is read with ClickHouse's JSON functions; the caller reads it again from the
+    row's `values` with the rules of `discospace.core.results`, which give the same number
+    (a JSON number, not a boolean or a string, parsed to the nearest double either way)."""
+    experiment_id, target, direction = objective
+    where, parameters = _operation_rows(space_id, operation_id, until)
+    order = "DESC" if direction == "max" else "ASC"
+    columns = ", ".join(MEASUREMENTS.column(name).name for name in MeasurementRow._fields)
+    sql = (
+        f"SELECT {columns} FROM measurements WHERE {where}"  # noqa: S608 (declared names only)
+        " AND kind IN ('completed', 'reused') AND is_valid = true"
+        " AND experiment_id = {experiment:String}"
+        " AND JSONType(values, {target:String}) IN ('Int64', 'UInt64', 'Double')"
+        " AND isFinite(JSONExtractFloat(values, {target:String}))"
+        f" ORDER BY JSONExtractFloat(values, {{target:String}}) {order}, occurred_at, event_id"
+        " LIMIT 1"
+    )
+    parameters |= {"experiment": experiment_id, "target": target}
+    rows = client.query(sql, parameters=parameters).result_rows
+    return MeasurementRow._make(rows[0]) if rows else None
+
+
+def _operation_rows(
+    space_id: str, operation_id: str, until: datetime | None
+) -> tuple[str, dict[str, object]]:
+    """The condition on an operation's measurement rows (up to `until`), and its parameters."""
+    where = "space_id = {space:String} AND operation_id = {operation:String}"
+    parameters: dict[str, object] = {"space": space_id, "operation": operation_id}
+    if until is not None:
+        where += " AND occurred_at <= toDateTime64({until:String}, 3, 'UTC')"
+        parameters["until"] = until.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return where, parameters
 
 
 def store_results(
@@ -191,6 +285,7 @@ def _select(
     row_type: type[R],
     where: str = "",
     parameters: dict[str, object] | None = None,
+    limit: int | None = None,
 ) -> list[R]:
     """The rows of `table` matching `where`, oldest first, without `FINAL` (module doc).
 
@@ -199,9 +294,13 @@ def _select(
     2.5 ms for an 80-entity space's measurements)."""
     columns = ", ".join(table.column(name).name for name in row_type._fields)
     sql = f"SELECT {columns} FROM {table.name}"  # noqa: S608 (declared names only)
+    parameters = dict(parameters or {})
     if where:
         sql += f" WHERE {where}"
-    result = client.query(sql, parameters=parameters or {})
+    if limit is not None:
+        sql += " LIMIT {limit:UInt64}"
+        parameters["limit"] = limit
+    result = client.query(sql, parameters=parameters)
     return sorted(map(row_type._make, result.result_rows), key=_OLDEST_FIRST)
 
 

@@ -31,7 +31,9 @@ from discospace.projector.progress import (
     before_end,
     ended_at,
     operation_progress,
+    progress_reads,
     reported_progress,
+    summed_progress,
 )
 from discospace.projector.spaces import SpaceLayout, SpaceState, space_state, space_states
 from discospace.projector.view import VIEWS, View, entity_table
@@ -42,6 +44,11 @@ if TYPE_CHECKING:
 ID_LOOKUP_LIMIT = 10_000
 """Finite spaces up to this size read other spaces' results by entity id (an index lookup);
 larger ones read their sample store's results for their experiments and filter by membership."""
+PROGRESS_ROWS_LIMIT = 3_000
+"""An operation with at most this many measurement rows (about a thousand pairs) has its
+progress computed from its rows (one read of 2-5 ms here); a larger one from its pairs summed up
+by the store (two reads of about 4-5 ms each, where reading and folding every row costs about
+6 us a row: 1.8 s for 10^5 pairs of three rows, 0.07 s summed up)."""
 _CACHED_SPACES = 64
 MAX_PIPELINE_DEPTH = 4
 """How deep pipelines inside pipelines are shown with their jobs (a trial's child pipeline is
@@ -51,9 +58,16 @@ MAX_PIPELINE_DEPTH = 4
 class StoreViews:
     """Every view the projector serves, over one store client."""
 
-    def __init__(self, client: Client, *, id_lookup_limit: int = ID_LOOKUP_LIMIT) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        id_lookup_limit: int = ID_LOOKUP_LIMIT,
+        progress_rows_limit: int = PROGRESS_ROWS_LIMIT,
+    ) -> None:
         self.client = client
         self.id_lookup_limit = id_lookup_limit
+        self.progress_rows_limit = progress_rows_limit
         self._layouts: OrderedDict[str, tuple[SpaceLayout, list[Entity] | None]] = OrderedDict()
         self._registered: OrderedDict[str, SpaceState] = OrderedDict()
 
@@ -150,12 +164,25 @@ class StoreViews:
         return actuator_pools(queries.actuator_rows(self.client))
 
     def _progress(self, operation_id: str, rows: list[queries.OperationRow]) -> OperationProgress:
+        """Computed from its results: from its measurement rows when it has at most
+        `rows_limit` of them (one read), else summed up by the store
+        (`progress.summed_progress`: two reads of a few rows each, whatever its size)."""
         space_id = _space_id(rows)
-        space = self._space_of_operation(space_id) if space_id else None
-        measurements = (
-            queries.space_measurements(self.client, space_id, operation_id) if space_id else []
-        )
-        return operation_progress(operation_id, rows, measurements, space)
+        if space_id is None:
+            return operation_progress(operation_id, rows, [], None)
+        space = self._space_of_operation(space_id)
+        limit = self.progress_rows_limit
+        measurements = queries.space_measurements(self.client, space_id, operation_id, limit + 1)
+        if len(measurements) <= limit:
+            return operation_progress(operation_id, rows, measurements, space)
+        reads = progress_reads(rows, space)
+        summaries = queries.pair_summaries(self.client, space_id, operation_id, reads.until)
+        best = None
+        if reads.objective is not None and summaries:
+            best = queries.best_result(
+                self.client, space_id, operation_id, reads.until, reads.objective
+            )
+        return summed_progress(operation_id, rows, summaries, best, space)
 
     def _shown(
         self, operation_id: str, rows: list[queries.OperationRow], depth: int
