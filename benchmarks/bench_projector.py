@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from workload import EXPERIMENT, broker, finetune_space, line
+from workload import T0, broker, finetune_space, line, registered, walk_started
 
 from discospace.core import DiscoverySpace
 from discospace.events import (
@@ -42,9 +42,7 @@ from discospace.events import (
     MeasurementCompleted,
     MeasurementRequested,
     MeasurementStarted,
-    OperationParameters,
     OperationStarted,
-    SpaceRegistered,
     TopicNames,
     encode,
     measurement_request_id,
@@ -62,7 +60,6 @@ from discospace.testing.kafka import (
     create_topics,
 )
 
-T0 = datetime(2026, 11, 21, tzinfo=UTC)
 POOL = "a100"
 PARTITIONS = 4
 SPEC = finetune_space("bench-projector", [f"model-{i}" for i in range(100)], range(1, 1001))
@@ -111,23 +108,8 @@ async def _run(bootstrap: str, workdir: Path, arguments: argparse.Namespace) -> 
 def history(total: int) -> list[Event]:
     """A registered space, an operation, then requested/started/completed per entity."""
     space_id = DiscoverySpace.from_spec(SPEC).id
-    registered = SpaceRegistered(
-        event_id="registered",
-        occurred_at=T0,
-        submission_id="sub",
-        space_id=space_id,
-        spec=SPEC,
-        experiments=(EXPERIMENT,),
-    )
-    started = OperationStarted(
-        event_id="started",
-        occurred_at=T0,
-        operation_id="op-bench",
-        space_id=space_id,
-        operator="random_walk",
-        parameters=OperationParameters(number_entities="all", seed=1),
-    )
-    events: list[Event] = [registered, started]
+    started = walk_started(space_id)
+    events: list[Event] = [registered(SPEC, space_id), started]
     entities = DiscoverySpace.from_spec(SPEC).entity_space.sequential()
     for index, entity in enumerate(entities):
         if len(events) >= total:

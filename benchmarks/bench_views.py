@@ -23,13 +23,14 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from clickhouse_connect.driver.client import Client
-from workload import EXPERIMENT, finetune_space
+from workload import T0, finetune_space, registered, walk_started
 
 from discospace.core import (
     DiscoverySpace,
@@ -39,9 +40,7 @@ from discospace.core.canonical import canonical_json
 from discospace.events import (
     MeasurementCompleted,
     MeasurementRequested,
-    OperationParameters,
     OperationStarted,
-    SpaceRegistered,
     measurement_request_id,
 )
 from discospace.projector.reading import StoreViews
@@ -50,7 +49,6 @@ from discospace.store.client import StoreSettings, connect
 from discospace.store.migrations import migrate
 from discospace.store.tables import MEASUREMENTS, RESULTS
 
-T0 = datetime(2026, 11, 21, tzinfo=UTC)
 STORE = "bench-store"
 SPEC = finetune_space(STORE, ("llama-7b", "granite-8b"), [2**i for i in range(10)])
 SPACE_ID = DiscoverySpace.from_spec(SPEC).id
@@ -69,18 +67,24 @@ def main() -> None:
     global ROUNDS
     ROUNDS = arguments.rounds
     for layout in ("other-stores", "same-store"):
-        with tempfile.TemporaryDirectory(prefix="bench-views-") as data_dir:
-            client = connect(StoreSettings(url=None, data_dir=Path(data_dir), database="bench"))
-            migrate(client)
-            insert_rows(client, _space_history())
+        with _fresh_store() as client:
             _grow_and_measure(client, layout, sizes)
-            client.close()
+    with _fresh_store() as client:
+        _large_operation(client, [int(pairs) for pairs in arguments.pairs.split(",")])
+
+
+@contextmanager
+def _fresh_store() -> Iterator[Client]:
+    """A client on a new chDB store in a temporary data dir (removed after), holding the
+    space measured in full (`_space_history`)."""
     with tempfile.TemporaryDirectory(prefix="bench-views-") as data_dir:
         client = connect(StoreSettings(url=None, data_dir=Path(data_dir), database="bench"))
-        migrate(client)
-        insert_rows(client, _space_history())
-        _large_operation(client, [int(pairs) for pairs in arguments.pairs.split(",")])
-        client.close()
+        try:
+            migrate(client)
+            insert_rows(client, _space_history())
+            yield client
+        finally:
+            client.close()
 
 
 def _large_operation(client: Client, sizes: list[int]) -> None:
@@ -88,18 +92,8 @@ def _large_operation(client: Client, sizes: list[int]) -> None:
     completed rows per pair), summed up by the store (`StoreViews`' default) against folding
     every row (`progress_rows_limit` beyond the operation, one timed read: the code before the
     store summed them up)."""
-    started = OperationStarted(
-        event_id="started-large",
-        occurred_at=T0,
-        operation_id="op-large",
-        space_id=SPACE_ID,
-        operator="random_walk",
-        parameters=OperationParameters(
-            number_entities="all",
-            seed=1,
-            objective={"property": "train_tokens_per_second", "direction": "max"},
-        ),
-    )
+    objective = {"property": "train_tokens_per_second", "direction": "max"}
+    started = walk_started(SPACE_ID, "op-large", objective=objective)
     insert_rows(client, [started])
     views, by_rows = StoreViews(client), StoreViews(client, progress_rows_limit=10**9)
     floor = lambda: client.query("SELECT 1").result_rows  # noqa: E731 (the baseline)
@@ -126,23 +120,8 @@ def _large_operation(client: Client, sizes: list[int]) -> None:
 
 
 def _space_history() -> list[Any]:
-    registered = SpaceRegistered(
-        event_id="registered",
-        occurred_at=T0,
-        submission_id="sub",
-        space_id=SPACE_ID,
-        spec=SPEC,
-        experiments=(EXPERIMENT,),
-    )
-    started = OperationStarted(
-        event_id="started",
-        occurred_at=T0,
-        operation_id="op-bench",
-        space_id=SPACE_ID,
-        operator="random_walk",
-        parameters=OperationParameters(number_entities="all", seed=1),
-    )
-    events: list[Any] = [registered, started]
+    started = walk_started(SPACE_ID)
+    events: list[Any] = [registered(SPEC, SPACE_ID), started]
     for index, entity in enumerate(DiscoverySpace.from_spec(SPEC).entity_space.sequential()):
         events += _measured(started, entity, index)
     return events

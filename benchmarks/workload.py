@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from discospace.core import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
+from discospace.events import OperationParameters, OperationStarted, SpaceRegistered
 from discospace.testing.kafka import (
     BrokerUnavailableError,
     KafkaBroker,
@@ -19,6 +22,8 @@ from discospace.testing.kafka import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+T0 = datetime(2026, 11, 21, tzinfo=UTC)
+"""When the benchmarks' histories begin."""
 EXPERIMENT = ExperimentSpec(
     actuator="SFTTrainer",
     experiment="finetune",
@@ -39,6 +44,34 @@ def finetune_space(
             PropertySpec(name="number_gpus", values=(1, 2, 4, 8)),
         ),
         measurement_space=(ExperimentRef(actuator="SFTTrainer", experiment="finetune"),),
+    )
+
+
+def registered(spec: SpaceSpec, space_id: str) -> SpaceRegistered:
+    """`spec` registered as `space_id` at `T0`, measured by `EXPERIMENT`."""
+    return SpaceRegistered(
+        event_id="registered",
+        occurred_at=T0,
+        submission_id="sub",
+        space_id=space_id,
+        spec=spec,
+        experiments=(EXPERIMENT,),
+    )
+
+
+def walk_started(
+    space_id: str, operation_id: str = "op-bench", **parameters: Any
+) -> OperationStarted:
+    """A random walk over every entity of `space_id` (seed 1, and `parameters`) started at
+    `T0`; its event id is "started" for "op-bench", else "started-<operation id>"."""
+    event_id = "started" if operation_id == "op-bench" else f"started-{operation_id}"
+    return OperationStarted(
+        event_id=event_id,
+        occurred_at=T0,
+        operation_id=operation_id,
+        space_id=space_id,
+        operator="random_walk",
+        parameters=OperationParameters(number_entities="all", seed=1, **parameters),
     )
 
 

@@ -48,7 +48,8 @@ PROGRESS_ROWS_LIMIT = 3_000
 """An operation with at most this many measurement rows (about a thousand pairs) has its
 progress computed from its rows (one read of 2-5 ms here); a larger one from its pairs summed up
 by the store (two reads of about 4-5 ms each, where reading and folding every row costs about
-6 us a row: 1.8 s for 10^5 pairs of three rows, 0.07 s summed up)."""
+6-10 us a row: 1.8-3.1 s for 10^5 pairs of three rows, 0.07-0.13 s summed up, the more with
+an objective to read the best for; `benchmarks/bench_views.py --pairs`)."""
 _CACHED_SPACES = 64
 MAX_PIPELINE_DEPTH = 4
 """How deep pipelines inside pipelines are shown with their jobs (a trial's child pipeline is
@@ -165,7 +166,7 @@ class StoreViews:
 
     def _progress(self, operation_id: str, rows: list[queries.OperationRow]) -> OperationProgress:
         """Computed from its results: from its measurement rows when it has at most
-        `rows_limit` of them (one read), else summed up by the store
+        `progress_rows_limit` of them (one read), else summed up by the store
         (`progress.summed_progress`: two reads of a few rows each, whatever its size)."""
         space_id = _space_id(rows)
         if space_id is None:
