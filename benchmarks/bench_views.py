@@ -1,9 +1,10 @@
 """View figures on embedded chDB against its floor: a fixed 80-entity space while the store grows.
 
 Run: .venv/bin/python benchmarks/bench_views.py [--sizes 1000,100000,1000000] [--rounds 3]
-[--pairs 1000,10000,100000]
+[--pairs 1000,10000,100000] [--entities 10000,100000]
 
-Then one operation's progress as it grows to `--pairs` pairs (see `_large_operation`).
+Then one operation's progress as it grows to `--pairs` pairs (see `_large_operation`), and the
+views of a space of `--entities` entities measured in full (see `_large_space`).
 
 The space (2 models x 10 batch sizes x 4 GPU counts, one experiment) is measured in full
 through the real fold. The store then grows to each size with measurements of other spaces, in
@@ -14,7 +15,8 @@ the tables are merged (`OPTIMIZE ... FINAL`). The baseline is `SELECT 1` through
 client, measured in the same round, interleaved with the view: a round's figure is the median
 of 5 reads of each, its ratio view / `SELECT 1`; each line prints min / median / max over the
 rounds. On a shared 2-core machine the figures are noisy: read the ratios. A fresh temporary
-data dir is used and removed.
+data dir is used and removed. The garbage collector is set as `serve` sets it for the projector's
+process (`runtime.collector`; `--python-gc` keeps Python's own thresholds).
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ from discospace.events import (
     measurement_request_id,
 )
 from discospace.projector.reading import StoreViews
+from discospace.projector.settings import ProjectorSettings
 from discospace.projector.writing import insert_rows
+from discospace.runtime.collector import tune_collector
 from discospace.store.client import StoreSettings, connect
 from discospace.store.migrations import migrate
 from discospace.store.tables import MEASUREMENTS, RESULTS
@@ -61,8 +65,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,100000,1000000")
     parser.add_argument("--pairs", default="1000,10000,100000")
+    parser.add_argument("--entities", default="10000,100000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--python-gc", action="store_true", help="keep Python's own collector thresholds"
+    )
     arguments = parser.parse_args()
+    if not arguments.python_gc:
+        tune_collector(ProjectorSettings().gc_young_threshold)
     sizes = [int(size) for size in arguments.sizes.split(",")]
     global ROUNDS
     ROUNDS = arguments.rounds
@@ -71,6 +81,9 @@ def main() -> None:
             _grow_and_measure(client, layout, sizes)
     with _fresh_store() as client:
         _large_operation(client, [int(pairs) for pairs in arguments.pairs.split(",")])
+    for entities in (int(size) for size in arguments.entities.split(",")):
+        with _fresh_store() as client:
+            _large_space(client, entities)
 
 
 @contextmanager
@@ -117,6 +130,39 @@ def _large_operation(client: Client, sizes: list[int]) -> None:
         print(f"    folding every row (one read): {(time.perf_counter() - began) * 1000:.1f} ms")
         assert views.operation("op-large") == expected, "summed up and folded differ"
         _figure("operation progress, summed up", lambda: [views.operation("op-large")], 1, floor)
+
+
+def _large_space(client: Client, entities: int) -> None:
+    """A space of `entities` entities measured in full (a replayed table): every view of it
+    reads and folds all of them; the never-sampled ones are none."""
+    batch_sizes = range(1, entities // 8 + 1)  # x 2 models x 4 GPU counts
+    spec = finetune_space(STORE, ("llama-7b", "granite-8b"), list(batch_sizes))
+    space = DiscoverySpace.from_spec(spec)
+    started = walk_started(space.id, "op-space")
+    insert_rows(client, [registered(spec, space.id), started])
+    measurements, results = [], []
+    for k, entity in enumerate(space.entity_space.sequential()):
+        at, point = T0 + timedelta(milliseconds=k), canonical_json(entity.as_dict())
+        payload = f'{{"train_tokens_per_second":{k % 977}.5,"peak_gpu_memory_mib":1000}}'
+        subject = (space.id, "op-space", entity.id, "finetune", f"ev-{k}", "completed")
+        measurements.append((*subject, f"req-{k}", STORE, at, 1, True, "", False, payload, point))
+        stored = (STORE, entity.id, "finetune", f"ev-{k}", space.id, "op-space", at, True, "")
+        results.append((*stored, payload, point))
+    MEASUREMENTS.insert(client, measurements)
+    RESULTS.insert(client, results)
+    views = StoreViews(client)
+    floor = lambda: client.query("SELECT 1").result_rows  # noqa: E731 (the baseline)
+    size = len(measurements)
+    print(f"[large space] {size:,} entities, every one measured:")
+    _figure(
+        f"space show --include all ({size:,} rows)", lambda: views.entities(space.id), size, floor
+    )
+    _figure(
+        f"space show --include measured ({size:,} rows)",
+        lambda: views.entities(space.id, ("measured",)),
+        size,
+        floor,
+    )
 
 
 def _space_history() -> list[Any]:

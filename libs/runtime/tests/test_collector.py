@@ -4,6 +4,7 @@ service process applying its setting: `test_runner.py`)."""
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections.abc import Iterator
 
@@ -90,3 +91,27 @@ def test_a_collector_off_before_the_fold_stays_off_after_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_pauses_in_several_threads_leave_the_collector_on_once_all_have_ended():
+    count = 8
+    inside = threading.Barrier(count)
+    turns = [threading.Event() for _ in range(count + 1)]
+    seen: list[bool] = []
+
+    def pause(turn: int) -> None:
+        with collector_paused():
+            inside.wait(timeout=10)  # all of them are paused at once
+            turns[turn].wait(timeout=10)  # then they end one after another
+            seen.append(gc.isenabled())
+        turns[turn + 1].set()
+
+    threads = [threading.Thread(target=pause, args=(turn,)) for turn in range(count)]
+    for thread in threads:
+        thread.start()
+    turns[0].set()
+    for thread in threads:
+        thread.join(timeout=20)
+
+    assert seen == [False] * count  # still off for the last, after the others ended
+    assert gc.isenabled()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from discospace.core import Entity
+from discospace.projector import reading
 from discospace.projector.errors import NotKnownError, ViewError
 from discospace.projector.reading import StoreViews
 from discospace.projector.writing import Projection, insert_rows
@@ -231,3 +234,20 @@ def test_an_operations_progress_reads_its_registered_space_once(store_client, st
 
     assert views.operation("op-a") == first
     assert reads == ["operations", "measurements"]
+
+
+def test_the_space_view_reads_and_folds_its_rows_with_the_collector_paused(
+    views, story, monkeypatch
+) -> None:
+    seen: list[bool] = []
+    table = reading.entity_table
+
+    def noting(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return table(*args, **kwargs)
+
+    monkeypatch.setattr(reading, "entity_table", noting)
+    assert gc.isenabled()
+    assert len(views.entities(story.space_a.space_id)) == 16
+    assert seen == [False]
+    assert gc.isenabled()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
 
-from discospace.core import EntitySpace, ExperimentRef, PropertySpec, SpaceSpec
+from discospace.core import Entity, EntitySpace, ExperimentRef, PropertySpec, SpaceSpec
+from discospace.core.canonical import canonical_json
 from discospace.projector.errors import ViewError
 from discospace.projector.queries import MeasurementRow
 from discospace.projector.spaces import SpaceLayout, observed_columns, space_states
@@ -245,3 +247,40 @@ def test_a_start_within_the_same_millisecond_as_its_result_is_read_before_it() -
         ("op-1", 2, "completed"),
         ("op-2", 1, "reused"),
     ]
+
+
+def _completed(layout: SpaceLayout, entity: Entity, event_id: str) -> MeasurementRow:
+    return _row("op-1", "completed", 1, event_id)._replace(
+        entity_id=entity.id,
+        experiment_id=layout.experiment_ids[0],
+        values='{"train_tokens_per_second": 1.5}',
+        entity_values=canonical_json(entity.as_dict()),
+    )
+
+
+def _walked_never(space: EntitySpace) -> Iterator[Entity]:
+    raise AssertionError("the space was walked to find its never-sampled entities")
+    yield from space.sequential()
+
+
+def test_a_space_sampled_in_full_is_not_walked_for_never_sampled_entities(story, folded) -> None:
+    layout = _layout(folded, story.space_a.space_id)
+    small = EntitySpace.from_specs(
+        [
+            PropertySpec(name="model_name", values=("m",)),
+            PropertySpec(name="batch_size", values=(1, 2)),
+            PropertySpec(name="number_gpus", values=(1,)),
+        ]
+    )
+    layout = replace(layout, entity_space=small)
+    entities = list(small.sequential())
+    rows = [_completed(layout, entity, f"c{i}") for i, entity in enumerate(entities)]
+
+    table = entity_table(layout, rows, [], VIEWS, grid=_walked_never(small))
+    assert list(table["status"]) == ["measured", "measured"]
+    assert list(table["batch_size"]) == [1, 2]
+
+    # One entity short of the whole space: the space is walked, the missing one listed.
+    table = entity_table(layout, rows[:1], [], VIEWS)
+    assert list(table["status"]) == ["measured", "unsampled"]
+    assert list(table["entity_id"]) == [entities[0].id, entities[1].id]

@@ -21,13 +21,15 @@ freed; objects freed by their reference count (nearly all) go at once as before.
 It changes the whole process, so tests that start services inside pytest do not call it.
 
 `collector_paused()` turns the collector off for a block: a service's start-up fold
-(`folding.py`), which keeps most of what it decodes.
+(`folding.py`), which keeps most of what it decodes, and the projector's space view
+(`StoreViews.entities`), which keeps every row of the space until its table is built.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,7 +54,7 @@ def tune_collector(young: int) -> None:
 
 @dataclass
 class _Pauses:
-    """The folds of this process pausing the cyclic garbage collector now, and whether it ran
+    """The blocks of this process pausing the cyclic garbage collector now, and whether it ran
     before the first of them."""
 
     running: int = 0
@@ -60,6 +62,8 @@ class _Pauses:
 
 
 _pauses = _Pauses()
+_pauses_lock = threading.Lock()
+"""Blocks may begin and end in several threads (the projector's views run on its store's)."""
 
 
 @contextmanager
@@ -67,13 +71,15 @@ def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block (reference counting still frees
     what is dropped); on again when the last of the blocks running at once ends, if it was on
     when the first began."""
-    if _pauses.running == 0:
-        _pauses.was_enabled = gc.isenabled()
-        gc.disable()
-    _pauses.running += 1
+    with _pauses_lock:
+        if _pauses.running == 0:
+            _pauses.was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses.running += 1
     try:
         yield
     finally:
-        _pauses.running -= 1
-        if _pauses.running == 0 and _pauses.was_enabled:
-            gc.enable()
+        with _pauses_lock:
+            _pauses.running -= 1
+            if _pauses.running == 0 and _pauses.was_enabled:
+                gc.enable()
