@@ -42,6 +42,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from discospace.core import (
@@ -114,8 +115,10 @@ class _Lifecycle:
     def ended_at(self) -> datetime | None:
         return next((self.times[t] for t in _ENDED if t in self.times), None)
 
-    @property
+    @cached_property
     def parameters(self) -> OperationParameters:
+        """The operation's parameters, validated once per lifecycle (a progress reads them
+        several times)."""
         raw = self.first("parameters", "OperationStarted", "OperationRequested")
         return OperationParameters.model_validate(raw or {})
 
@@ -139,10 +142,12 @@ def operation_progress(
 class ProgressReads:
     """What one operation's progress reads from the store besides its lifecycle: its pairs up
     to `until` (its end; None while it runs), and the best result at `objective` (experiment
-    id, target, direction; None when the objective cannot be placed, see the module doc)."""
+    id, target, direction; None when the objective cannot be placed, see the module doc).
+    `life` is the lifecycle they were derived from, which `summed_progress` goes on with."""
 
     until: datetime | None
     objective: tuple[str, str, str] | None
+    life: _Lifecycle
 
 
 def progress_reads(lifecycle: Sequence[OperationRow], space: SpaceState | None) -> ProgressReads:
@@ -151,22 +156,23 @@ def progress_reads(lifecycle: Sequence[OperationRow], space: SpaceState | None) 
     objective = life.parameters.objective
     source = None if objective is None else objective_source_in(objective, space)
     if objective is None or source is None:
-        return ProgressReads(life.ended_at, None)
-    return ProgressReads(life.ended_at, (source.experiment_id, source.target, objective.direction))
+        return ProgressReads(life.ended_at, None, life)
+    at = (source.experiment_id, source.target, objective.direction)
+    return ProgressReads(life.ended_at, at, life)
 
 
 def summed_progress(
     operation_id: str,
-    lifecycle: Sequence[OperationRow],
+    reads: ProgressReads,
     summaries: Sequence[PairSummary],
     best: MeasurementRow | None,
     space: SpaceState | None = None,
 ) -> OperationProgress:
-    """The progress of one operation from its lifecycle and what `progress_reads` named: its
-    pairs summed up by the store, and its best result's row. The same progress as
-    `operation_progress` gives from every measurement row, read in rows per kind of pair
-    rather than per event (a replayed table of 10^5 rows is read as a handful)."""
-    life = _Lifecycle.of(lifecycle)
+    """The progress of one operation from what `progress_reads` named: its pairs summed up by
+    the store, and its best result's row. The same progress as `operation_progress` gives from
+    every measurement row, read in rows per kind of pair rather than per event (a replayed
+    table of 10^5 rows is read as a handful)."""
+    life = reads.life
     ended = life.ended_at is not None
     counts = summed_counts(summaries, life.parameters.max_retries, ended=ended)
     best_so_far_ = best_so_far([best] if best is not None else [], life.parameters, space)

@@ -190,7 +190,7 @@ class StoreViews:
             best = queries.best_result(
                 self.client, space_id, operation_id, reads.until, reads.objective
             )
-        return summed_progress(operation_id, rows, summaries, best, space)
+        return summed_progress(operation_id, reads, summaries, best, space)
 
     def _shown(
         self, operation_id: str, rows: list[queries.OperationRow], depth: int
