@@ -19,6 +19,12 @@ last message is done with, first waits for a commit in flight and commits what i
 `consuming.Consumer._stop`). A commit the broker refuses because the partition moved to
 another member is dropped (that member reads on from the last commit); a failure of the broker
 is tried again, with the offsets noted since merged in.
+
+The events a handler published are not awaited on its path (`confirming.py`): a commit first
+takes the offsets to commit, then waits until every send made so far is confirmed (`settle`),
+so no offset is committed before the effects of its message are in the log. After a send that
+failed for good nothing is committed any more (`SendFailedError`): the service must be started
+again, and reads on from its last commit.
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+
+from discospace.runtime.confirming import SendFailedError
 
 logger = logging.getLogger("discospace.runtime.committing")
 
@@ -49,8 +57,14 @@ retries a commit while the group coordinator is unknown, without bound)."""
 class OffsetCommits:
     """The next offset to commit per partition of one consumer, and the task committing them."""
 
-    def __init__(self, consumer: Callable[[], AIOKafkaConsumer | None]) -> None:
+    def __init__(
+        self,
+        consumer: Callable[[], AIOKafkaConsumer | None],
+        settle: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self._consumer = consumer
+        self._settle = settle
+        """Waits for the service's sends made so far (`Unconfirmed.settle`)."""
         self._noted: dict[TopicPartition, int] = {}
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -101,6 +115,8 @@ class OffsetCommits:
             try:
                 async with self._lock:
                     await self._commit()
+            except SendFailedError:  # logged once where it failed: nothing is committed now
+                continue
             except Exception as error:  # a broker error: keep the offsets, try again soon
                 logger.warning("offsets not committed (%s); trying again", error)
                 self._wake.set()
@@ -118,15 +134,25 @@ class OffsetCommits:
         if not offsets:
             return
         try:
+            if self._settle is not None:  # the sends of the handlers done with are confirmed
+                await self._settle()
+        except BaseException:
+            self._keep(offsets)
+            raise
+        try:
             await consumer.commit(offsets)
             self.commits += 1
         except (CommitFailedError, IllegalStateError) as error:
             # The partitions moved to another member, which reads on from the last commit.
             logger.info("offsets not committed, the group moved on (%s)", error)
         except KafkaError:
-            for tp, offset in offsets.items():  # what was noted meanwhile is further on
-                self._noted.setdefault(tp, offset)
+            self._keep(offsets)
             raise
+
+    def _keep(self, offsets: dict[TopicPartition, int]) -> None:
+        """Note `offsets` again for the next commit (what was noted meanwhile is further on)."""
+        for tp, offset in offsets.items():
+            self._noted.setdefault(tp, offset)
 
 
 class CommitBeforeRevoke(ConsumerRebalanceListener):

@@ -17,7 +17,9 @@ The message is decoded with `discospace.events.codec`, so a bad message raises
 committed only after the message was handled, in the background (`committing.py`: offsets
 noted while a commit is in flight go in the next one); an error seeks back so the message comes
 again: without bound when a dependency failed for now, else up to `handler_max_attempts` tries
-before it is dead-lettered (`deadletter.py`, `failures.py`).
+before it is dead-lettered (`deadletter.py`, `failures.py`). What a handler publishes is
+confirmed by the broker before its offset is committed, not on the handler's path
+(`confirming.py`).
 
 A consumer without a group whose topics were folded at start (`folding.fold_then_follow`) is
 told where that fold stopped (`Consumer.start_at`): it drops every message below those offsets
@@ -51,6 +53,7 @@ from discospace.runtime.committing import (
     OffsetCommits,
     register,
 )
+from discospace.runtime.confirming import Unconfirmed
 from discospace.runtime.failures import RetryPolicy
 from discospace.runtime.fetching import adapt_on_start
 from discospace.runtime.idempotence import SeenEventIds
@@ -161,6 +164,17 @@ def _deduplicated(
     return once
 
 
+def _deferring(handler: Handler, unconfirmed: Unconfirmed) -> Callable[..., Awaitable[Any]]:
+    """`handler`, leaving the sends it makes to `unconfirmed` instead of awaiting each one."""
+
+    @functools.wraps(handler)
+    async def deferring(*args: Any, **kwargs: Any) -> Any:
+        with unconfirmed.deferring():
+            return await handler(*args, **kwargs)
+
+    return deferring
+
+
 class Consumer:
     """A subscription of the service to topics; decorate handlers with it.
 
@@ -174,6 +188,8 @@ class Consumer:
     policy applies the same one). `fetch_max_wait_ms`: the longest one fetch waits at the
     broker (see `ServiceSettings.fetch_max_wait_ms`; Kafka's 500 when None);
     `fetch_idle_wait_ms`: the longer wait once the consumer is idle (`fetching.py`; None: none).
+    `unconfirmed`: the service's sends not confirmed yet: its handlers' sends are left to it,
+    and a commit waits for them (`confirming.py`); None: each send is awaited where it is made.
     """
 
     def __init__(
@@ -191,8 +207,10 @@ class Consumer:
         fetch_idle_wait_ms: int | None = None,
         deduplicate: bool = True,
         retries: RetryPolicy | None = None,
+        unconfirmed: Unconfirmed | None = None,
     ) -> None:
         self.topics = topics
+        self.unconfirmed = unconfirmed
         self.retries = retries or RetryPolicy()
         self.pattern = pattern
         self.group_id = group_id
@@ -209,7 +227,10 @@ class Consumer:
             options["fetch_max_wait_ms"] = fetch_max_wait_ms
         self.commits: OffsetCommits | None = None
         if group_id:
-            self.commits = OffsetCommits(lambda: self.subscriber.consumer)
+            self.commits = OffsetCommits(
+                lambda: self.subscriber.consumer,
+                unconfirmed.settle if unconfirmed is not None else None,
+            )
             options["listener"] = CommitBeforeRevoke(self.commits)
         # MANUAL for both: the dead-letter middleware seeks back what must come again, and a
         # group's offsets are committed by `self.commits` (committing.py), not per message.
@@ -271,6 +292,8 @@ class Consumer:
         event_types = event_types_of(handler)
         self.decoder.accept(event_types)
         wrapped = _deduplicated(handler, self.seen, self.metrics) if self.deduplicate else handler
+        if self.unconfirmed is not None:
+            wrapped = _deferring(wrapped, self.unconfirmed)
         self.handlers.append((event_types, wrapped))
         self.subscriber(filter=_filter_for(event_types))(wrapped)
         return handler

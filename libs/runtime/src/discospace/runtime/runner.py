@@ -6,7 +6,9 @@ broker stops fetching, waits up to `graceful_timeout_s` for the in-flight messag
 process exits 0.
 
 What an operator can get wrong (a setting, an unreachable broker, a catalog file) ends the
-process with one sentence on stderr and status 2, never a traceback.
+process with one sentence on stderr and status 2, never a traceback. An event the broker never
+confirmed (`confirming.py`) stops the service the same clean way, and the process ends with one
+sentence and status 1: its supervisor starts it again, and it reads on from its last commit.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
 from pydantic import ValidationError
 
 from discospace.runtime.collector import tune_collector
+from discospace.runtime.confirming import SendFailedError
 from discospace.runtime.logs import configure_logging
 from discospace.runtime.security import KafkaLoginError
 from discospace.runtime.service import Service
 
 EXIT_BAD_START = 2
+EXIT_FAILED = 1
+"""A running service that had to stop: an event it published was never confirmed."""
 logger = logging.getLogger("discospace.runtime.runner")
 
 
@@ -151,6 +156,13 @@ def run(service: Service) -> None:
     watch = BrokerStartWatch(service.app)
     instance = server(service, watch)
     watch.server = instance
+    failed: list[SendFailedError] = []
+
+    def stop_failed(error: SendFailedError) -> None:
+        failed.append(error)
+        instance.should_exit = True
+
+    service.unconfirmed.on_failure = stop_failed
     with contextlib.suppress(SystemExit):  # uvicorn's 3 for a failed start-up: said below
         instance.run()
     if watch.failure is not None:
@@ -158,6 +170,9 @@ def run(service: Service) -> None:
     if not instance.started:
         logger.error("the service did not start; see the lines above")
         sys.exit(EXIT_BAD_START)
+    if failed:
+        print(f"discospace {service.name} stopped: {failed[0]}.", file=sys.stderr)
+        sys.exit(EXIT_FAILED)
 
 
 def serve(factory: Callable[[], Service], name: str) -> None:

@@ -30,6 +30,7 @@ from faststream.specification import AsyncAPI
 from discospace.events import DeadLettered, Event
 from discospace.events.factory import Clock, utc_now
 from discospace.events.topics import TopicNames
+from discospace.runtime.confirming import Unconfirmed
 from discospace.runtime.consuming import Consumer
 from discospace.runtime.deadletter import DeadLetterPolicy
 from discospace.runtime.failures import Attempts
@@ -75,6 +76,8 @@ class Service:
     """Sets `discospace_consumer_lag` while the service runs."""
     stalls: StallWatch = field(default_factory=StallWatch)
     """Which consumer is stalled, for /health and `discospace_consumer_stalled`."""
+    unconfirmed: Unconfirmed = field(default_factory=Unconfirmed)
+    """What its handlers published that the broker has not confirmed yet (`confirming.py`)."""
     _start: asyncio.Task[Any] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -123,6 +126,7 @@ class Service:
             fetch_idle_wait_ms=self.settings.fetch_idle_wait_ms,
             deduplicate=deduplicate,
             retries=self.settings.retry_policy,
+            unconfirmed=self.unconfirmed,
         )
         if consumer.commits is not None:  # its commit task ends once the broker has stopped
             self.on_shutdown(consumer.commits.stop)

@@ -1,0 +1,190 @@
+"""Sends left unconfirmed by handlers (`confirming.py`), and commits that wait for them
+(`committing.py`), against futures the test answers and a fake aiokafka consumer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaTimeoutError
+from faststream.kafka import KafkaBroker, TestKafkaBroker
+
+from discospace.events import ActuatorRegistered
+from discospace.runtime.committing import OffsetCommits
+from discospace.runtime.confirming import SendFailedError, Unconfirmed, deferring_to
+from discospace.runtime.consuming import Consumer
+from discospace.runtime.metrics import RuntimeMetrics
+from discospace.runtime.publishing import EventPublisher
+
+from .conftest import announcement
+
+A = TopicPartition("t", 0)
+
+
+class FakeConsumer:
+    def __init__(self) -> None:
+        self.commits: list[dict[TopicPartition, int]] = []
+
+    def assignment(self) -> set[TopicPartition]:
+        return {A}
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
+        self.commits.append(dict(offsets))
+
+
+async def _turns(n: int = 20) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def test_a_commit_waits_until_the_sends_made_before_it_are_confirmed() -> None:
+    loop = asyncio.get_running_loop()
+    unconfirmed = Unconfirmed()
+    consumer = FakeConsumer()
+    commits = OffsetCommits(lambda: consumer, unconfirmed.settle)
+    first, second = loop.create_future(), loop.create_future()
+    unconfirmed.track(first)
+    unconfirmed.track(second)
+    commits.done("t", 0, 7)
+    await _turns()
+    assert consumer.commits == [], "committed before its message's sends were confirmed"
+    first.set_result(None)
+    await _turns()
+    assert consumer.commits == []
+    second.set_result(None)
+    await _turns()
+    await commits.stop()
+
+    assert consumer.commits == [{A: 8}]
+    assert unconfirmed.pending == 0
+    assert unconfirmed.confirmed == 2
+
+
+async def test_a_send_made_after_the_offsets_were_taken_is_waited_for_too() -> None:
+    """`settle` waits for whatever is pending when it runs, a superset of the sends of the
+    messages whose offsets the commit took."""
+    loop = asyncio.get_running_loop()
+    unconfirmed = Unconfirmed()
+    earlier = loop.create_future()
+    unconfirmed.track(earlier)
+    settling = asyncio.create_task(unconfirmed.settle())
+    await _turns()
+    later = loop.create_future()
+    unconfirmed.track(later)
+    earlier.set_result(None)
+    await _turns()
+    assert settling.done(), "settle waits for the sends pending when it began, not for ever"
+    assert not later.done()
+
+
+async def test_after_a_failed_send_nothing_is_committed_and_the_failure_is_told_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = asyncio.get_running_loop()
+    told: list[SendFailedError] = []
+    unconfirmed = Unconfirmed(on_failure=told.append)
+    consumer = FakeConsumer()
+    commits = OffsetCommits(lambda: consumer, unconfirmed.settle)
+    failing, other = loop.create_future(), loop.create_future()
+    unconfirmed.track(failing)
+    unconfirmed.track(other)
+    commits.done("t", 0, 3)
+    with caplog.at_level(logging.ERROR, logger="discospace.runtime.confirming"):
+        failing.set_exception(KafkaTimeoutError("batch expired"))
+        other.set_exception(KafkaTimeoutError("batch expired"))
+        await _turns()
+    commits.done("t", 0, 4)  # a later message, whose sends were all confirmed
+    await _turns()
+    with pytest.raises(SendFailedError, match="not confirmed by Kafka"):
+        await commits.flush()
+    await commits.stop()
+
+    assert consumer.commits == []
+    assert commits.pending == {A: 5}, "the offsets stay noted, never committed"
+    assert len(told) == 1
+    assert "batch expired" in str(told[0])
+    said = [r for r in caplog.records if r.name == "discospace.runtime.confirming"]
+    assert len(said) == 1, "the failure is logged once, not once per failed send"
+
+
+async def test_a_cancelled_send_counts_as_failed() -> None:
+    unconfirmed = Unconfirmed()
+    sent = asyncio.get_running_loop().create_future()
+    unconfirmed.track(sent)
+    sent.cancel()
+    await _turns()
+    with pytest.raises(SendFailedError, match="producer closed"):
+        await unconfirmed.settle()
+
+
+async def test_deferring_holds_within_its_block_only() -> None:
+    unconfirmed = Unconfirmed()
+    assert deferring_to() is None
+    with unconfirmed.deferring():
+        assert deferring_to() is unconfirmed
+    assert deferring_to() is None
+
+
+class RecordingPublisher:
+    """Stands for FastStream's publisher: records how each send was asked for."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.calls: list[dict[str, Any]] = []
+        self.futures: list[asyncio.Future[None]] = []
+
+    async def publish(self, message: Any, **options: Any) -> asyncio.Future[None] | None:
+        self.calls.append(options)
+        if not options["no_confirm"]:
+            return None
+        future: asyncio.Future[None] = self.loop.create_future()
+        self.futures.append(future)
+        return future
+
+
+async def test_a_publisher_defers_inside_a_handler_and_awaits_elsewhere() -> None:
+    event = announcement()
+    broker = KafkaBroker()
+    publisher = EventPublisher(broker, "t", ActuatorRegistered)
+    recording = RecordingPublisher(asyncio.get_running_loop())
+    publisher.publisher = recording  # type: ignore[assignment]
+    unconfirmed = Unconfirmed()
+
+    await publisher(event)
+    with unconfirmed.deferring():
+        await publisher(event)
+
+    assert [call["no_confirm"] for call in recording.calls] == [False, True]
+    assert unconfirmed.pending == 1
+    recording.futures[0].set_result(None)
+    await unconfirmed.settle()
+    assert unconfirmed.confirmed == 1
+
+
+async def test_a_consumers_handler_publishes_deferred_through_a_broker() -> None:
+    """The wiring: `Consumer` wraps its handlers, a handler's publish is left to the service's
+    `Unconfirmed`, and the in-memory test broker (which delivers at once) leaves nothing
+    pending."""
+    event = announcement()
+    broker = KafkaBroker()
+    unconfirmed = Unconfirmed()
+    consumer = Consumer(
+        broker, "in", group_id="g", metrics=RuntimeMetrics.create("t"), unconfirmed=unconfirmed
+    )
+    out = EventPublisher(broker, "out", ActuatorRegistered)
+    seen: list[Unconfirmed | None] = []
+
+    @consumer
+    async def handle(received: ActuatorRegistered) -> None:
+        seen.append(deferring_to())
+        await out(received)
+
+    async with TestKafkaBroker(broker) as test_broker:
+        await test_broker.publish(event.model_dump(mode="json"), "in")
+
+    assert seen == [unconfirmed]
+    assert unconfirmed.pending == 0
+    assert deferring_to() is None
