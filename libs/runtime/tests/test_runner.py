@@ -231,3 +231,53 @@ def test_a_service_process_runs_with_its_settings_young_threshold_and_start_up_f
     _, threshold, _, frozen = report.split()
     assert int(threshold) == 12345
     assert int(frozen) > 10_000  # the modules and the app built before serving
+
+
+SERVICE_WHOSE_SEND_FAILS = """
+import asyncio, sys
+from aiokafka.errors import KafkaTimeoutError
+from discospace.events import TopicNames
+from discospace.runtime import ServiceSettings, create_service, runner
+
+settings = ServiceSettings(
+    kafka_bootstrap_servers=sys.argv[1],
+    http_port=int(sys.argv[2]),
+    topic_prefix=TopicNames.unique("send-fails").prefix,
+)
+service = create_service(settings, description="A service whose send is never confirmed.")
+
+async def fail_a_send():
+    # A send left to the service by a handler, which the producer then gives up on.
+    sent = asyncio.get_running_loop().create_future()
+    service.unconfirmed.track(sent)
+
+    async def give_up():
+        await asyncio.sleep(0.5)
+        sent.set_exception(KafkaTimeoutError("the batch expired"))
+
+    asyncio.get_running_loop().create_task(give_up())
+
+service.after_startup(fail_a_send)
+runner.run(service)
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(90)
+def test_a_running_service_whose_send_failed_stops_with_status_1_and_a_sentence(
+    kafka_bootstrap: str,
+) -> None:
+    ended = subprocess.run(
+        [sys.executable, "-c", SERVICE_WHOSE_SEND_FAILS, kafka_bootstrap, str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=80,
+    )
+
+    assert ended.returncode == runner.EXIT_FAILED, ended.stderr[-2000:]
+    sentences = [line for line in ended.stderr.splitlines() if not line.startswith("{")]
+    assert sentences[-1] == (
+        "discospace service stopped: an event this service published was not confirmed by "
+        "Kafka (KafkaTimeoutError: the batch expired)."
+    )
+    assert "Traceback" not in ended.stderr
