@@ -22,7 +22,7 @@ from isolation_plugins import (
     FaultyPlugin,
 )
 
-from discospace.actuator.cancellation import STALL_SIGNAL, STALLS
+from discospace.actuator.cancellation import IDLE_KEEP_S, STALL_SIGNAL, STALLS, Stalled, Watch
 from discospace.actuator.handlers import ActuatorDeps, on_measurement_requested
 from discospace.actuator.isolation import ChildProcessRunner
 from discospace.actuator.settings import ActuatorSettings
@@ -35,6 +35,7 @@ from discospace.events import (
     MeasurementStarted,
     encode_within,
 )
+from discospace.testing.waiting import eventually
 
 CHILD = "actuator 'child-test'"
 FAULTY = "actuator 'faulty'"
@@ -137,6 +138,41 @@ async def test_a_plugin_that_holds_the_loop_briefly_within_its_time_is_not_inter
 
     assert isinstance(completed, MeasurementCompleted)
     assert completed.is_valid
+
+
+async def test_one_guard_thread_watches_measurement_after_measurement_then_ends(monkeypatch):
+    await eventually(lambda: not STALLS.watching, IDLE_KEEP_S + 2, "a thread left from before")
+    monkeypatch.setattr(STALLS, "idle_keep_s", 0.5)
+    with STALLS.watch(None):
+        first = STALLS._thread
+    for _ in range(3):
+        await asyncio.sleep(0.05)
+        with STALLS.watch(None):
+            assert STALLS._thread is first, "a thread started per measurement"
+    assert first is not None
+
+    await eventually(lambda: not STALLS.watching, 5, "the idle guard's thread ending")
+    first.join(timeout=2)
+    assert not first.is_alive()
+
+
+async def test_a_measurement_holding_the_loop_after_an_idle_spell_is_still_stopped(monkeypatch):
+    monkeypatch.setattr(STALLS, "block_limit_s", 0.5)
+    monkeypatch.setattr(STALLS, "idle_keep_s", 10.0)
+    with STALLS.watch(None):
+        pass
+    await asyncio.sleep(0.3)  # nothing watched: the thread waits for the next measurement
+    assert STALLS.watching
+
+    def hold_the_loop(watch: Watch) -> None:
+        watch.frame = sys._getframe()  # the measurement runs here, holding the loop
+        while time.monotonic() - began < 5:
+            pass
+
+    began = time.monotonic()
+    with STALLS.watch(None) as watch, pytest.raises(Stalled, match="held the event loop"):
+        hold_the_loop(watch)
+    assert time.monotonic() - began < 3
 
 
 async def test_the_stall_signal_does_nothing_where_no_watched_measurement_runs():
