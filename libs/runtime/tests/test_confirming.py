@@ -40,14 +40,20 @@ async def _turns(n: int = 20) -> None:
         await asyncio.sleep(0)
 
 
-async def test_a_commit_waits_until_the_sends_made_before_it_are_confirmed() -> None:
+def _sent(unconfirmed: Unconfirmed, count: int) -> list[asyncio.Future[None]]:
+    """`count` sends left to `unconfirmed`, which the test answers."""
     loop = asyncio.get_running_loop()
+    futures: list[asyncio.Future[None]] = [loop.create_future() for _ in range(count)]
+    for future in futures:
+        unconfirmed.track(future)
+    return futures
+
+
+async def test_a_commit_waits_until_the_sends_made_before_it_are_confirmed() -> None:
     unconfirmed = Unconfirmed()
     consumer = FakeConsumer()
     commits = OffsetCommits(lambda: consumer, unconfirmed.settle)
-    first, second = loop.create_future(), loop.create_future()
-    unconfirmed.track(first)
-    unconfirmed.track(second)
+    first, second = _sent(unconfirmed, 2)
     commits.done("t", 0, 7)
     await _turns()
     assert consumer.commits == [], "committed before its message's sends were confirmed"
@@ -63,17 +69,14 @@ async def test_a_commit_waits_until_the_sends_made_before_it_are_confirmed() -> 
     assert unconfirmed.confirmed == 2
 
 
-async def test_a_send_made_after_the_offsets_were_taken_is_waited_for_too() -> None:
-    """`settle` waits for whatever is pending when it runs, a superset of the sends of the
-    messages whose offsets the commit took."""
-    loop = asyncio.get_running_loop()
+async def test_settle_waits_for_the_sends_pending_when_it_began_not_for_later_ones() -> None:
+    """A commit settles after it took its offsets: what is pending then holds the sends of
+    every message whose offset it took; sends made meanwhile do not hold it up for ever."""
     unconfirmed = Unconfirmed()
-    earlier = loop.create_future()
-    unconfirmed.track(earlier)
+    [earlier] = _sent(unconfirmed, 1)
     settling = asyncio.create_task(unconfirmed.settle())
     await _turns()
-    later = loop.create_future()
-    unconfirmed.track(later)
+    [later] = _sent(unconfirmed, 1)
     earlier.set_result(None)
     await _turns()
     assert settling.done(), "settle waits for the sends pending when it began, not for ever"
@@ -83,14 +86,11 @@ async def test_a_send_made_after_the_offsets_were_taken_is_waited_for_too() -> N
 async def test_after_a_failed_send_nothing_is_committed_and_the_failure_is_told_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    loop = asyncio.get_running_loop()
     told: list[SendFailedError] = []
     unconfirmed = Unconfirmed(on_failure=told.append)
     consumer = FakeConsumer()
     commits = OffsetCommits(lambda: consumer, unconfirmed.settle)
-    failing, other = loop.create_future(), loop.create_future()
-    unconfirmed.track(failing)
-    unconfirmed.track(other)
+    failing, other = _sent(unconfirmed, 2)
     commits.done("t", 0, 3)
     with caplog.at_level(logging.ERROR, logger="discospace.runtime.confirming"):
         failing.set_exception(KafkaTimeoutError("batch expired"))
@@ -112,8 +112,7 @@ async def test_after_a_failed_send_nothing_is_committed_and_the_failure_is_told_
 
 async def test_a_cancelled_send_counts_as_failed() -> None:
     unconfirmed = Unconfirmed()
-    sent = asyncio.get_running_loop().create_future()
-    unconfirmed.track(sent)
+    [sent] = _sent(unconfirmed, 1)
     sent.cancel()
     await _turns()
     with pytest.raises(SendFailedError, match="producer closed"):
