@@ -13,6 +13,7 @@ from aiokafka.errors import KafkaTimeoutError
 from faststream.kafka import KafkaBroker, TestKafkaBroker
 
 from discospace.events import ActuatorRegistered
+from discospace.runtime import ServiceSettings, create_service
 from discospace.runtime.committing import OffsetCommits
 from discospace.runtime.confirming import SendFailedError, Unconfirmed, deferring_to
 from discospace.runtime.consuming import Consumer
@@ -187,3 +188,17 @@ async def test_a_consumers_handler_publishes_deferred_through_a_broker() -> None
     assert seen == [unconfirmed]
     assert unconfirmed.pending == 0
     assert deferring_to() is None
+
+
+async def test_the_service_shows_its_unconfirmed_sends_as_a_metric() -> None:
+    service = create_service(ServiceSettings(), description="A probe.")
+    [first, second] = _sent(service.unconfirmed, 2)
+
+    def shown() -> float | None:
+        return service.metrics.registry.get_sample_value("discospace_sends_unconfirmed")
+
+    assert shown() == 2
+    first.set_result(None)
+    second.set_result(None)
+    await _turns()
+    assert shown() == 0

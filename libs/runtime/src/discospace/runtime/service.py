@@ -26,6 +26,7 @@ from faststream.asgi import AsgiFastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from faststream.specification import AsyncAPI
+from prometheus_client import Gauge
 
 from discospace.events import DeadLettered, Event
 from discospace.events.factory import Clock, utc_now
@@ -291,6 +292,12 @@ def create_service(
     service = Service(
         settings, broker, app, metrics, clock, prometheus, topics_used=topics_used, stalls=stalls
     )
+    Gauge(
+        "discospace_sends_unconfirmed",
+        "Events this process's handlers published that Kafka has not confirmed yet: their "
+        "messages' offsets are committed once it has (confirming.py).",
+        registry=metrics.registry,
+    ).set_function(lambda: service.unconfirmed.pending)
     to_dead_letter = service.publisher(
         settings.topics.dead_letter,
         DeadLettered,
