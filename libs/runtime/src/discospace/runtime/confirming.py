@@ -45,7 +45,6 @@ class SendFailedError(Exception):
     def __init__(self, cause: BaseException) -> None:
         reason = str(cause) or type(cause).__name__
         super().__init__(f"an event this service published was not confirmed by Kafka ({reason})")
-        self.cause = cause
 
 
 class Unconfirmed:

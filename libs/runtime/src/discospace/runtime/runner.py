@@ -156,10 +156,8 @@ def run(service: Service) -> None:
     watch = BrokerStartWatch(service.app)
     instance = server(service, watch)
     watch.server = instance
-    failed: list[SendFailedError] = []
 
-    def stop_failed(error: SendFailedError) -> None:
-        failed.append(error)
+    def stop_failed(error: SendFailedError) -> None:  # `service.unconfirmed.failure` keeps it
         instance.should_exit = True
 
     service.unconfirmed.on_failure = stop_failed
@@ -170,8 +168,8 @@ def run(service: Service) -> None:
     if not instance.started:
         logger.error("the service did not start; see the lines above")
         sys.exit(EXIT_BAD_START)
-    if failed:
-        print(f"discospace {service.name} stopped: {failed[0]}.", file=sys.stderr)
+    if service.unconfirmed.failure is not None:
+        print(f"discospace {service.name} stopped: {service.unconfirmed.failure}.", file=sys.stderr)
         sys.exit(EXIT_FAILED)
 
 
