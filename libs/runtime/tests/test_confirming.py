@@ -7,6 +7,7 @@ import asyncio
 import logging
 from typing import Any
 
+import httpx
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaTimeoutError
@@ -202,3 +203,26 @@ async def test_the_service_shows_its_unconfirmed_sends_as_a_metric() -> None:
     second.set_result(None)
     await _turns()
     assert shown() == 0
+
+
+async def test_health_says_failed_with_the_reason_once_a_send_failed_for_good() -> None:
+    service = create_service(ServiceSettings(health_timeout_s=0.5), description="A probe.")
+    [sent] = _sent(service.unconfirmed, 1)
+    transport = httpx.ASGITransport(app=service.app)
+
+    async with httpx.AsyncClient(transport=transport, base_url="http://probe") as client:
+        before = await client.get("/health")
+        sent.set_exception(KafkaTimeoutError("no answer from the leader"))
+        await _turns()
+        after = await client.get("/health")
+
+    assert before.status_code == 503  # no broker here: unreachable, not failed
+    assert before.json()["status"] == "unavailable"
+    assert after.status_code == 503
+    assert after.json() == {
+        "service": "service",
+        "status": "failed",
+        "kafka": "unreachable",
+        "reason": "an event this service published was not confirmed by Kafka "
+        "(KafkaTimeoutError: no answer from the leader)",
+    }

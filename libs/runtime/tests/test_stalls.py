@@ -228,3 +228,18 @@ async def test_health_answers_503_naming_the_stalled_consumer(topics):
 
     assert health.status_code == 503
     assert health.json()["stalled"][0]["group"] == "discospace.registry"
+
+
+def test_a_failed_service_says_so_before_anything_else(watch):
+    for _ in range(11):
+        watch.failed(KEY, 7, ValueError("bad"))
+
+    status, body = health_of("registry", True, watch, "an event was not confirmed")
+
+    assert status == 503
+    assert (body["status"], body["kafka"], body["reason"]) == (
+        "failed",
+        "connected",
+        "an event was not confirmed",
+    )
+    assert len(body["stalled"]) == 1

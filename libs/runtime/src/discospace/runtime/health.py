@@ -1,4 +1,5 @@
-"""/health: 200 while the service reaches its Kafka broker and no consumer of it is stalled.
+"""/health: 200 while the service reaches its Kafka broker, no consumer of it is stalled, and
+every event it published was confirmed or is still on its way.
 
 The body of a healthy service is `{"service": ..., "status": "ok", "kafka": "connected"}`.
 503 otherwise, with a JSON body that says why: `"kafka": "unreachable"`, or
@@ -9,6 +10,11 @@ group, the topic, the partition, the offset and the reason (see `stalls.py` for 
      "stalled": [{"group": "discospace.registry", "topic": "discospace.space-submissions",
                   "partition": 0, "offset": 12, "reason": "the message at offset 12 failed
                   11 times in 10 s and is still retried (last error: ConnectionError: ...)"}]}
+
+A service one of whose handlers' sends Kafka never confirmed (`confirming.py`) commits nothing
+any more and is stopping to be started again: from that moment until its process ends,
+`"status": "failed"` with the sentence in `"reason"`, so a probe or a load balancer does not
+count it as healthy during its stop.
 """
 
 from __future__ import annotations
@@ -36,11 +42,21 @@ def _json(status: int, body: dict[str, Any]) -> AsgiResponse:
     )
 
 
-def health_of(service: str, kafka_reached: bool, watch: StallWatch) -> tuple[int, dict[str, Any]]:
-    """The status code and body of /health, from whether the broker answered and the stalls."""
+def health_of(
+    service: str, kafka_reached: bool, watch: StallWatch, failure: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    """The status code and body of /health, from whether the broker answered, the stalls, and
+    `failure`: why the service is stopping (a send Kafka never confirmed), None while it is not."""
     stalled = [stall.as_json() for stall in watch.stalls()]
     body: dict[str, Any]
-    if not kafka_reached:
+    if failure is not None:
+        body = {
+            "service": service,
+            "status": "failed",
+            "kafka": "connected" if kafka_reached else "unreachable",
+            "reason": failure,
+        }
+    elif not kafka_reached:
         body = {"service": service, "status": "unavailable", "kafka": "unreachable"}
     else:
         body = {"service": service, "status": "stalled" if stalled else "ok", "kafka": "connected"}
@@ -50,15 +66,22 @@ def health_of(service: str, kafka_reached: bool, watch: StallWatch) -> tuple[int
 
 
 def make_health(
-    broker: KafkaBroker, service: str, timeout_s: float, watch: StallWatch | None = None
+    broker: KafkaBroker,
+    service: str,
+    timeout_s: float,
+    watch: StallWatch | None = None,
+    failure: Callable[[], object | None] = lambda: None,
 ) -> GetHandler:
-    """The /health handler of `service`; it asks the broker for its cluster description and
-    `watch` for stalled consumers."""
+    """The /health handler of `service`; it asks the broker for its cluster description,
+    `watch` for stalled consumers, and `failure` whether the service failed for good (an
+    exception whose sentence says why; None while it has not)."""
     watch = watch or StallWatch()
 
     @get(include_in_schema=False)
     async def health(scope: Scope) -> AsgiResponse:
-        return _json(*health_of(service, await broker.ping(timeout_s), watch))
+        failed = failure()
+        reason = None if failed is None else str(failed)
+        return _json(*health_of(service, await broker.ping(timeout_s), watch, reason))
 
     return health
 

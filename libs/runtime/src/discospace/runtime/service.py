@@ -272,13 +272,19 @@ def create_service(
     metrics = RuntimeMetrics.create(name)
     broker = _broker(settings, description)
     stalls = StallWatch(StallRules(settings.stall_after_s, settings.stall_failures))
+    unconfirmed = Unconfirmed()
     topics_used: set[str] = set()
     metrics.register(StalledConsumers(broker, name, stalls, lambda: sorted(topics_used)))
     app = AsgiFastStream(
         broker,
         asgi_routes=[
             ("/metrics", metrics.asgi_app()),
-            ("/health", make_health(broker, name, settings.health_timeout_s, stalls)),
+            (
+                "/health",
+                make_health(
+                    broker, name, settings.health_timeout_s, stalls, lambda: unconfirmed.failure
+                ),
+            ),
         ],
         logger=logging.getLogger(f"discospace.{name}"),
         specification=AsyncAPI(
@@ -290,7 +296,15 @@ def create_service(
     )
     prometheus = KafkaPrometheusMiddleware(registry=metrics.registry, app_name=name)
     service = Service(
-        settings, broker, app, metrics, clock, prometheus, topics_used=topics_used, stalls=stalls
+        settings,
+        broker,
+        app,
+        metrics,
+        clock,
+        prometheus,
+        topics_used=topics_used,
+        stalls=stalls,
+        unconfirmed=unconfirmed,
     )
     Gauge(
         "discospace_sends_unconfirmed",
