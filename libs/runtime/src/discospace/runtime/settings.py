@@ -167,9 +167,9 @@ class ServiceSettings(BaseSettings):
         "fetch_max_wait_ms, while records flow; an idle consumer's fetch asks for one byte, so "
         "the first record after a quiet spell is answered at once (discospace.runtime.fetching). "
         "With 4096 and 5 ms against 1 and 20 ms (benchmarks/bench_loop.py, 3 rounds each, one "
-        "run after the other): explorer, sampler and actuator 2.77, 3.10 and 2.88 ms of CPU per "
-        "measurement against 2.40, 2.78 and 2.55, the walk 85.3 against 92.5 measurements per "
-        "second, the memoised 80-entity walk 0.45 against 0.29 s (medians). 1: every record as "
+        "run after the other): explorer, sampler and actuator 2.40, 2.78 and 2.55 ms of CPU per "
+        "measurement against 2.77, 3.10 and 2.88, the walk 92.5 against 85.3 measurements per "
+        "second, the memoised 80-entity walk 0.29 against 0.45 s (medians). 1: every record as "
         "soon as it is there.",
     )
     fetch_idle_wait_ms: int | None = Field(
