@@ -327,3 +327,25 @@ def test_each_fms_table_is_written_as_soon_as_it_is_done(
     assert (stored["complete"], stored["progress"]) == (True, "1 of 1 methods")
     assert not (tmp_path / "out" / "fms-b.json").exists()
     assert "fms a: random done" in shown.getvalue()
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00binary"])
+def test_a_table_that_is_no_csv_is_one_line(tmp_path: Path, content: bytes):
+    table = tmp_path / "runs.csv"
+    table.write_bytes(content)
+
+    result = invoke("--only", "fms", "--fms-table", str(table), "--out", str(tmp_path / "out"))
+
+    assert result.exit_code == 2, result.output
+    assert f"The table {table} is not a readable CSV file" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_results_folder_under_a_file_is_refused_before_anything_runs(tmp_path: Path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+
+    result = invoke("--only", "zeus", "--out", str(blocker / "results"))
+
+    assert result.exit_code == 2, result.output
+    assert f"--out {blocker / 'results'}: {blocker} is a file, not a folder" in result.output

@@ -130,3 +130,17 @@ def test_the_cli_refuses_before_it_reaches_kafka(tmp_path: Path, parameters, sen
         [line] = result.stderr.strip().splitlines()
         wanted = sentence if operator == "random_walk" else "operator 'no_such_operator' is not"
         assert line.startswith(f"error: {wanted}"), line
+
+
+@pytest.mark.parametrize("given", ["-3", "many"])
+def test_a_bad_number_of_entities_names_both_forms_it_may_take(tmp_path: Path, given) -> None:
+    file = tmp_path / "op.yaml"
+    file.write_text(
+        f"space_id: s\noperator: random_walk\nparameters: {{number_entities: {given}}}\n"
+    )
+    result = runner.invoke(app, ["--kafka", "127.0.0.1:9", "operation", "create", "-f", str(file)])
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {file}: parameters.number_entities: input should be"), line
+    assert line.endswith(", or input should be 'all'"), line
+    assert "constrained-int" not in line

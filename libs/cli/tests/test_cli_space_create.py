@@ -77,6 +77,16 @@ def test_kafka_not_answering_is_one_line_that_says_how_to_start_it() -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("broker", ["host:abc", ":::", "", "127.0.0.1:9092,host"])
+def test_a_malformed_kafka_address_is_one_line_saying_so(broker: str) -> None:
+    result = create("-f", str(SEED_SPACE), kafka=broker)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"error: the Kafka address {broker!r} (--kafka or KAFKA_BOOTSTRAP_SERVERS) is not a "
+        "comma-separated list of host:port"
+    )
+
+
 @pytest.mark.integration
 def test_no_registry_on_the_topics_ends_with_a_sentence_naming_the_registry(
     kafka_bootstrap: str,

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import discospace.client
 import discospace.client.client
+from discospace.cli.errors import CliError
 from discospace.cli.main import app
 from discospace.client import (
     ActuatorPool,
@@ -404,3 +405,44 @@ def test_space_plot_of_a_column_the_table_lacks_is_one_line(tmp_path: Path) -> N
     )
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no column 'batch' in the space's table")
+
+
+def test_space_plot_of_a_column_of_words_is_one_line() -> None:
+    from discospace.cli.space_plot import lines
+
+    frame = pd.DataFrame({"batch_size": [1, 2], "model": ["small", "large"]})
+    with pytest.raises(CliError, match="'model' holds values that are not numbers"):
+        lines(frame, "batch_size", "model", None)
+
+
+@pytest.mark.parametrize("where", ["missing-dir/out.csv", "."])
+def test_space_show_to_a_path_it_cannot_write_is_one_line(tmp_path: Path, where: str) -> None:
+    output = tmp_path / where
+    for fmt in ("csv", "table"):
+        result = cli("space", "show", SPACE_ID, "--format", fmt, "-o", str(output))
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"error: cannot write {output}: ")
+        assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [("http://[::1", "is not valid"), ("ftp://127.0.0.1", "is not valid")],
+)
+def test_a_malformed_projector_url_is_one_line_saying_so(
+    monkeypatch: pytest.MonkeyPatch, url: str, said: str
+) -> None:
+    monkeypatch.undo()
+    result = runner.invoke(app, ["--projector", url, "space", "get"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: the projector URL {url!r} {said}")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_token_with_characters_other_than_ascii_is_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.undo()
+    result = runner.invoke(app, ["space", "get"], env={"DISCOSPACE_API_TOKEN": "tökén"})
+    assert result.exit_code == 2, result.output
+    assert result.stderr == ("error: the API token holds characters other than ASCII; check it.\n")

@@ -96,6 +96,14 @@ def test_yaml_exponent_numbers_are_numbers() -> None:
         ),
         ("entity_space: []\nmeasurement_space: []", "f.yaml: sample_store: is required"),
         ("- a", "f.yaml: the document: should be a mapping of fields"),
+        (
+            "sample_store: s\nentity_space: [{name: a, values: abc}]\nmeasurement_space: []",
+            "f.yaml: entity_space[0] (property 'a'): values: should be a list",
+        ),
+        (
+            "sample_store: s\nentity_space: 5\nmeasurement_space: []",
+            "f.yaml: entity_space: should be a list",
+        ),
         ("a: [", "f.yaml: line"),
     ],
 )

@@ -13,6 +13,7 @@ no service package.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -86,6 +87,8 @@ def optimizers(
     ] = None,
 ) -> None:
     """Benchmark the optimizers on published traces; print the tables and write JSON."""
+    if out is not None:
+        _writable(out)
     try:
         from discospace.bench import command
     except ModuleNotFoundError as error:
@@ -102,6 +105,18 @@ def optimizers(
         )
     except command.USER_ERRORS as error:
         raise CliError(str(error)) from None
+
+
+def _writable(folder: Path) -> None:
+    """Refuse, before any benchmark runs, a results folder that could not be made or written
+    (nothing is created here: a refused table leaves no folder behind)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CliError(f"--out {folder}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CliError(f"--out {folder}: this user cannot write in {existing}")
 
 
 def _missing(error: ModuleNotFoundError) -> Exception:

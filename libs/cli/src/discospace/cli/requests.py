@@ -127,7 +127,7 @@ async def submit_space(
     settings: CliSettings, spec: SpaceSpec, space_id: str, timeout_s: float
 ) -> SpaceAnswer:
     """Publish a ``SpaceSubmitted`` and wait for the registry's answer."""
-    bootstrap, topics = settings.kafka_bootstrap_servers, settings.topics
+    bootstrap, topics = settings.bootstrap, settings.topics
     await ensure_topics(bootstrap, topics, [topics.space_submissions, topics.spaces])
     submission = new_event(
         SpaceSubmitted, submission_id=new_id("sub"), spec=spec, submitted_by=settings.user
@@ -146,7 +146,7 @@ async def submit_space(
 
 async def request_operation(settings: CliSettings, request: OperationRequested) -> None:
     """Publish an ``OperationRequested`` for the explorer."""
-    bootstrap, topics = settings.kafka_bootstrap_servers, settings.topics
+    bootstrap, topics = settings.bootstrap, settings.topics
     await ensure_topics(bootstrap, topics, [topics.operations])
     await publish(bootstrap, topics.operations, request)
 
@@ -251,7 +251,7 @@ async def operation_requested(settings: CliSettings, operation_id: str) -> bool:
     log, not the projector, so it holds without the projector running)."""
     if not operation_id or len(operation_id) > MAX_OPERATION_ID_CHARS:
         return False
-    bootstrap, topic = settings.kafka_bootstrap_servers, settings.topics.operations
+    bootstrap, topic = settings.bootstrap, settings.topics.operations
     needle = json.dumps(operation_id).encode()
     found = False
 
@@ -283,7 +283,7 @@ async def operation_requested(settings: CliSettings, operation_id: str) -> bool:
 async def request_cancel(settings: CliSettings, operation_id: str, reason: str) -> None:
     """Publish an ``OperationCancelRequested``; the explorer stops the operation. An id no
     operation was requested under is refused, publishing nothing."""
-    bootstrap, topics = settings.kafka_bootstrap_servers, settings.topics
+    bootstrap, topics = settings.bootstrap, settings.topics
     if not await operation_requested(settings, operation_id):
         shown = operation_id if len(operation_id) <= 40 else f"{operation_id[:40]}..."
         raise CliError(

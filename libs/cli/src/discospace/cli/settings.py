@@ -43,6 +43,19 @@ class CliSettings:
     api_token: str | None = field(default_factory=api_token_from_env, repr=False)
 
     @property
+    def bootstrap(self) -> str:
+        """The Kafka addresses, each `host:port`; a malformed one is a user error."""
+        from discospace.cli.errors import CliError
+
+        addresses = [a.strip() for a in self.kafka_bootstrap_servers.split(",")]
+        if not all(_is_address(address) for address in addresses):
+            raise CliError(
+                f"the Kafka address {self.kafka_bootstrap_servers!r} (--kafka or "
+                "KAFKA_BOOTSTRAP_SERVERS) is not a comma-separated list of host:port"
+            )
+        return self.kafka_bootstrap_servers
+
+    @property
     def topics(self) -> TopicNames:
         """Topic names under the prefix; a prefix Kafka cannot use is a user error."""
         from discospace.cli.errors import CliError
@@ -52,6 +65,12 @@ class CliSettings:
             return TopicNames(self.topic_prefix)
         except InvalidTopicNameError as error:
             raise CliError(str(error)) from None
+
+
+def _is_address(address: str) -> bool:
+    """Whether `address` is `host:port` with a port Kafka can listen on."""
+    host, _, port = address.rpartition(":")
+    return bool(host) and port.isdigit() and 0 < int(port) < 65536
 
 
 def current_user() -> str:

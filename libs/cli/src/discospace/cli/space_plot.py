@@ -60,7 +60,13 @@ def lines(
     if missing:
         known = ", ".join(str(c) for c in frame.columns)
         raise CliError(f"no column {missing[0]!r} in the space's table; the columns are: {known}")
+    import pandas as pd  # here: the other commands start without pandas
+
     rows = frame.dropna(subset=[y])
+    numbers = pd.to_numeric(rows[y], errors="coerce")
+    if numbers.isna().any():
+        raise CliError(f"column {y!r} holds values that are not numbers; give --y a numeric column")
+    rows = rows.assign(**{y: numbers})
     if rows.empty:
         raise CliError(f"no measured entity has a value for {y!r} yet")
     groups = rows.groupby(line, sort=True) if line else [("all", rows)]

@@ -85,7 +85,10 @@ def _describe(detail: "SpaceDetail", console: Console) -> None:
 
 def _write(data: bytes, output: Path | None, fmt: Format) -> None:
     if output is not None:
-        output.write_bytes(data)
+        try:
+            output.write_bytes(data)
+        except OSError as error:
+            raise CliError(f"cannot write {output}: {error.strerror or error}") from None
         return
     if fmt is Format.parquet and sys.stdout.isatty():
         raise CliError("Parquet is binary: give -o FILE, or redirect stdout to a file")
@@ -128,8 +131,11 @@ def show(
     if output is None:
         print_wide(rendered)
         return
-    with output.open("w", encoding="utf-8") as handle:
-        print_wide(rendered, Console(file=handle))
+    try:
+        with output.open("w", encoding="utf-8") as handle:
+            print_wide(rendered, Console(file=handle))
+    except OSError as error:
+        raise CliError(f"cannot write {output}: {error.strerror or error}") from None
 
 
 def _sorted(frame: "pd.DataFrame", column: str, ascending: bool) -> "pd.DataFrame":

@@ -297,7 +297,7 @@ class KafkaStoreLink:
 
     async def _read(self, topic: str, take: Callable[[bytes], None]) -> None:
         """Hand ``take`` every message of ``topic`` up to where it ends now (none if absent)."""
-        bootstrap = self.settings.kafka_bootstrap_servers
+        bootstrap = self.settings.bootstrap
 
         async def take_record(record: Record) -> None:
             take(record.value or b"")
@@ -318,7 +318,7 @@ class KafkaStoreLink:
     async def publish(self, messages: Sequence[tuple[bytes, bytes]]) -> None:
         """Publish on the measurements topic, waiting for the broker to have each batch, with a
         progress line when it takes a while."""
-        bootstrap, topics = self.settings.kafka_bootstrap_servers, self.settings.topics
+        bootstrap, topics = self.settings.bootstrap, self.settings.topics
         await ensure_topics(bootstrap, topics, [topics.measurements])
         producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap,

@@ -94,12 +94,20 @@ class Client:
     ) -> None:
         self.base_url = (base_url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
         self.timeout_s = timeout_s
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=timeout_s,
-            transport=transport,
-            headers=_authorization(token if token is not None else os.environ.get(TOKEN_ENV)),
-        )
+        given = token if token is not None else os.environ.get(TOKEN_ENV)
+        if given is not None and not given.isascii():
+            raise ClientError("the API token holds characters other than ASCII; check it.")
+        try:
+            self._http = httpx.Client(
+                base_url=self.base_url,
+                timeout=timeout_s,
+                transport=transport,
+                headers=_authorization(given),
+            )
+        except httpx.InvalidURL as error:
+            raise ClientError(
+                f"the projector URL {self.base_url!r} is not valid ({str(error).rstrip('.')})."
+            ) from None
 
     def __enter__(self) -> Client:
         return self
@@ -274,6 +282,10 @@ class Client:
         except httpx.TimeoutException:
             raise ProjectorUnavailableError(
                 f"the projector at {self.base_url} did not answer within {self.timeout_s:g} s."
+            ) from None
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as error:
+            raise ClientError(
+                f"the projector URL {self.base_url!r} is not valid ({str(error).rstrip('.')})."
             ) from None
         except httpx.TransportError:
             raise ProjectorUnavailableError(

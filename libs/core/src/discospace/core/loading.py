@@ -287,7 +287,7 @@ def describe_validation_error(error: ValidationError, data: Any, source: str) ->
     grouped: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for item in error.errors():
         loc = tuple(item["loc"])
-        if loc and loc[-1] in _UNION_TAGS:
+        if loc and _is_union_tag(loc[-1]):
             loc = loc[:-1]
         grouped.setdefault(loc, []).append(dict(item))
     loc, items = next(iter(grouped.items()))
@@ -298,20 +298,36 @@ def describe_validation_error(error: ValidationError, data: Any, source: str) ->
     return f"{source}: {where}: {message}{more}"
 
 
+def _is_union_tag(part: object) -> bool:
+    """Whether a location part names a member of a union (pydantic adds one per member)."""
+    return isinstance(part, str) and (
+        part in _UNION_TAGS or part.startswith(("constrained-", "literal["))
+    )
+
+
 def _message(items: list[dict[str, Any]]) -> str:
     tags = {str(item["loc"][-1]) for item in items if item["loc"]} & _UNION_TAGS
     if len(items) > 1 and tags == {"int", "float"}:
         return "should be a number"
     if len(items) > 1 and tags:
         return "should be a string, a number or a boolean"
+    if len(items) > 1:  # another union: what each of its members asks for
+        asks = dict.fromkeys(_lowered(str(item["msg"])) for item in items)
+        return ", or ".join(asks)
     first = items[0]
+    if first["type"] in ("tuple_type", "list_type"):
+        return "should be a list"
     if first["type"] == "extra_forbidden":
         return "is not a known field"
     if first["type"] == "missing":
         return "is required"
     if first["type"] in ("model_type", "model_attributes_type", "dict_type"):
         return "should be a mapping of fields"
-    return str(first["msg"])[0].lower() + str(first["msg"])[1:]
+    return _lowered(str(first["msg"]))
+
+
+def _lowered(message: str) -> str:
+    return message[:1].lower() + message[1:]
 
 
 def validate_document(data: Any, model: type[Model], source: str) -> Model:

@@ -75,9 +75,13 @@ def table_path(folder: Path | None = None) -> Path:
 
 def load_table(path: Path) -> pd.DataFrame:
     """The table in the CSV file `path` (any name), typed as `load` types it.
-    `TraceDataMissingError` when the file is absent, `FmsTableError` when a column of `NEEDED`
-    is."""
-    raw = pd.read_csv(required_file(path))
+    `TraceDataMissingError` when the file is absent, `FmsTableError` when it is no CSV a
+    reader can parse or a column of `NEEDED` is missing."""
+    try:
+        raw = pd.read_csv(required_file(path))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        reason = str(error).splitlines()[0].rstrip(".") if str(error) else type(error).__name__
+        raise FmsTableError(f"The table {path} is not a readable CSV file ({reason}).") from None
     missing = [column for column in NEEDED if column not in raw.columns]
     if missing:
         names = ", ".join(f"'{column}'" for column in missing)
