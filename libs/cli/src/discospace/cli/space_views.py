@@ -6,6 +6,8 @@ or stdout.
 """
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -83,12 +85,20 @@ def _describe(detail: "SpaceDetail", console: Console) -> None:
         print_description(DiscoverySpace.from_spec(detail.spec), console, catalog)
 
 
+@contextmanager
+def _writing(output: Path) -> Iterator[None]:
+    """A file that cannot be written (no such folder, a directory, no permission) is one
+    sentence naming it."""
+    try:
+        yield
+    except OSError as error:
+        raise CliError(f"cannot write {output}: {error.strerror or error}") from None
+
+
 def _write(data: bytes, output: Path | None, fmt: Format) -> None:
     if output is not None:
-        try:
+        with _writing(output):
             output.write_bytes(data)
-        except OSError as error:
-            raise CliError(f"cannot write {output}: {error.strerror or error}") from None
         return
     if fmt is Format.parquet and sys.stdout.isatty():
         raise CliError("Parquet is binary: give -o FILE, or redirect stdout to a file")
@@ -131,11 +141,8 @@ def show(
     if output is None:
         print_wide(rendered)
         return
-    try:
-        with output.open("w", encoding="utf-8") as handle:
-            print_wide(rendered, Console(file=handle))
-    except OSError as error:
-        raise CliError(f"cannot write {output}: {error.strerror or error}") from None
+    with _writing(output), output.open("w", encoding="utf-8") as handle:
+        print_wide(rendered, Console(file=handle))
 
 
 def _sorted(frame: "pd.DataFrame", column: str, ascending: bool) -> "pd.DataFrame":

@@ -105,9 +105,7 @@ class Client:
                 headers=_authorization(given),
             )
         except httpx.InvalidURL as error:
-            raise ClientError(
-                f"the projector URL {self.base_url!r} is not valid ({str(error).rstrip('.')})."
-            ) from None
+            raise _invalid_url(self.base_url, error) from None
 
     def __enter__(self) -> Client:
         return self
@@ -284,9 +282,7 @@ class Client:
                 f"the projector at {self.base_url} did not answer within {self.timeout_s:g} s."
             ) from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as error:
-            raise ClientError(
-                f"the projector URL {self.base_url!r} is not valid ({str(error).rstrip('.')})."
-            ) from None
+            raise _invalid_url(self.base_url, error) from None
         except httpx.TransportError:
             raise ProjectorUnavailableError(
                 f"the projector at {self.base_url} is not answering: start it with `make up`."
@@ -344,6 +340,11 @@ def _authorization(token: str | None) -> dict[str, str]:
 
 def _include(include: Include | Sequence[Include] | str) -> str:
     return include if isinstance(include, str) else ",".join(include)
+
+
+def _invalid_url(url: str, error: Exception) -> ClientError:
+    """The sentence for a projector URL httpx cannot use (malformed, or another scheme)."""
+    return ClientError(f"the projector URL {url!r} is not valid ({str(error).rstrip('.')}).")
 
 
 def _unauthorized(base_url: str, *, sent: bool) -> UnauthorizedError:
