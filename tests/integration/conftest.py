@@ -7,12 +7,14 @@ messages on the shared broker, and its own consumer groups (the group id starts 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -75,6 +77,16 @@ def catalog(worker: str = "worker-1") -> ActuatorRegistered:
 
 
 Kafka = EventClient
+
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def benchmark(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], ModuleType]:
+    """Import a benchmark script of `benchmarks/` by its module name (`bench_rebuild`)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module
 
 
 @pytest.fixture

@@ -8,8 +8,7 @@ than the real work, so a short one is produced on the real broker and folded by 
 from __future__ import annotations
 
 import asyncio
-import importlib
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -25,18 +24,11 @@ from discospace.events import (
 
 pytestmark = pytest.mark.integration
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return importlib.import_module("bench_rebuild")
-
 
 def test_the_history_holds_whole_walks_of_every_kind_of_event(
-    monkeypatch: pytest.MonkeyPatch,
+    benchmark: Callable[[str], ModuleType],
 ) -> None:
-    bench = _bench(monkeypatch)
+    bench = benchmark("bench_rebuild")
 
     walks = list(bench.history(400))
 
@@ -49,9 +41,9 @@ def test_the_history_holds_whole_walks_of_every_kind_of_event(
 
 
 def test_the_explorer_folds_every_event_of_the_history_at_start(
-    kafka_bootstrap: str, monkeypatch: pytest.MonkeyPatch
+    kafka_bootstrap: str, benchmark: Callable[[str], ModuleType]
 ) -> None:
-    bench = _bench(monkeypatch)
+    bench = benchmark("bench_rebuild")
     topics = TopicNames.unique("bench-rebuild-test")
 
     async def run() -> tuple[Any, Any, float]:

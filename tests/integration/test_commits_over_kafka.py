@@ -10,10 +10,18 @@ import time
 from collections.abc import Awaitable, Callable
 
 import pytest
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from discospace.events import ActuatorRegistered, TopicNames, new_event
+from discospace.events import (
+    ActuatorRegistered,
+    DeadLettered,
+    SpaceSubmitted,
+    TopicNames,
+    encode,
+    new_event,
+    written_type,
+)
 from discospace.runtime import Service, ServiceSettings, TransientError, create_service
 from discospace.runtime.committing import CLOSE_COMMIT_S
 from discospace.testing.clients import EventClient
@@ -191,3 +199,51 @@ async def test_a_last_commit_the_broker_never_answers_delays_the_stop_by_a_bound
     again = Handler()
     async with _service(kafka_bootstrap, topics, again).app.start_lifespan_context():
         await eventually(lambda: again.handled == ["w3", "w4"])  # delivered again, nothing lost
+
+
+async def test_events_no_handler_takes_are_committed_past_without_the_pipeline(
+    kafka, kafka_bootstrap, one_partition, make_submission
+):
+    """A valid event of a type none of the consumer's handlers takes is counted as ignored and
+    committed past without going through FastStream's per-message pipeline; one of such a type
+    that fails its schema still goes that way, to the dead-letter topic."""
+    topics = one_partition
+    handler = Handler()
+    service = create_service(
+        ServiceSettings(kafka_bootstrap_servers=kafka_bootstrap, topic_prefix=topics.prefix),
+        description="A probe of events no handler takes.",
+    )
+    consumer = service.consumer(topics.actuators)
+    consumer(handler.on_actuator_registered)
+    through_pipeline: list[int] = []
+    pipeline = consumer._consume_one
+
+    async def counted(record: ConsumerRecord) -> None:
+        through_pipeline.append(record.offset)
+        await pipeline(record)
+
+    consumer._consume_one = counted
+    group = service.settings.consumer_group
+    broken = encode(make_submission()).replace(b'"spec":', b'"spek":')
+    assert written_type(broken) is SpaceSubmitted  # reads as a current event at a glance
+
+    async with service.app.start_lifespan_context():
+        await kafka.produce(
+            topics.actuators,
+            encode(make_submission()),
+            broken,
+            encode(_announcements(1)[0]),
+            encode(make_submission()),
+        )
+        await eventually(lambda: handler.handled == ["w0"])
+        await _until_committed(kafka_bootstrap, group, topics.actuators, 4)
+        [letter] = await kafka.read_events(topics.dead_letter, 1)
+        ignored = service.metrics.registry.get_sample_value(
+            "discospace_ignored_events_total", {"event_type": "SpaceSubmitted"}
+        )
+
+    assert isinstance(letter, DeadLettered)
+    assert (letter.source_offset, letter.original()) == (1, broken)
+    assert letter.reason.startswith("not a valid SpaceSubmitted v1: spec")
+    assert ignored == 2
+    assert through_pipeline == [1, 2]  # the broken submission and the announcement

@@ -17,6 +17,7 @@ from discospace.events import (
     decode,
     decode_as,
     encode,
+    written_type,
 )
 from discospace.events.codec import upcast_payload
 
@@ -205,6 +206,25 @@ def test_a_message_as_encode_writes_it_is_read_in_one_pass_to_the_event_the_gene
     assert type(one_pass) is event_class
     assert one_pass == decode(reformatted) == event
     assert one_pass.model_dump_json() == event.model_dump_json()
+
+
+def test_written_type_names_the_class_of_a_current_event_from_its_first_bytes(
+    event_class: Any, payloads: Payloads
+) -> None:
+    written = encode(event_class.model_validate(_current(payloads, event_class)))
+    reformatted = json.dumps(json.loads(written), indent=1).encode()
+
+    assert written_type(written) is event_class
+    assert written_type(reformatted) is None  # not the written form: read the general way
+    assert written_type(written.decode()) is None
+
+
+def test_written_type_reads_only_the_start_and_knows_no_type_or_version_it_cannot_read() -> None:
+    assert written_type(WRITTEN + b"not JSON at all") is MeasurementStarted
+    assert written_type(WRITTEN.replace(b"MeasurementStarted", b"Nope")) is None
+    newer = WRITTEN.replace(b'"schema_version":1', b'"schema_version":7')
+    assert written_type(newer) is None
+    assert written_type(None) is None
 
 
 WRITTEN = b'{"event_id":"e-1","type":"MeasurementStarted","schema_version":1,'

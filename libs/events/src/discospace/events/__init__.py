@@ -18,6 +18,7 @@ from discospace.events.codec import (
     decode_verbatim,
     encode,
     encode_within,
+    written_type,
 )
 from discospace.events.dead_letter import DeadLettered
 from discospace.events.envelope import Event, caused_event_id, content_id
@@ -96,4 +97,5 @@ __all__ = [
     "measurement_request_id",
     "new_event",
     "utc_now",
+    "written_type",
 ]

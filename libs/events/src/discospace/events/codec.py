@@ -121,9 +121,10 @@ _AS_WRITTEN = re.compile(
 """The start of a message as `encode` writes it: the type and the version are top-level keys."""
 
 
-def _as_written(data: bytes | str) -> Event | None:
-    """The event in `data` when it is as `encode` writes a current event, read in one pass;
-    None otherwise (the general way then reads it, or says what is wrong with it)."""
+def written_type(data: bytes | str | None) -> type[Event] | None:
+    """The event class `data` names when it starts as `encode` writes an event at its type's
+    current version, from its first bytes alone (nothing else is read or validated); None
+    otherwise. A consumer uses it to tell at a glance the events none of its handlers take."""
     if not isinstance(data, bytes):
         return None
     match = _AS_WRITTEN.match(data)
@@ -133,7 +134,14 @@ def _as_written(data: bytes | str) -> Event | None:
         cls = event_type(match[1].decode("ascii"))
     except UnknownEventTypeError:
         return None
-    if int(match[2]) != _name_and_version(cls)[1]:
+    return cls if int(match[2]) == _name_and_version(cls)[1] else None
+
+
+def _as_written(data: bytes | str) -> Event | None:
+    """The event in `data` when it is as `encode` writes a current event, read in one pass;
+    None otherwise (the general way then reads it, or says what is wrong with it)."""
+    cls = written_type(data)
+    if cls is None:
         return None
     try:
         return cls.model_validate_json(data)
