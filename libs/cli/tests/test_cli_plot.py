@@ -188,6 +188,18 @@ def test_what_cannot_be_plotted_is_said_in_one_sentence(
         plot_operation(Projector(parameters, results), "op-1", tmp_path / name)
 
 
+def test_a_plot_under_a_file_names_the_file_in_the_way(tmp_path: Path):
+    (tmp_path / "notes").write_text("a file, not a folder")
+    output = tmp_path / "notes" / "plots" / "a.png"
+
+    with pytest.raises(CliError) as refused:
+        plot_operation(Projector({"objective": MAX_TPS}, RESULTS), "op-1", output)
+
+    assert str(refused.value) == (
+        f"cannot write the plot to {output}: {tmp_path / 'notes'} is a file, not a folder"
+    )
+
+
 def test_the_command_prints_the_file_it_wrote(monkeypatch, tmp_path: Path):
     progress = {
         "operation_id": "op-1",

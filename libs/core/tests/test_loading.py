@@ -174,3 +174,17 @@ def test_a_catalog_file_loads_a_list_of_experiments(tmp_path) -> None:
     assert [s.experiment for s in specs] == ["finetune", "cost"]
     with pytest.raises(SpecError, match=r"\[0\].*target_properties: is required"):
         load_experiment_specs(write(tmp_path, "bad.yaml", "- {actuator: A, experiment: e}"))
+
+
+def test_a_catalog_file_that_gives_an_experiment_twice_is_refused(tmp_path) -> None:
+    entry = "- {actuator: A, experiment: e, target_properties: [%s]}\n"
+    other = "- {actuator: B, experiment: e, target_properties: [t]}\n"
+    path = write(tmp_path, "twice.yaml", entry % "t" + other + entry % "u")
+
+    with pytest.raises(SpecError) as refused:
+        load_experiment_specs(path)
+
+    assert str(refused.value) == (
+        f"{path}: experiment 'e' of actuator 'A' is given twice (items 1 and 3); "
+        "give each experiment once"
+    )

@@ -260,7 +260,8 @@ def test_a_trial_reference_outside_trials_or_to_another_property_is_refused() ->
     [
         ({"stages": {}}, "the pipeline has no job: give at least one in stages"),
         ({}, "pipeline: stages: is required"),
-        ({"stages": {"probe": "walk"}}, "pipeline: stages.probe: input should be a valid tuple"),
+        ({"stages": {"probe": "walk"}}, "pipeline: stages.probe: should be a list"),
+        ({"stages": 5}, "pipeline: stages: should be a mapping of fields"),
         ({"stages": {"later": []}}, "pipeline: stages.later: is not a known field"),
         (changed("stages.probe.0.kind", "walk"), "pipeline: stages.probe[0] (job 'probe').kind: "),
         (

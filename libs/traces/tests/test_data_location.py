@@ -44,3 +44,15 @@ def test_an_absent_folder_is_a_typed_error_naming_the_path(
         data_dir()
     with pytest.raises(TraceDataMissingError, match="fms-acceleration-a100"):
         fms_data_dir(tmp_path)
+
+
+def test_a_folder_given_that_is_not_a_trace_folder_is_named_without_the_variable(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(TraceDataMissingError) as refused:
+        zeus_data_dir(tmp_path)
+
+    assert str(refused.value) == (
+        f"{tmp_path} is neither a zeus-nsdi23-trace trace folder nor a folder that holds "
+        "zeus-nsdi23-trace/; give one of those."
+    )

@@ -1,7 +1,8 @@
 """The ``discospace`` console command: the Typer app, its sub-apps and error handling.
 
 Errors a user can meet (any :class:`DiscospaceError`, or a pydantic validation error) become
-one red line on stderr and exit code 2, never a traceback. Commands live in their own modules
+one red line on stderr and exit code 2, never a traceback; so do click's usage errors
+(`OneLineUsageError`). Commands live in their own modules
 (one sub-app per noun: ``space.py``, ``operation.py`` ...) and are registered here.
 
 Start-up stays short (``discospace --help`` and ``discospace operation create --help`` import
@@ -20,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 from typer._click.core import Command, Context
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from discospace.cli.logs import silence_library_logs
@@ -110,9 +112,23 @@ class _Root(TyperGroup):
             self.add_command(NOUNS[name].load(), name)
         return super().resolve_command(ctx, args)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: Context | None = None,
+        **extra: Any,
+    ) -> Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except UsageError as error:
+            raise _one_line(error) from None
+
     def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
+        except UsageError as error:
+            raise _one_line(error) from None
         except _CLICK_SIGNALS:
             raise  # --help, exit codes, bad usage: click answers them itself
         except Exception as error:
@@ -122,6 +138,32 @@ class _Root(TyperGroup):
 
             typer.secho(user_error_line(error), fg="red", err=True)
             raise typer.Exit(USER_ERROR_EXIT_CODE) from None
+
+
+class OneLineUsageError(UsageError):
+    """A usage error (a missing argument, an unknown option or command, a bad value) as one
+    line, `error: <what is wrong> (see '<command> --help')`, like every other error of the CLI
+    (click writes the usage and a hint on lines of their own first)."""
+
+    def __init__(self, error: UsageError) -> None:
+        # Typer reads choices with pydantic, whose sentence starts "Value error, ".
+        super().__init__(error.format_message().replace(": Value error, ", ": "), error.ctx)
+        self.exit_code = error.exit_code
+
+    def format_message(self) -> str:
+        return self.message
+
+    def show(self, file: Any = None) -> None:
+        help_at = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        problem = self.message.rstrip(".") if help_at else self.message
+        typer.secho(f"error: {problem}{help_at}", fg="red", err=True, file=file)
+
+
+def _one_line(error: UsageError) -> UsageError:
+    """`error` shown in one line; a bare command that shows its help stays as it is."""
+    if isinstance(error, NoArgsIsHelpError | OneLineUsageError):
+        return error
+    return OneLineUsageError(error)
 
 
 def _meant_for_the_user(error: Exception) -> bool:

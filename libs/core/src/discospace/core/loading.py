@@ -291,7 +291,7 @@ def describe_validation_error(error: ValidationError, data: Any, source: str) ->
             loc = loc[:-1]
         grouped.setdefault(loc, []).append(dict(item))
     loc, items = next(iter(grouped.items()))
-    message = _message(items)
+    message = problem_text(items)
     others = len(grouped) - 1
     more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
     where = _where(loc, data) if loc else "the document"
@@ -305,7 +305,9 @@ def _is_union_tag(part: object) -> bool:
     )
 
 
-def _message(items: list[dict[str, Any]]) -> str:
+def problem_text(items: list[dict[str, Any]]) -> str:
+    """What is wrong at one place of a document, from pydantic's errors there (several for a
+    union: one per member), in words for a person: "should be a list", "is required"."""
     tags = {str(item["loc"][-1]) for item in items if item["loc"]} & _UNION_TAGS
     if len(items) > 1 and tags == {"int", "float"}:
         return "should be a number"
@@ -362,12 +364,22 @@ def load_discovery_space(path: str | Path) -> DiscoverySpace:
 
 
 def load_experiment_specs(path: str | Path) -> tuple[ExperimentSpec, ...]:
-    """A catalog file: a list of experiments (or one experiment)."""
+    """A catalog file: a list of experiments (or one experiment), each (actuator, experiment)
+    once: a second entry would silently replace the first in a catalog."""
     file = Path(path)
     data = parse_document(_read(file), str(file))
     items = data if isinstance(data, list) else [data]
     adapter = TypeAdapter(tuple[ExperimentSpec, ...])
     try:
-        return adapter.validate_python(items)
+        specs = adapter.validate_python(items)
     except ValidationError as error:
         raise SpecError(describe_validation_error(error, items, str(file))) from None
+    first: dict[tuple[str, str], int] = {}
+    for index, spec in enumerate(specs):
+        earlier = first.setdefault((spec.actuator, spec.experiment), index)
+        if earlier != index:
+            raise SpecError(
+                f"{file}: experiment '{spec.experiment}' of actuator '{spec.actuator}' is given "
+                f"twice (items {earlier + 1} and {index + 1}); give each experiment once"
+            )
+    return specs

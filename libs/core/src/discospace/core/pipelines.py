@@ -40,6 +40,7 @@ from pydantic import (
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.errors import DiscospaceError, PipelineError
 from discospace.core.experiment import ExperimentCatalog
+from discospace.core.loading import problem_text
 from discospace.core.operation_rules import operator_problem
 from discospace.core.properties import domain_from_spec
 from discospace.core.results import Objective
@@ -228,9 +229,7 @@ def first_problem(error: ValidationError, data: Any, source: str) -> str:
     first = error.errors()[0]
     if first["type"] == "value_error":
         return str(first["ctx"]["error"])
-    message = {"extra_forbidden": "is not a known field", "missing": "is required"}.get(
-        first["type"], str(first["msg"])[:1].lower() + str(first["msg"])[1:]
-    )
+    message = problem_text([dict(first)])
     more = len(error.errors()) - 1
     return f"{source}: {_where(first['loc'], data)}: {message}" + (
         f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""

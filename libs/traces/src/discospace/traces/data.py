@@ -46,8 +46,16 @@ def data_dir() -> Path:
 
 def trace_dir(name: str, root: Path | None = None) -> Path:
     """The trace folder `name` under `root` (default `data_dir()`); raises
-    `TraceDataMissingError` when it is absent."""
-    folder = (root if root is not None else data_dir()) / name
+    `TraceDataMissingError` when it is absent: a `root` given by the user (the callers also
+    take the trace folder itself) is named, else how to set the data folder."""
+    if root is not None:
+        if not (root / name).is_dir():
+            raise TraceDataMissingError(
+                f"{root} is neither a {name} trace folder nor a folder that holds {name}/; "
+                "give one of those."
+            )
+        return root / name
+    folder = data_dir() / name
     if not folder.is_dir():
         raise TraceDataMissingError(
             f"The trace folder {folder} does not exist; set {DATA_DIR_ENV} to the folder "
