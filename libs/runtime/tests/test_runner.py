@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from discospace.runtime import runner
+from discospace.runtime import ServiceSettings, create_service, runner
 from discospace.runtime.runner import BrokerStartWatch, last_line
 from discospace.testing.kafka import free_port
 
@@ -281,3 +281,59 @@ def test_a_running_service_whose_send_failed_stops_with_status_1_and_a_sentence(
         "Kafka (KafkaTimeoutError: the batch expired)."
     )
     assert "Traceback" not in ended.stderr
+
+
+def test_an_http_port_in_use_is_refused_with_a_sentence_before_kafka_is_tried(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        settings = ServiceSettings(http_port=port)
+        with pytest.raises(SystemExit) as ended:
+            runner._check_http(create_service(settings, description="A probe."))
+
+    assert ended.value.code == runner.EXIT_BAD_START
+    assert capsys.readouterr().err == (
+        f"discospace service cannot start: /health and /metrics cannot listen on 127.0.0.1:{port}"
+        " (Address already in use); set DISCOSPACE_SERVICE_HTTP_PORT to a free port, or "
+        "DISCOSPACE_SERVICE_HTTP_HOST to an address of this machine.\n"
+    )
+
+
+def test_a_free_http_port_passes_the_check() -> None:
+    settings = ServiceSettings(http_port=free_port())
+    runner._check_http(create_service(settings, description="A probe."))
+
+
+class _Mapped(ServiceSettings):
+    options: dict[str, int] = {}
+
+
+def test_a_setting_whose_variable_is_not_json_is_one_sentence(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DISCOSPACE_SERVICE_OPTIONS", "{not json")
+    with pytest.raises(SystemExit) as ended:
+        runner.build(lambda: create_service(_Mapped(), description="A probe."), "probe")
+
+    assert ended.value.code == runner.EXIT_BAD_START
+    assert capsys.readouterr().err == (
+        "discospace probe cannot start: setting options: not valid JSON (Expecting property "
+        "name enclosed in double quotes: line 1 column 2 (char 1)).\n"
+    )
+
+
+def test_a_validator_s_sentence_is_given_without_pydantic_s_prefix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "kafka")
+    with pytest.raises(SystemExit):
+        runner.build(lambda: create_service(ServiceSettings(), description="A probe."), "probe")
+
+    assert capsys.readouterr().err == (
+        "discospace probe cannot start: setting kafka_bootstrap_servers: 'kafka' is not "
+        "host:port (a port from 1 to 65535); give KAFKA_BOOTSTRAP_SERVERS as a comma-separated "
+        "list of host:port\n"
+    )

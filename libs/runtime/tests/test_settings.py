@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsConfigDict
 
 from discospace.runtime import ServiceSettings
+from discospace.runtime.settings import blank_is_unset
 
 
 class ToySettings(ServiceSettings):
@@ -50,3 +51,47 @@ def test_a_bad_value_is_refused_naming_the_field(monkeypatch):
     monkeypatch.setenv("DISCOSPACE_TOY_HTTP_PORT", "seventy")
     with pytest.raises(ValidationError, match="http_port"):
         ToySettings()
+
+
+@pytest.mark.parametrize(
+    "variable", ["DISCOSPACE_TOY_GRACEFUL_TIMEOUT_S", "DISCOSPACE_TOY_METADATA_MAX_AGE_S"]
+)
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
+def test_a_number_that_is_not_finite_is_refused(monkeypatch, variable: str, value: str):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValidationError, match="finite number"):
+        ToySettings()
+
+
+@pytest.mark.parametrize(
+    ("servers", "wrong"),
+    [
+        ("host:notaport", "'host:notaport' is not host:port"),
+        ("127.0.0.1:99999", "'127.0.0.1:99999' is not host:port"),
+        ("a:9092,:9092", "':9092' is not host:port"),
+        ("kafka", "'kafka' is not host:port"),
+        (" , ", "empty"),
+    ],
+)
+def test_a_bootstrap_address_that_is_not_host_and_port_is_refused(
+    monkeypatch, servers: str, wrong: str
+):
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", servers)
+    with pytest.raises(ValidationError) as refused:
+        ToySettings()
+
+    [problem] = refused.value.errors()
+    assert problem["loc"] == ("kafka_bootstrap_servers",)
+    assert str(problem["ctx"]["error"]).startswith(wrong)
+
+
+def test_a_young_threshold_the_collector_cannot_take_is_refused(monkeypatch):
+    monkeypatch.setenv("DISCOSPACE_TOY_GC_YOUNG_THRESHOLD", str(2**31))
+    with pytest.raises(ValidationError, match="gc_young_threshold"):
+        ToySettings()
+    monkeypatch.setenv("DISCOSPACE_TOY_GC_YOUNG_THRESHOLD", str(2**31 - 1))
+    assert ToySettings().gc_young_threshold == 2**31 - 1
+
+
+def test_a_blank_value_is_unset():
+    assert [blank_is_unset(v) for v in ("", "  ", "x", None, 3)] == [None, None, "x", None, 3]

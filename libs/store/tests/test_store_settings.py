@@ -76,3 +76,31 @@ def test_an_error_about_a_url_never_shows_its_password() -> None:
 def test_a_database_name_that_is_not_an_identifier_is_refused() -> None:
     with pytest.raises(StoreSettingsError, match="store database name 'x; DROP'"):
         connect(StoreSettings(url=None, database="x; DROP"))
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"url": "not a url"}, "CLICKHOUSE_URL must start with http:// or https://"),
+        ({"url": "http://ch:port"}, "has a port that is not a number"),
+        ({"url": None, "database": "bad-db!"}, "store database name 'bad-db!'"),
+    ],
+)
+def test_check_refuses_settings_that_name_no_store_before_connecting(settings, message) -> None:
+    with pytest.raises(StoreSettingsError, match=message):
+        StoreSettings(**settings).check()
+
+
+def test_check_refuses_a_chdb_data_dir_under_a_file(tmp_path) -> None:
+    (tmp_path / "notes").write_text("a file")
+    data_dir = tmp_path / "notes" / "store"
+
+    with pytest.raises(StoreSettingsError) as caught:
+        StoreSettings(url=None, data_dir=data_dir).check()
+
+    assert str(caught.value) == (
+        f"The chDB data dir {data_dir} cannot be made: {tmp_path / 'notes'} is a file, "
+        "not a folder."
+    )
+    assert isinstance(caught.value, ValueError)  # a service's start reports it as a bad setting
+    StoreSettings(url=None, data_dir=tmp_path / "new" / "store").check()

@@ -53,6 +53,15 @@ def test_a_parameters_file_that_is_missing_or_not_a_mapping_is_refused_in_a_sent
         ActuatorSettings(parameters_file=listed).plugin_parameters()
 
 
+def test_a_blank_parameters_file_is_no_file(monkeypatch):
+    monkeypatch.setenv("DISCOSPACE_ACTUATOR_PARAMETERS_FILE", " ")
+
+    settings = ActuatorSettings()
+
+    assert settings.parameters_file is None
+    assert settings.plugin_parameters() == {}
+
+
 @pytest.mark.parametrize(
     ("written", "seconds"),
     [("30sec", 30), ("10min", 600), ("10m", 600), ("1h20m40s", 4840), ("45S", 45)],

@@ -182,3 +182,29 @@ def test_the_process_refuses_to_start_exposed_without_a_token_in_one_line() -> N
     lines = finished.stderr.strip().splitlines()
     assert len(lines) == 1, finished.stderr
     assert lines[0].startswith("discospace projector cannot start: the projector would serve")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "sentence"),
+    [
+        ("CLICKHOUSE_URL", "not a url", "CLICKHOUSE_URL must start with http:// or https://"),
+        ("DISCOSPACE_STORE_DATABASE", "bad-db!", "The store database name 'bad-db!' must"),
+    ],
+)
+def test_store_settings_that_name_no_store_stop_the_start_before_kafka_is_tried(
+    variable: str, value: str, sentence: str
+) -> None:
+    environment = {"PATH": os.environ.get("PATH", ""), variable: value}
+    # No broker is given or running: the store's sentence must come first.
+    environment["KAFKA_BOOTSTRAP_SERVERS"] = "127.0.0.1:9"
+    ended = subprocess.run(
+        [sys.executable, "-m", "discospace.projector"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+
+    assert ended.returncode == 2
+    assert ended.stderr.startswith(f"discospace projector cannot start: {sentence}")
+    assert ended.stderr.count("\n") == 1

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -26,6 +28,7 @@ import uvicorn
 from aiokafka.errors import KafkaError
 from faststream.asgi.types import ASGIApp, Message, Receive, Scope, Send
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from discospace.runtime.collector import tune_collector
 from discospace.runtime.confirming import SendFailedError
@@ -48,7 +51,10 @@ def describe_settings_error(error: ValidationError) -> str:
     """`setting http_port: Input should be a valid integer` for the first problem."""
     first = error.errors(include_url=False)[0]
     where = ".".join(str(part) for part in first["loc"]) or "settings"
-    return f"setting {where}: {first['msg']}"
+    problem = first["msg"]
+    if first["type"] == "value_error":  # a validator's own sentence, without "Value error, "
+        problem = str(first.get("ctx", {}).get("error", problem))
+    return f"setting {where}: {problem}"
 
 
 def _refuse_start(name: str, reason: str) -> NoReturn:
@@ -62,8 +68,37 @@ def build(factory: Callable[[], Service], name: str) -> Service:
         return factory()
     except ValidationError as error:
         _refuse_start(name, describe_settings_error(error))
+    except SettingsError as error:  # a complex setting's variable is not JSON
+        field = re.search(r'field "(\w+)"', str(error))
+        where = f"setting {field[1]}" if field else "a setting"
+        _refuse_start(name, f"{where}: not valid JSON ({error.__cause__ or error}).")
     except (ValueError, OSError) as error:
         _refuse_start(name, str(error))
+
+
+def _check_http(service: Service) -> None:
+    """Bind the address of /health and /metrics once, to fail with a sentence now when it is
+    taken or not this machine's (uvicorn would say so in log lines only after the start-up,
+    folds included, had run)."""
+    settings = service.settings
+    host, port = settings.http_host, settings.http_port
+    if port == 0:  # any free port
+        return
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as error:
+        prefix = str(settings.model_config.get("env_prefix", ""))
+        _refuse_start(
+            service.name,
+            f"/health and /metrics cannot listen on {host}:{port} ({error.strerror or error}); "
+            f"set {prefix}HTTP_PORT to a free port, or {prefix}HTTP_HOST to an address of this "
+            "machine.",
+        )
 
 
 def _check_kafka(service: Service) -> None:
@@ -149,6 +184,7 @@ def run(service: Service) -> None:
     """Serve `service` until SIGTERM or SIGINT; exit 0 after a clean shutdown."""
     settings = service.settings
     configure_logging(service.name, settings.log_level, settings.log_repeat_interval_s)
+    _check_http(service)
     _check_kafka(service)
     tune_collector(settings.gc_young_threshold)
     for signum in (signal.SIGTERM, signal.SIGINT):

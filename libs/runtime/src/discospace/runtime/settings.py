@@ -93,13 +93,17 @@ class KafkaSecuritySettings(BaseSettings):
     @field_validator("sasl_username", "sasl_password_file", "ssl_cafile", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
-        return None if isinstance(value, str) and not value.strip() else value
+        return blank_is_unset(value)
 
 
 class ServiceSettings(BaseSettings):
     """The settings of one service; subclasses set `service_name`, the env prefix and the port."""
 
-    model_config = SettingsConfigDict(env_prefix="DISCOSPACE_SERVICE_", extra="ignore")
+    # `inf` and `nan` are refused for every number: a timeout of inf would pass `gt=0` and
+    # overflow where it is made whole milliseconds.
+    model_config = SettingsConfigDict(
+        env_prefix="DISCOSPACE_SERVICE_", extra="ignore", allow_inf_nan=False
+    )
 
     service_name: ClassVar[str] = "service"
 
@@ -109,6 +113,21 @@ class ServiceSettings(BaseSettings):
     topic_prefix: str = Field(
         default=DEFAULT_PREFIX, description="Prefix of every topic name (`<prefix>.<topic>`)."
     )
+
+    @field_validator("kafka_bootstrap_servers")
+    @classmethod
+    def _addresses(cls, value: str) -> str:
+        """Each address `host:port`, a port Kafka can listen on (aiokafka would raise a bare
+        ValueError or OverflowError on another, from deep in its start)."""
+        addresses = [address.strip() for address in value.split(",") if address.strip()]
+        wrong = [address for address in addresses if not _is_address(address)]
+        if not addresses or wrong:
+            what = f"{wrong[0]!r} is not host:port (a port from 1 to 65535)" if wrong else "empty"
+            raise ValueError(
+                f"{what}; give KAFKA_BOOTSTRAP_SERVERS as a comma-separated list of host:port"
+            )
+        return value
+
     group_id: str | None = Field(
         default=None,
         description="Kafka consumer group; by default `<topic prefix>.<service name>`.",
@@ -186,6 +205,7 @@ class ServiceSettings(BaseSettings):
     gc_young_threshold: int = Field(
         default=50_000,
         ge=1,
+        le=2**31 - 1,  # Python's collector takes a C int
         description="Allocations between two collections of the youngest generation of "
         "Python's cyclic garbage collector (Python's own is 700): at 700 a service that keeps "
         "decoded events a while walks them again and again (the projector ran 1.36x faster at "
@@ -259,3 +279,15 @@ class ServiceSettings(BaseSettings):
     def consumer_group(self) -> str:
         """The consumer group of this service: one per service (per pool for actuators)."""
         return self.group_id or f"{self.topic_prefix}.{self.service_name}"
+
+
+def _is_address(address: str) -> bool:
+    """Whether `address` is `host:port` with a port Kafka can listen on."""
+    host, _, port = address.rpartition(":")
+    return bool(host) and port.isdigit() and 0 < int(port) < 65536
+
+
+def blank_is_unset(value: object) -> object:
+    """A setting's value with a blank string as unset (None): `X_FILE=` in an env file means no
+    file, not the current folder."""
+    return None if isinstance(value, str) and not value.strip() else value

@@ -71,6 +71,22 @@ class StoreSettings(BaseSettings):
     )
     connect_timeout_s: float = Field(default=5.0, gt=0, description="Server connect timeout.")
 
+    def check(self) -> None:
+        """Raise `StoreSettingsError` now when these settings cannot name a store (the URL, the
+        database name, a chDB data dir under a file), before anything connects."""
+        if self.url is not None:
+            _parse_server_url(self.url, self.database)
+            return
+        _checked_database(self.database or DEFAULT_DATABASE)
+        existing = self.data_dir
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise StoreSettingsError(
+                f"The chDB data dir {self.data_dir} cannot be made: {existing} is a file, "
+                "not a folder."
+            )
+
     def describe(self) -> str:
         """Where this store is, for logs and health pages (never shows a password)."""
         if self.url is None:

@@ -12,8 +12,9 @@ class StoreError(Exception):
     """Base of every store error; `str(error)` is one sentence fit for a user."""
 
 
-class StoreSettingsError(StoreError):
-    """The store settings cannot name a store (bad URL, bad database name)."""
+class StoreSettingsError(StoreError, ValueError):
+    """The store settings cannot name a store (bad URL, bad database name): a bad value, as a
+    service's start-up reports bad settings."""
 
 
 class StoreUnreachableError(StoreError):

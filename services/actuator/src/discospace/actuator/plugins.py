@@ -55,7 +55,7 @@ def _imported(reference: str) -> Any:
     module_name, _, attribute = reference.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except (ImportError, TypeError, ValueError) as error:  # TypeError: a relative module name
         raise ActuatorConfigError(
             f"Actuator plugin '{reference}' cannot be imported ({error})."
         ) from None

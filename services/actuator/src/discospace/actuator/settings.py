@@ -14,7 +14,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 from discospace.core import Time
 from discospace.core.errors import SpecError, TimeError
 from discospace.core.loading import parse_document
-from discospace.runtime.settings import ServiceSettings
+from discospace.runtime.settings import ServiceSettings, blank_is_unset
 
 POLL_MARGIN_S = 120
 """Slack between the measurement timeout and Kafka's max poll interval, so a measurement that
@@ -98,6 +98,11 @@ class ActuatorSettings(ServiceSettings):
         description="Address space an isolated measurement's child process may use (RLIMIT_AS); "
         "over it, the measurement is invalid, 'out of memory'. None: no limit.",
     )
+
+    @field_validator("parameters_file", mode="before")
+    @classmethod
+    def _blank_file_is_unset(cls, value: object) -> object:
+        return blank_is_unset(value)
 
     @field_validator("timeout", mode="before")
     @classmethod

@@ -39,7 +39,9 @@ def create_app(
     token = api_token(settings)
     check_exposure(settings, token)
     service = create_service(settings, description=DESCRIPTION, clock=clock)
-    deps = bootstrap(service, settings, store or StoreSettings())
+    store = store or StoreSettings()
+    store.check()  # bad store settings stop the start with a sentence, before Kafka is tried
+    deps = bootstrap(service, settings, store)
     service.state = deps.store
     service.on_startup(deps.store.open)
     service.on_startup(deps.buffer.start)

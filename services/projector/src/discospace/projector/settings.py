@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from discospace.runtime.settings import ServiceSettings
+from discospace.runtime.settings import ServiceSettings, blank_is_unset
 
 
 class ProjectorSettings(ServiceSettings):
@@ -85,3 +85,8 @@ class ProjectorSettings(ServiceSettings):
         description="Serve the views without a token on an address other than loopback (for a "
         "proxy that authenticates in front of the projector); refused at start otherwise.",
     )
+
+    @field_validator("api_token_file", mode="before")
+    @classmethod
+    def _blank_file_is_unset(cls, value: object) -> object:
+        return blank_is_unset(value)
