@@ -50,6 +50,18 @@ def test_a_pool_name_that_cannot_name_a_topic_is_refused_in_one_sentence(pool: s
         measure_topic(pool)
 
 
+def test_a_pool_name_too_long_for_its_topic_is_refused_in_one_sentence() -> None:
+    names = TopicNames("discospace")
+    longest = "p" * (249 - len("discospace.measure."))
+
+    assert len(names.measure(longest)) == 249
+    with pytest.raises(InvalidTopicNameError) as refused:
+        names.measure(longest + "p")
+    assert str(refused.value) == (
+        f"Pool name '{longest}p' makes its topic 250 characters long; Kafka takes 249 at most."
+    )
+
+
 @pytest.mark.parametrize("prefix", ["", ".x", "x.", "a..b", "a b", "x" * 240])
 def test_a_prefix_that_cannot_start_a_topic_name_is_refused(prefix: str) -> None:
     with pytest.raises(InvalidTopicNameError, match=r"^Topic prefix"):

@@ -94,7 +94,7 @@ def test_a_config_needs_exactly_one_mode(tmp_path: Path) -> None:
 
 
 def test_an_absent_config_file_is_one_sentence(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match=r"missing\.yaml: the replay config cannot be read"):
+    with pytest.raises(SpecError, match=r"missing\.yaml: no such file"):
         ReplayActuator(ReplayParameters(config=tmp_path / "missing.yaml"))
 
 

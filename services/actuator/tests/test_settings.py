@@ -47,8 +47,13 @@ def test_a_parameters_file_that_is_missing_or_not_a_mapping_is_refused_in_a_sent
     listed = tmp_path / "list.yaml"
     listed.write_text("- 1\n- 2\n", encoding="utf-8")
 
-    with pytest.raises(SpecError, match="cannot be read"):
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe")
+
+    with pytest.raises(SpecError, match=r"absent\.yaml: no such file"):
         ActuatorSettings(parameters_file=tmp_path / "absent.yaml").plugin_parameters()
+    with pytest.raises(SpecError, match=r"binary\.yaml: cannot be read \('utf-8' codec"):
+        ActuatorSettings(parameters_file=binary).plugin_parameters()
     with pytest.raises(SpecError, match="the actuator's parameters must be a mapping"):
         ActuatorSettings(parameters_file=listed).plugin_parameters()
 

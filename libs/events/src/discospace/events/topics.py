@@ -108,7 +108,13 @@ class TopicNames:
 
     def measure(self, pool: str) -> str:
         """The topic a GPU pool's workers consume measurement requests from."""
-        return f"{self.prefix}.{Topic.MEASURE.value}.{validate_pool(pool)}"
+        name = f"{self.prefix}.{Topic.MEASURE.value}.{validate_pool(pool)}"
+        if len(name) > _MAX_TOPIC_LENGTH:
+            raise InvalidTopicNameError(
+                f"Pool name {pool!r} makes its topic {len(name)} characters long; Kafka takes "
+                f"{_MAX_TOPIC_LENGTH} at most."
+            )
+        return name
 
     @property
     def measure_pattern(self) -> str:

@@ -13,7 +13,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from discospace.core import Time
 from discospace.core.errors import SpecError, TimeError
-from discospace.core.loading import parse_document
+from discospace.core.loading import parse_document, read_document
 from discospace.runtime.settings import ServiceSettings, blank_is_unset
 
 POLL_MARGIN_S = 120
@@ -127,11 +127,7 @@ class ActuatorSettings(ServiceSettings):
         if self.parameters_file is None:
             return dict(self.parameters)
         path = str(self.parameters_file)
-        try:
-            text = self.parameters_file.read_text(encoding="utf-8")
-        except OSError as error:
-            raise SpecError(f"{path}: cannot be read ({error.strerror or error})") from None
-        loaded = parse_document(text, path)
+        loaded = parse_document(read_document(self.parameters_file), path)
         if not isinstance(loaded, dict):
             raise SpecError(f"{path}: the actuator's parameters must be a mapping")
         return {**loaded, **self.parameters}

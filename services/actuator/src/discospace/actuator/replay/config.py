@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from discospace.core.errors import SpecError
-from discospace.core.loading import parse_document, validate_document
+from discospace.core.loading import parse_document, read_document, validate_document
 from discospace.core.spec import NonEmptyStr, Scalar
 from discospace.traces.data import DATA_DIR_ENV, data_dir
 
@@ -215,11 +215,9 @@ class ReplayParameters(_Frozen):
 
 def load_config(path: Path) -> ReplayConfig:
     """The replay config in `path`; `SpecError` names the file and the field at fault."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise SpecError(f"{path}: the replay config cannot be read ({error.strerror})") from None
-    return validate_document(parse_document(text, str(path)), ReplayConfig, str(path))
+    return validate_document(
+        parse_document(read_document(path), str(path)), ReplayConfig, str(path)
+    )
 
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
