@@ -223,6 +223,8 @@ async def test_events_no_handler_takes_are_committed_past_without_the_pipeline(
         await pipeline(record)
 
     consumer._consume_one = counted
+    passed_over: list[tuple[str, int, int]] = []
+    service.passed_over.append(lambda *position: passed_over.append(position))
     group = service.settings.consumer_group
     broken = encode(make_submission()).replace(b'"spec":', b'"spek":')
     assert written_type(broken) is SpaceSubmitted  # reads as a current event at a glance
@@ -247,3 +249,4 @@ async def test_events_no_handler_takes_are_committed_past_without_the_pipeline(
     assert letter.reason.startswith("not a valid SpaceSubmitted v1: spec")
     assert ignored == 2
     assert through_pipeline == [1, 2]  # the broken submission and the announcement
+    assert passed_over == [(topics.actuators, 0, 0), (topics.actuators, 0, 3)]

@@ -95,3 +95,8 @@ def test_a_young_threshold_the_collector_cannot_take_is_refused(monkeypatch):
 
 def test_a_blank_value_is_unset():
     assert [blank_is_unset(v) for v in ("", "  ", "x", None, 3)] == [None, None, "x", None, 3]
+
+
+def test_the_bootstrap_addresses_are_given_on_without_blanks(monkeypatch):
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", " kafka-1:9092 , [::1]:9093,")
+    assert ToySettings().kafka_bootstrap_servers == "kafka-1:9092,[::1]:9093"

@@ -84,8 +84,8 @@ def test_a_plugin_that_is_no_entry_point_is_loaded_as_module_and_class():
     [
         ("no_such_module:Plugin", "Actuator plugin 'no_such_module:Plugin' cannot be imported"),
         ("isolation_plugins:Missing", "names no plugin class (one with `Parameters`)"),
-        (".relative:Plugin", "Actuator plugin '.relative:Plugin' cannot be imported (the "),
-        (":", "Actuator plugin ':' cannot be imported (Empty module name)"),
+        (".relative:Plugin", "Actuator plugin '.relative:Plugin' names no module: give an "),
+        (":", "Actuator plugin ':' names no module: give an absolute module:Class."),
     ],
 )
 def test_a_module_and_class_that_name_no_plugin_are_refused(reference, problem):

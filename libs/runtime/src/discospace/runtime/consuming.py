@@ -36,7 +36,7 @@ import inspect
 import logging
 import types
 import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiokafka import ConsumerRecord, TopicPartition
@@ -190,6 +190,8 @@ class Consumer:
     `fetch_idle_wait_ms`: the longer wait once the consumer is idle (`fetching.py`; None: none).
     `unconfirmed`: the service's sends not confirmed yet: its handlers' sends are left to it,
     and a commit waits for them (`confirming.py`); None: each send is awaited where it is made.
+    `passed_over`: told (topic, partition, offset) of each event no handler takes, which is
+    passed over before FastStream's pipeline and its middlewares (`_passed_over`).
     """
 
     def __init__(
@@ -208,8 +210,10 @@ class Consumer:
         deduplicate: bool = True,
         retries: RetryPolicy | None = None,
         unconfirmed: Unconfirmed | None = None,
+        passed_over: Sequence[Callable[[str, int, int], None]] = (),
     ) -> None:
         self.topics = topics
+        self.passed_over = passed_over
         self.unconfirmed = unconfirmed
         self.retries = retries or RetryPolicy()
         self.pattern = pattern
@@ -267,19 +271,25 @@ class Consumer:
 
         The event's type is read from the record's first bytes (`written_type`); a record not
         as `encode` writes a current event, one of a type a handler takes, one a start-up fold
-        read already, and one that does not decode (a dead letter) go the usual way."""
+        read already, and one that does not decode (a dead letter) go the usual way. Broker
+        middlewares do not see what is passed over: whoever must (`ReadPositions`) is told
+        through `passed_over`."""
         if not isinstance(record, ConsumerRecord) or not self.subscriber.running:
             return False
         cls = written_type(record.value)
         if cls is None or issubclass(cls, self.decoder.accepted) or self._below_start(record):
             return False
         try:
-            decode(record.value)
+            event = decode(record.value)
         except EventDecodeError:
             return False
-        self.metrics.ignored.labels(event_type=cls.type_name()).inc()
+        if isinstance(event, self.decoder.accepted):  # the bytes named two types; JSON's last won
+            return False
+        self.metrics.ignored.labels(event_type=event.type).inc()
         if self.commits is not None:
             self.commits.done(record.topic, record.partition, record.offset)
+        for tell in self.passed_over:
+            tell(record.topic, record.partition, record.offset)
         return True
 
     def _below_start(self, record: ConsumerRecord[Any, Any]) -> bool:

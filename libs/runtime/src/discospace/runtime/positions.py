@@ -8,7 +8,9 @@ has read each of them up to there (`ReadPositions.wait_until`).
 
 `ReadPositions.middleware` is a broker middleware: it sees every message a consumer of the
 broker takes, whatever became of it (folded, ignored, dropped as a duplicate, dead-lettered),
-after its handler ran, so a position counts only messages already handled.
+after its handler ran, so a position counts only messages already handled. An event no handler
+of a consumer takes is passed over before the middlewares (`Consumer._passed_over`): register
+`ReadPositions.saw` in `Service.passed_over` to count those too.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import socket
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import uvicorn
 from aiokafka.errors import KafkaError
@@ -82,15 +82,13 @@ def _check_http(service: Service) -> None:
     folds included, had run)."""
     settings = service.settings
     host, port = settings.http_host, settings.http_port
-    if port == 0:  # any free port
+    if port == 0 or not host.strip():  # any free port; every address (asyncio's reading)
         return
     try:
-        family, kind, protocol, _, address = socket.getaddrinfo(
+        for family, kind, protocol, _, address in socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        with socket.socket(family, kind, protocol) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-            probe.bind(address)
+        ):
+            _bind_once(family, kind, protocol, address)
     except OSError as error:
         prefix = str(settings.model_config.get("env_prefix", ""))
         _refuse_start(
@@ -99,6 +97,21 @@ def _check_http(service: Service) -> None:
             f"set {prefix}HTTP_PORT to a free port, or {prefix}HTTP_HOST to an address of this "
             "machine.",
         )
+
+
+def _bind_once(family: int, kind: int, protocol: int, address: tuple[Any, ...]) -> None:
+    """Bind `address` and let it go, the way asyncio's server binds each address of its host
+    (uvicorn's): SO_REUSEADDR, IPv6 only on an IPv6 socket, a family this machine lacks
+    skipped."""
+    try:
+        probe = socket.socket(family, kind, protocol)
+    except OSError:
+        return
+    with probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        probe.bind(address)
 
 
 def _check_kafka(service: Service) -> None:

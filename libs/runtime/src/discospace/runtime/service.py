@@ -79,6 +79,10 @@ class Service:
     """Which consumer is stalled, for /health and `discospace_consumer_stalled`."""
     unconfirmed: Unconfirmed = field(default_factory=Unconfirmed)
     """What its handlers published that the broker has not confirmed yet (`confirming.py`)."""
+    passed_over: list[Callable[[str, int, int], None]] = field(default_factory=list)
+    """Told (topic, partition, offset) of every event a consumer passes over before FastStream's
+    pipeline (no handler takes it: `Consumer._passed_over`), which broker middlewares never see
+    (`ReadPositions.saw` registers here)."""
     _start: asyncio.Task[Any] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -128,6 +132,7 @@ class Service:
             deduplicate=deduplicate,
             retries=self.settings.retry_policy,
             unconfirmed=self.unconfirmed,
+            passed_over=self.passed_over,
         )
         if consumer.commits is not None:  # its commit task ends once the broker has stopped
             self.on_shutdown(consumer.commits.stop)

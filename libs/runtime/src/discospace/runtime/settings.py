@@ -126,7 +126,7 @@ class ServiceSettings(BaseSettings):
             raise ValueError(
                 f"{what}; give KAFKA_BOOTSTRAP_SERVERS as a comma-separated list of host:port"
             )
-        return value
+        return ",".join(addresses)
 
     group_id: str | None = Field(
         default=None,

@@ -53,6 +53,7 @@ class StoreSettings(BaseSettings):
         env_ignore_empty=True,
         extra="ignore",
         validate_by_name=True,
+        allow_inf_nan=False,
     )
 
     url: str | None = Field(

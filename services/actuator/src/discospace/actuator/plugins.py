@@ -53,9 +53,13 @@ def _plugin_class(name: str) -> Any:
 def _imported(reference: str) -> Any:
     """The class `module:Class` names."""
     module_name, _, attribute = reference.partition(":")
+    if not module_name or module_name.startswith("."):
+        raise ActuatorConfigError(
+            f"Actuator plugin '{reference}' names no module: give an absolute module:Class."
+        )
     try:
         module = importlib.import_module(module_name)
-    except (ImportError, TypeError, ValueError) as error:  # TypeError: a relative module name
+    except ImportError as error:
         raise ActuatorConfigError(
             f"Actuator plugin '{reference}' cannot be imported ({error})."
         ) from None

@@ -63,6 +63,7 @@ def bootstrap(
     metrics = ExplorerMetrics.create(service.metrics.registry)
     positions = ReadPositions()
     service.broker.add_middleware(positions.middleware)
+    service.passed_over.append(positions.saw)  # what a consumer passes over is read too
     history = LogHistory(settings.kafka_bootstrap_servers, service.topics, positions)
     explorer = LiveExplorer(
         engine, publish, service.clock, metrics, settings.publish_retry_s, history
