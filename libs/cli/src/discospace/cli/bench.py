@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from discospace.cli.errors import CliError
+from discospace.cli.errors import CliError, nearest_existing
 
 bench_app = typer.Typer(
     rich_markup_mode=None,
@@ -110,9 +110,7 @@ def optimizers(
 def _writable(folder: Path) -> None:
     """Refuse, before any benchmark runs, a results folder that could not be made or written
     (nothing is created here: a refused table leaves no folder behind)."""
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    existing = nearest_existing(folder)
     if not existing.is_dir():
         raise CliError(f"--out {folder}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):

@@ -1,5 +1,7 @@
 """Errors a CLI user can meet, and turning any of them into one line."""
 
+from pathlib import Path
+
 from pydantic import ValidationError
 
 from discospace.core.errors import DiscospaceError
@@ -31,3 +33,12 @@ def user_error_line(error: Exception) -> str:
     else:
         text = str(error)
     return "error: " + " ".join(text.split())
+
+
+def nearest_existing(path: Path) -> Path:
+    """`path`, or the nearest folder above it that exists: where a file in the way of making
+    it, or a folder this user cannot write in, is found (mkdir says only "File exists")."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return existing

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
-from discospace.cli.errors import CliError
+from discospace.cli.errors import CliError, nearest_existing
 from discospace.core import (
     Objective,
     ObjectivePoint,
@@ -394,17 +394,9 @@ def save_figure(draw: Callable[[Axes], None], title: str, output: Path) -> Path:
         output.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(output)
     except OSError as error:
-        why = _file_in_the_way(output.parent) or error.strerror
+        existing = nearest_existing(output.parent)
+        why = error.strerror if existing.is_dir() else f"{existing} is a file, not a folder"
         raise CliError(f"cannot write the plot to {output}: {why}") from None
     finally:
         pyplot.close(figure)
     return output
-
-
-def _file_in_the_way(folder: Path) -> str | None:
-    """Why `folder` cannot be made when a file stands where it or a folder above it would be
-    ("X is a file, not a folder": mkdir says only "File exists" or "Not a directory")."""
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    return None if existing.is_dir() else f"{existing} is a file, not a folder"

@@ -46,9 +46,10 @@ class CliSettings:
     def bootstrap(self) -> str:
         """The Kafka addresses, each `host:port`; a malformed one is a user error."""
         from discospace.cli.errors import CliError
+        from discospace.runtime.settings import is_kafka_address
 
         addresses = [a.strip() for a in self.kafka_bootstrap_servers.split(",")]
-        if not all(_is_address(address) for address in addresses):
+        if not all(is_kafka_address(address) for address in addresses):
             raise CliError(
                 f"the Kafka address {self.kafka_bootstrap_servers!r} (--kafka or "
                 "KAFKA_BOOTSTRAP_SERVERS) is not a comma-separated list of host:port"
@@ -65,12 +66,6 @@ class CliSettings:
             return TopicNames(self.topic_prefix)
         except InvalidTopicNameError as error:
             raise CliError(str(error)) from None
-
-
-def _is_address(address: str) -> bool:
-    """Whether `address` is `host:port` with a port Kafka can listen on."""
-    host, _, port = address.rpartition(":")
-    return bool(host) and port.isdigit() and 0 < int(port) < 65536
 
 
 def current_user() -> str:

@@ -120,7 +120,7 @@ class ServiceSettings(BaseSettings):
         """Each address `host:port`, a port Kafka can listen on (aiokafka would raise a bare
         ValueError or OverflowError on another, from deep in its start)."""
         addresses = [address.strip() for address in value.split(",") if address.strip()]
-        wrong = [address for address in addresses if not _is_address(address)]
+        wrong = [address for address in addresses if not is_kafka_address(address)]
         if not addresses or wrong:
             what = f"{wrong[0]!r} is not host:port (a port from 1 to 65535)" if wrong else "empty"
             raise ValueError(
@@ -281,8 +281,9 @@ class ServiceSettings(BaseSettings):
         return self.group_id or f"{self.topic_prefix}.{self.service_name}"
 
 
-def _is_address(address: str) -> bool:
-    """Whether `address` is `host:port` with a port Kafka can listen on."""
+def is_kafka_address(address: str) -> bool:
+    """Whether `address` is `host:port` with a port Kafka can listen on (the services' settings
+    and the CLI's `--kafka` check it alike)."""
     host, _, port = address.rpartition(":")
     return bool(host) and port.isdigit() and 0 < int(port) < 65536
 
