@@ -163,6 +163,16 @@ def test_a_login_for_a_plaintext_connection_is_refused_as_it_would_send_nothing(
         kafka_security()
 
 
+def test_a_ca_file_for_a_plaintext_connection_is_refused_as_it_would_use_no_tls(
+    monkeypatch: pytest.MonkeyPatch, cafile: Path
+) -> None:
+    monkeypatch.setenv("KAFKA_SSL_CAFILE", str(cafile))
+    with pytest.raises(KafkaSecurityError, match=r"KAFKA_SSL_CAFILE is set but .* PLAINTEXT"):
+        kafka_security()
+    monkeypatch.setenv("KAFKA_SSL_CAFILE", "")  # blank is unset, as for every path setting
+    assert kafka_security().client_kwargs() == {}
+
+
 def test_an_unknown_protocol_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SSL")
     with pytest.raises(KafkaSecurityError, match=r"^KAFKA_SECURITY_PROTOCOL: Input should be"):

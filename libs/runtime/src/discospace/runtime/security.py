@@ -2,8 +2,9 @@
 
 - `kafka_security()`: this process's settings (`settings.KafkaSecuritySettings`), checked: a
   SASL_SSL login needs a user and one password, a CA file must be readable, a user given for a
-  PLAINTEXT connection (which would send no login) is a mistake; each is a `KafkaSecurityError`
-  with one sentence (a service exits 2 with it, the CLI prints it).
+  PLAINTEXT connection (which would send no login) or a CA file for one (which uses no TLS) is
+  a mistake; each is a `KafkaSecurityError` with one sentence (a service exits 2 with it, the
+  CLI prints it).
 - `KafkaSecurity.client_kwargs()`: the keyword arguments of an aiokafka producer, consumer or
   admin client (`security_protocol`, `sasl_mechanism`, `sasl_plain_username`/`password`,
   `ssl_context`); `client_kwargs(security)` is the shorthand every construction site calls.
@@ -124,6 +125,11 @@ def _plaintext(given: KafkaSecuritySettings) -> KafkaSecurity:
         raise KafkaSecurityError(
             "KAFKA_SASL_USERNAME or a password is set but KAFKA_SECURITY_PROTOCOL is PLAINTEXT, "
             "which sends no login: set KAFKA_SECURITY_PROTOCOL=SASL_SSL, or unset them."
+        )
+    if given.ssl_cafile is not None:
+        raise KafkaSecurityError(
+            "KAFKA_SSL_CAFILE is set but KAFKA_SECURITY_PROTOCOL is PLAINTEXT, which uses no "
+            "TLS: set KAFKA_SECURITY_PROTOCOL=SASL_SSL, or unset it."
         )
     return KafkaSecurity()
 
