@@ -13,11 +13,12 @@ from discospace.store.schema import Column, SchemaError, Table
 from discospace.store.tables import MEASUREMENTS, OPERATIONS, RESULTS, SCHEMA_MIGRATIONS, TABLES
 
 SHIPPED = Path(__file__).parent / "data" / "shipped_migrations.sql"
-"""The statements of migrations 1 and 2 as they shipped, written out by hand before the
-declarations existed: stores in use were created by exactly these."""
+"""The statements of the migrations as they shipped (1 and 2 written out by hand before the
+declarations existed): stores in use were created by exactly these."""
 SHIPPED_CHECKSUMS = {
     1: "d95d3ddd4a98113ab54169a115c607882a6fc3adf2fd817c483c83e7a8604727",
     2: "5f6af595a94383ab56d9eb9344c23b07e2e274dc51befb5f892c6b9d625ecbb1",
+    3: "05fd5516f63ca199a745fdfcdedb0df9ae2a50ec21e56c72367d15c394eca3f3",
 }
 T0 = datetime(2026, 11, 21, tzinfo=UTC)
 
@@ -202,3 +203,56 @@ def test_a_store_created_by_the_shipped_ddl_migrates_to_nothing_and_matches(
     assert applied_migrations(client) == SHIPPED_CHECKSUMS
     for table in TABLES:
         assert _described(client, table) == _declared(table)
+
+
+def _part_types(client, table: str) -> list[tuple[str, int]]:
+    """The format and uncompressed size of `table`'s active parts."""
+    return client.query(
+        "SELECT part_type, data_uncompressed_bytes FROM system.parts"
+        " WHERE active AND database = currentDatabase() AND table = {table:String}",
+        parameters={"table": table},
+    ).result_rows
+
+
+def _rows(table: Table, count: int, values: str) -> list[list[object]]:
+    """`count` rows of `table` (measurements or results) whose `values` column is `values`."""
+    rows = []
+    for k in range(count):
+        row = {
+            "space_id": "space-1",
+            "operation_id": "op-1",
+            "entity_id": f"entity-{k}",
+            "experiment_id": "finetune",
+            "event_id": f"e-{k}",
+            "kind": "completed",
+            "request_id": f"req-{k}",
+            "sample_store": "store-1",
+            "occurred_at": T0,
+            "attempt": 1,
+            "is_valid": True,
+            "reason": "",
+            "retryable": False,
+            "values": values,
+            "entity_values": "{}",
+        }
+        row = {name: row[name] for name in table.column_names}
+        rows.append(table.row(**row).ordered())
+    return rows
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("table", [MEASUREMENTS, RESULTS], ids=lambda table: table.name)
+def test_the_views_tables_keep_compact_parts_past_clickhouses_10_mb(
+    chdb_store_client, table: Table
+) -> None:
+    """Migration 3: an insert of about 16 MB is one compact part; the same rows into a table
+    created by the same DDL without it (ClickHouse's default, wide from 10 MB) are not."""
+    client = chdb_store_client
+    rows = _rows(table, 2000, '{"x":"' + "v" * 8000 + '"}')
+    default = f"{table.name}_default_parts"
+    client.command(table.create_statement().replace(f"EXISTS {table.name} ", f"EXISTS {default} "))
+    for name in (table.name, default):
+        client.insert(name, rows, column_names=table.column_names)
+    [(kind, size)] = _part_types(client, table.name)
+    assert (kind, size > 10_000_000) == ("Compact", True)
+    assert [kind for kind, _ in _part_types(client, default)] == ["Wide"]

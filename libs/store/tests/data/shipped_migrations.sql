@@ -108,3 +108,9 @@ CREATE TABLE IF NOT EXISTS results (
 ENGINE = ReplacingMergeTree
 ORDER BY (sample_store, entity_id, experiment_id, event_id)
 SETTINGS index_granularity = 1024;
+
+-- migration 3
+ALTER TABLE measurements MODIFY SETTING min_bytes_for_wide_part = 1073741824;
+
+-- migration 3
+ALTER TABLE results MODIFY SETTING min_bytes_for_wide_part = 1073741824;

@@ -6,7 +6,8 @@ migration's statements and refuses a store whose history differs from the code's
 
 The statements come from the table declarations in `discospace.store.tables`: a table's
 `create_statement()` in the migration that created it, `add_column_statements(version)` in a
-later one that adds columns (declared with `added_in=version`), so a shipped CREATE never changes.
+later one that adds columns (declared with `added_in=version`), so a shipped CREATE never changes;
+a table setting changes by a later `ALTER TABLE ... MODIFY SETTING` (migration 3).
 
 Every statement must be idempotent (`IF NOT EXISTS`, `ADD COLUMN IF NOT EXISTS`...): a start that
 crashed half way through a migration, or two services migrating the same server at once, then just
@@ -29,9 +30,12 @@ from typing import TYPE_CHECKING
 
 from discospace.store.errors import MigrationError, reason_of
 from discospace.store.tables import (
+    COMPACT_PARTS,
     CONSUMER_OFFSETS,
     EVENTS,
+    MEASUREMENTS,
     PROJECTION_TABLES,
+    RESULTS,
     SCHEMA_MIGRATIONS,
 )
 
@@ -66,6 +70,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=2,
         description="projection tables: spaces, actuators, operations, measurements, results",
         statements=tuple(table.create_statement() for table in PROJECTION_TABLES),
+    ),
+    Migration(
+        version=3,
+        description="measurements and results in compact parts up to 1 GiB",
+        statements=tuple(
+            f"ALTER TABLE {table.name} MODIFY SETTING {COMPACT_PARTS}"
+            for table in (MEASUREMENTS, RESULTS)
+        ),
     ),
 )
 
