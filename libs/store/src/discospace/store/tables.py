@@ -24,8 +24,7 @@ so a replayed event folds into the row it already wrote:
   shared sample store knows, read by the views of every space on that store.
 
 Migration 3 keeps the parts of `measurements` and `results` in ClickHouse's compact format up to
-1 GiB (`COMPACT_PARTS`) instead of its default 10 MB: the views read every column of a few rows,
-and a wide part costs a file per column for each part read (see `COMPACT_PARTS`).
+1 GiB instead of its default 10 MB (`COMPACT_PARTS` says why and what it measured).
 
 A shipped declaration changes only by new columns at the end, each with the `added_in` version
 of the migration that adds it (the CREATE of a shipped migration must not change); a setting
