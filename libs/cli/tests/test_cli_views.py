@@ -180,6 +180,17 @@ def test_space_get_lists_every_space_with_its_status_and_reason() -> None:
         assert text in result.stdout
 
 
+def test_space_list_is_space_get_without_an_id() -> None:
+    listed, got = cli("space", "list"), cli("space", "get")
+    assert listed.exit_code == 0, listed.output
+    assert listed.stdout == got.stdout
+    assert "Spaces (2)" in listed.stdout
+    as_json = cli("space", "list", "--json")
+    assert [space["space_id"] for space in json.loads(as_json.stdout)] == [
+        space["space_id"] for space in json.loads(cli("space", "get", "--json").stdout)
+    ]
+
+
 def test_space_get_of_one_space_describes_its_properties_and_experiments() -> None:
     result = cli("space", "get", SPACE_ID)
     assert result.exit_code == 0, result.output

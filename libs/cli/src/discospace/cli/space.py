@@ -21,7 +21,7 @@ from discospace.cli.projector import projector_catalog
 from discospace.cli.requests import submit_space
 from discospace.cli.settings import CliSettings, settings_of
 from discospace.cli.space_plot import plot
-from discospace.cli.space_views import get, show
+from discospace.cli.space_views import get, list_spaces, show
 from discospace.core.experiment import ExperimentCatalog
 from discospace.core.loading import (
     discovery_space_from_spec,
@@ -98,5 +98,6 @@ def create(ctx: typer.Context, file: FileOption, timeout: TimeoutOption = 30.0) 
 
 
 space_app.command("get")(get)
+space_app.command("list")(list_spaces)
 space_app.command("show")(show)
 space_app.command("plot")(plot)

@@ -68,6 +68,12 @@ def get(
         _describe(found, Console())
 
 
+def list_spaces(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List the spaces the projector knows: id, status, sample store, size, when registered
+    (`space get` without an id)."""
+    get(ctx, None, as_json)
+
+
 def _list(spaces: "list[SpaceSummary]", console: Console) -> None:
     """The spaces as a table; the reason of each rejection below it, on its own lines."""
     console.print(table("Spaces", [space.model_dump() for space in spaces], SPACE_COLUMNS))
