@@ -30,7 +30,7 @@ from discospace.sampler.domain import (
     stop_waiting,
     take,
 )
-from discospace.sampler.inflight import InFlight, Waiter
+from discospace.sampler.inflight import Holder, InFlight, Waiter
 
 POINT = {"batch_size": 2, "gpu_model": "A100"}
 OTHER = {"batch_size": 4, "gpu_model": "A100"}
@@ -59,7 +59,13 @@ def _failed(requested: MeasurementRequested, make, retryable: bool = False) -> M
         | {"entity_values", "experiment_id"}
     )
     return MeasurementFailed.caused_by(
-        requested, make.at, worker_id="w0", reason="node lost", retryable=retryable, **subject
+        requested,
+        make.at,
+        worker_id="w0",
+        reason="node lost",
+        retryable=retryable,
+        attempt=requested.attempt,
+        **subject,
     )
 
 
@@ -233,7 +239,8 @@ def test_a_request_that_stops_waiting_sends_its_pairs_to_the_pool_and_keeps_the_
     assert isinstance(requested_b, MeasurementRequested)
     assert requested_b.operation_id == "op-b"
     assert requested_b.event_id == caused_event_id(second.event_id, 0, "MeasurementRequested")
-    assert holder == requested_a.request_id
+    assert holder is not None
+    assert holder.request_id == requested_a.request_id
     assert state.in_flight.waiting_for(second.event_id) == 0
     assert again == []
     assert deferred == []
@@ -249,7 +256,7 @@ def test_only_the_released_requests_waiters_are_handed_back():
 
     assert [w.request_id for w in released] == ["r-2"]
     assert in_flight.waiting_for("ev-r-3") == 1
-    assert in_flight.holder(KEY) == "r-1"
+    assert in_flight.holder(KEY) == Holder("r-1")
 
 
 def test_a_request_read_back_at_start_holds_its_pair_so_a_restarted_sampler_does_not_send_it_again(
@@ -279,3 +286,111 @@ def test_a_request_read_back_after_it_failed_or_landed_holds_nothing(state: Samp
     hold_sent(state, sent)
 
     assert len(state.in_flight) == 0
+
+
+def _attempt(make, operation: str, attempt: int) -> SamplesRequested:
+    """The explorer's request of `POINT` for `operation`, at `attempt` (a retry after a
+    failure keeps the pair's measurement request id)."""
+    return make.request(
+        make.registered(),
+        operation_id=operation,
+        points=(POINT,),
+        attempt=attempt,
+        request_index=attempt - 1,
+    )
+
+
+def _retried(state: SamplerState, make) -> tuple[MeasurementRequested, MeasurementRequested]:
+    """op-a's pair sent, failed (retryable), and sent again as attempt 2."""
+    [first] = _decide_and_take(state, _attempt(make, "op-a", 1), make)[1:]
+    fail(state, _failed(first, make, retryable=True), make.at)
+    [second] = _decide_and_take(state, _attempt(make, "op-a", 2), make)[1:]
+    assert isinstance(first, MeasurementRequested)
+    assert isinstance(second, MeasurementRequested)
+    assert (second.request_id, second.attempt) == (first.request_id, 2)
+    return first, second
+
+
+def test_a_retry_read_back_at_start_holds_its_pair_though_its_first_attempt_failed(
+    state: SamplerState, make
+):
+    before = SamplerState()  # sent attempt 1, saw it fail, sent attempt 2, was killed
+    evolve_space(before, make.registered())
+    evolve_pools(before, make.pool("a100", "A100"))
+    first, second = _retried(before, make)
+
+    fail(state, _failed(first, make), make.at)  # the restarted sampler folds the failure
+    hold_sent(state, first)  # and reads both attempts back from the pool's topic
+    hold_sent(state, second)
+    other = _request(make, "op-b", POINT)
+    answers = _decide_and_take(state, other, make)
+
+    assert state.in_flight.holder((first.sample_store, first.entity_id, first.experiment_id)) == (
+        Holder(first.request_id, 2, "a100")
+    )
+    assert not any(isinstance(answer, MeasurementRequested) for answer in answers)
+    assert state.in_flight.waiting_for(other.event_id) == 1
+
+
+def test_the_failure_of_an_earlier_attempt_read_late_leaves_the_retry_holding_its_pair(
+    state: SamplerState, make
+):
+    [first] = _decide_and_take(state, _attempt(make, "op-a", 1), make)[1:]
+    # the explorer saw attempt 1 fail and retried before this sampler read the failure
+    [second] = _decide_and_take(state, _attempt(make, "op-a", 2), make)[1:]
+    waiting = _request(make, "op-b", POINT)
+    _decide_and_take(state, waiting, make)
+
+    late = fail(state, _failed(first, make, retryable=True), make.at)
+    handed_back = fail(state, _failed(second, make, retryable=True), make.at)
+
+    assert late == []
+    assert state.in_flight.waiting_for(waiting.event_id) == 0
+    assert [(type(a).__name__, a.operation_id) for a in handed_back] == [
+        ("MeasurementRequested", "op-b")
+    ]
+
+
+def test_a_request_answered_again_sends_its_pair_to_the_pool_it_was_sent_to(
+    state: SamplerState, make
+):
+    request = _request(make, "op-a", POINT)
+    [sent] = _decide_and_take(state, request, make)[1:]
+    restarted = SamplerState()
+    evolve_space(restarted, make.registered())
+    evolve_pools(restarted, make.pool("a100", "A100"))
+    evolve_pools(restarted, make.pool("a099", "A100"))  # announced while the request was unread
+    hold_sent(restarted, sent)  # read back from the pool's topic
+
+    [again] = _decide_and_take(restarted, request, make)[1:]
+    [fresh] = _decide_and_take(restarted, _request(make, "op-b", OTHER), make)[1:]
+
+    assert isinstance(again, MeasurementRequested)
+    assert (again.event_id, again.pool, again.topic()) == (sent.event_id, "a100", sent.topic())
+    assert isinstance(fresh, MeasurementRequested)
+    assert fresh.pool in {"a099", "a100"}  # pairs not sent yet are routed among every pool
+
+
+def test_a_later_attempt_of_the_holders_request_takes_its_place_and_only_its_failure_frees_it():
+    in_flight = InFlight()
+    in_flight.hold(KEY, "req-a", 1, "a100")
+    in_flight.hold(KEY, "req-b", 1, "a100")  # another request: the key keeps its holder
+    in_flight.hold(KEY, "req-a", 2, "a100")
+    in_flight.hold(KEY, "req-a", 1, "a100")  # attempt 1 read again: attempt 2 stays
+    in_flight.wait(_waiter("op-b", "req-b"))
+
+    assert in_flight.holder(KEY) == Holder("req-a", 2, "a100")
+    assert in_flight.fail(KEY, "req-a", 1) is None
+    assert in_flight.holder(KEY) == Holder("req-a", 2, "a100")
+    freed = in_flight.fail(KEY, "req-a", 2)
+    assert freed is not None
+    assert freed.request_id == "req-b"
+    assert in_flight.holder(KEY) is None
+
+
+def test_a_started_measurement_learns_its_pool_when_its_request_is_read_back():
+    in_flight = InFlight()
+    in_flight.hold(KEY, "req-a", 1)  # MeasurementStarted: no pool named
+    in_flight.hold(KEY, "req-a", 1, "a100")
+
+    assert in_flight.holder(KEY) == Holder("req-a", 1, "a100")

@@ -36,7 +36,7 @@ from discospace.events import (
 )
 from discospace.events.common import PropertyValues
 from discospace.sampler.drawing import Drawn
-from discospace.sampler.inflight import InFlight
+from discospace.sampler.inflight import Holder, InFlight
 from discospace.sampler.memo import Memo, MemoIndex, MemoKey
 from discospace.sampler.routing import PoolDirectory, Unroutable
 
@@ -120,9 +120,9 @@ def answer_pair(
     if found is not None and request.single_measurement:
         return _reused(context, pair, found, subject)
     holder = in_flight.holder((context.sample_store, pair.entity.id, pair.experiment_id))
-    if holder not in (None, request_id) and request.single_measurement:
+    if holder is not None and holder.request_id != request_id and request.single_measurement:
         return Waiting(context, pair, request_id)
-    pool = pools.route(pair.ref, pair.entity)
+    pool = _sent_to(holder, request_id, request.attempt) or pools.route(pair.ref, pair.entity)
     if isinstance(pool, Unroutable):
         return MeasurementFailed.caused_by(
             request,
@@ -144,6 +144,17 @@ def answer_pair(
         attempt=request.attempt,
         inputs=pair.inputs,
     )
+
+
+def _sent_to(holder: Holder | None, request_id: str, attempt: int) -> str | None:
+    """The pool this very attempt of the pair was sent to already, if it holds its key: a
+    request answered again (read again before its offset was committed) sends the same event to
+    the same pool's topic, a copy that pool's consumers take as a redelivery, whatever pools
+    have come since (routing anew could pick another pool of the GPU model, whose workers would
+    measure the pair a second time)."""
+    if holder is not None and holder.request_id == request_id and holder.attempt == attempt:
+        return holder.pool
+    return None
 
 
 def _subject(context: Context, pair: Pair, request_id: str) -> dict[str, Any]:

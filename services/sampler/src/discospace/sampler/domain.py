@@ -57,8 +57,9 @@ class SamplerState:
     memo: MemoIndex = field(default_factory=MemoIndex)
     in_flight: InFlight = field(default_factory=InFlight)
     requests: FirstRequests = field(default_factory=FirstRequests)
-    failed_requests: set[str] = field(default_factory=set)
-    """Request ids of measurements that failed: a request read back at start is not in flight."""
+    failed_requests: dict[str, int] = field(default_factory=dict)
+    """The highest attempt that failed, per request id of a measurement: a request read back at
+    start is not in flight when that attempt of it, or a later one, failed."""
 
 
 def evolve_space(state: SamplerState, event: SpaceRegistered) -> None:
@@ -97,7 +98,7 @@ def take(state: SamplerState, answers: list[Answer | Waiting]) -> list[Answer]:
             state.in_flight.wait(_waiter(item))
             continue
         if isinstance(item, MeasurementRequested):
-            state.in_flight.hold(_key(item), item.request_id)
+            state.in_flight.hold(_key(item), item.request_id, item.attempt, item.pool)
         events.append(item)
     return events
 
@@ -110,7 +111,7 @@ def _waiter(waiting: Waiting) -> Waiter:
 def evolve_started(state: SamplerState, event: MeasurementStarted) -> None:
     """A worker took a measurement: its key is in flight (unless the memo already holds it)."""
     if state.memo.lookup(*_key(event)) is None:
-        state.in_flight.hold(_key(event), event.request_id)
+        state.in_flight.hold(_key(event), event.request_id, event.attempt)
 
 
 def land(
@@ -127,16 +128,19 @@ def land(
 def hold_sent(state: SamplerState, event: MeasurementRequested) -> None:
     """A measurement request read back from a pool's topic at start (sent before this sampler
     started, perhaps not taken by a worker yet): its key is in flight unless the memo holds it
-    or the request failed."""
-    if state.memo.lookup(*_key(event)) is None and event.request_id not in state.failed_requests:
-        state.in_flight.hold(_key(event), event.request_id)
+    or that attempt of the request failed (a retry read back after its request's first failure
+    is in flight)."""
+    failed = state.failed_requests.get(event.request_id, 0)
+    if state.memo.lookup(*_key(event)) is None and event.attempt > failed:
+        state.in_flight.hold(_key(event), event.request_id, event.attempt, event.pool)
 
 
 def fail(state: SamplerState, event: MeasurementFailed, now: datetime) -> list[Answer]:
     """The holder of a key failed: the first waiter is answered anew (sent to a pool)."""
-    state.failed_requests.add(event.request_id)
+    failed = state.failed_requests
+    failed[event.request_id] = max(failed.get(event.request_id, 0), event.attempt)
     key = (event.sample_store, event.entity_id, event.experiment_id)
-    waiter = state.in_flight.fail(key, event.request_id)
+    waiter = state.in_flight.fail(key, event.request_id, event.attempt)
     if waiter is None:
         return []
     waiting = _waiting(waiter)

@@ -8,6 +8,10 @@ for it (the waiters):
 - a pair it sends to a pool (`MeasurementRequested`) holds its key until a completion of the
   key lands or the holder fails; a `MeasurementStarted` read from the log holds its key too
   (a measurement a worker took before this sampler started);
+- the holder is an attempt of a request (`Holder`): a retry keeps the request id of the pair
+  and counts up the attempt, so a later attempt of the holder's own request takes its place,
+  and a failure frees the key only when it is of the attempt in flight or a later one (the
+  failure of attempt 1, read after attempt 2 was sent, does not free what attempt 2 holds);
 - a pair of another request whose key is held waits (`Waiting`): it gets no answer yet;
 - a `MeasurementCompleted` of the key releases the holder and every waiter: each is answered
   with `MeasurementReused` of the memo's measurement (`land`);
@@ -31,6 +35,25 @@ from discospace.sampler.memo import MemoKey
 
 
 @dataclass(frozen=True)
+class Holder:
+    """The measurement in flight for a key: its request id and attempt, and the pool it was
+    sent to (None when only a worker's start of it was read)."""
+
+    request_id: str
+    attempt: int = 1
+    pool: str | None = None
+
+    def replaced_by(self, other: Holder) -> bool:
+        """Whether `other` stands for the key in this one's place: a later attempt of the same
+        request, or the same attempt with the pool it was sent to where this one has none."""
+        if other.request_id != self.request_id:
+            return False
+        if other.attempt != self.attempt:
+            return other.attempt > self.attempt
+        return self.pool is None and other.pool is not None
+
+
+@dataclass(frozen=True)
 class Waiter:
     """A pair of a request that waits for the measurement in flight of its key."""
 
@@ -48,16 +71,23 @@ class InFlight:
     """The holder of every key in flight and the waiters of each, in the order they came."""
 
     def __init__(self) -> None:
-        self._holders: dict[MemoKey, str] = {}
+        self._holders: dict[MemoKey, Holder] = {}
         self._waiters: dict[MemoKey, list[Waiter]] = {}
 
-    def holder(self, key: MemoKey) -> str | None:
-        """The request id of the measurement in flight for `key`, if any."""
+    def holder(self, key: MemoKey) -> Holder | None:
+        """The measurement in flight for `key`, if any."""
         return self._holders.get(key)
 
-    def hold(self, key: MemoKey, request_id: str) -> None:
-        """A measurement of `key` was sent to a pool (or started) for `request_id`."""
-        self._holders.setdefault(key, request_id)
+    def hold(
+        self, key: MemoKey, request_id: str, attempt: int = 1, pool: str | None = None
+    ) -> None:
+        """A measurement of `key` was sent to `pool` (or started) for attempt `attempt` of
+        `request_id`. The key keeps its holder, unless this is that holder's request again at
+        a later attempt (or with the pool it was sent to): see `Holder.replaced_by`."""
+        held = Holder(request_id, attempt, pool)
+        current = self._holders.get(key)
+        if current is None or current.replaced_by(held):
+            self._holders[key] = held
 
     def wait(self, waiter: Waiter) -> None:
         """The waiter waits for the holder of its key (once, however often it is added)."""
@@ -70,10 +100,12 @@ class InFlight:
         self._holders.pop(key, None)
         return self._waiters.pop(key, [])
 
-    def fail(self, key: MemoKey, request_id: str) -> Waiter | None:
-        """The measurement of `request_id` failed: if it held `key`, the key is free and the
-        first waiter (removed) is to be sent to a pool in its place."""
-        if self._holders.get(key) != request_id:
+    def fail(self, key: MemoKey, request_id: str, attempt: int = 1) -> Waiter | None:
+        """Attempt `attempt` of `request_id` failed: if it held `key` (that attempt or an
+        earlier one of the request: a retry is sent only after a failure), the key is free and
+        the first waiter (removed) is to be sent to a pool in its place."""
+        current = self._holders.get(key)
+        if current is None or current.request_id != request_id or attempt < current.attempt:
             return None
         del self._holders[key]
         waiters = self._waiters.get(key, [])
