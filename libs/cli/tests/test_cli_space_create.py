@@ -51,6 +51,10 @@ def create(*args: str, kafka: str = "127.0.0.1:9", prefix: str = "discospace"):
             "property 'a'",
         ),
         ("sample_store: s\nentity_space: []\n", "measurement_space: is required"),
+        (
+            "sample_store: s\nentity_space: [{name: a, values: [1, 2]}]\nmeasurement_space: []",
+            "the measurement space has no experiment",
+        ),
     ],
 )
 def test_a_space_file_that_is_not_well_formed_is_refused_before_anything_is_published(

@@ -112,12 +112,15 @@ def _parquet(frame: pd.DataFrame) -> bytes:
 
 
 def _export(request: httpx.Request) -> httpx.Response:
+    """The file in the format asked for, with the media type the projector gives it."""
     fmt = request.url.params["format"]
     if fmt == "parquet":
-        return httpx.Response(200, content=_parquet(ENTITIES))
-    if fmt == "csv":
-        return httpx.Response(200, content=ENTITIES.to_csv(index=False).encode())
-    return httpx.Response(200, content=ENTITIES.to_json(orient="records").encode())
+        content, media = _parquet(ENTITIES), "application/vnd.apache.parquet"
+    elif fmt == "csv":
+        content, media = ENTITIES.to_csv(index=False).encode(), "text/csv; charset=utf-8"
+    else:
+        content, media = ENTITIES.to_json(orient="records").encode(), "application/json"
+    return httpx.Response(200, content=content, headers={"content-type": media})
 
 
 def projector(request: httpx.Request) -> httpx.Response:
@@ -457,3 +460,44 @@ def test_a_token_with_characters_other_than_ascii_is_one_line(
     result = runner.invoke(app, ["space", "get"], env={"DISCOSPACE_API_TOKEN": "tökén"})
     assert result.exit_code == 2, result.output
     assert result.stderr == ("error: the API token holds characters other than ASCII; check it.\n")
+
+
+@pytest.mark.parametrize("interval", ["inf", "1e300", "3601"])
+@pytest.mark.parametrize(
+    "command",
+    [("operation", "watch", "op-1"), ("operation", "create", "-f", "op.yaml", "--watch")],
+)
+def test_an_interval_too_long_to_sleep_is_refused_in_one_sentence(
+    command: tuple[str, ...], interval: str
+) -> None:
+    result = cli(*command, "--interval", interval)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert "'--interval'" in result.stderr
+    assert "less than or equal to 3600" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "parquet"])
+def test_a_server_that_is_not_the_projector_is_one_sentence_and_overwrites_no_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fmt: str
+) -> None:
+    page = httpx.Response(200, text="<html>welcome</html>", headers={"content-type": "text/html"})
+    real = discospace.client.client.Client  # not the scripted projector of the fixture
+
+    class Elsewhere(real):  # type: ignore[misc,valid-type]
+        def __init__(self, base_url: str | None = None) -> None:
+            super().__init__(base_url, transport=httpx.MockTransport(lambda _: page))
+
+    monkeypatch.setattr(discospace.client, "Client", Elsewhere)
+    kept = tmp_path / "keep"
+    kept.write_text("what the user had")
+    output = [] if fmt == "table" else ["--format", fmt, "-o", str(kept)]
+
+    shown = cli("space", "show", SPACE_ID, *output)
+    plotted = cli("space", "plot", SPACE_ID, "--x", "batch_size", "--y", "tps", "-o", "p.png")
+
+    for result in (shown, plotted):
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output
+        assert "answered /space/entities with a document this client cannot read" in (result.stderr)
+    assert kept.read_text() == "what the user had"

@@ -119,7 +119,7 @@ def test_discrete_properties_show_their_values_or_their_range_and_interval(tmp_p
         "entity_space:\n"
         "  - {name: steps, range: [0, 100], interval: 10}\n"
         "  - {name: batch_size, values: [1, 2, 4]}\n"
-        "measurement_space: []\n"
+        "measurement_space: [{actuator: SFTTrainer, experiment: finetune}]\n"
     )
     result = describe("-f", str(space))
     assert result.exit_code == 0, result.output
@@ -218,12 +218,47 @@ def test_an_experiment_the_catalog_lacks_is_marked(tmp_path) -> None:
     catalog = tmp_path / "catalog.yaml"
     catalog.write_text("- {actuator: other, experiment: e, target_properties: [t]}\n")
     result = describe("-f", str(SEED_SPACE), "--catalog", str(catalog))
-    assert result.exit_code == 0, result.output
-    assert _facts(result.stdout) == {
-        "target properties": "?",
-        "problem": "experiment 'finetune-lora-fsdp-r-4-a-16-tm-default-v1.2.0' of actuator "
-        "'SFTTrainer' is not in the catalog",
-    }
+    lacking = (
+        "experiment 'finetune-lora-fsdp-r-4-a-16-tm-default-v1.2.0' of actuator "
+        "'SFTTrainer' is not in the catalog"
+    )
+    assert result.exit_code == 2, result.output
+    assert _facts(result.stdout) == {"target properties": "?", "problem": lacking}
+    assert result.stderr.strip() == (
+        f"error: {SEED_SPACE}: the registry would reject this space: {lacking}"
+    )
+
+
+def test_a_space_the_registry_would_reject_is_described_then_refused_with_exit_code_2(
+    tmp_path: Path,
+) -> None:
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(
+        "- {actuator: A, experiment: e, target_properties: [t], required_properties: [zzz]}\n"
+    )
+    needs = tmp_path / "needs.yaml"
+    needs.write_text(
+        "sample_store: s\nentity_space: [{name: a, values: [1, 2]}]\n"
+        "measurement_space: [{actuator: A, experiment: e}]\n"
+    )
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("sample_store: s\nentity_space: [{name: a, values: [1, 2]}]\n"
+                     "measurement_space: []\n")  # fmt: skip
+
+    lacks = describe("-f", str(needs), "--catalog", str(catalog))
+    as_json = describe("-f", str(needs), "--catalog", str(catalog), "--json")
+    nothing = describe("-f", str(empty))  # no catalog answers: the shape alone is checked
+
+    assert lacks.exit_code == 2, lacks.output
+    assert "Experiments (1)" in lacks.stdout
+    assert "requires property 'zzz'" in lacks.stderr
+    assert len(lacks.stderr.strip().splitlines()) == 1
+    assert as_json.exit_code == 2
+    [problem] = json.loads(as_json.stdout)["problems"]
+    assert "requires property 'zzz'" in problem
+    assert nothing.exit_code == 2
+    assert "has no experiment" in nothing.stderr
+    assert "Traceback" not in lacks.output + nothing.output
 
 
 def test_the_client_loads_pandas_only_for_tables() -> None:

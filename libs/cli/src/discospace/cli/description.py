@@ -106,7 +106,17 @@ def summary(space: DiscoverySpace, catalog: Catalog) -> dict[str, object]:
         "properties": [property_facts(p) for p in entity_space.properties],
         "catalog": catalog.source if catalog.experiments is not None else None,
         "experiments": [experiment_facts(ref, catalog) for ref in space.experiments],
+        "problems": registry_problems(space, catalog),
     }
+
+
+def registry_problems(space: DiscoverySpace, catalog: Catalog) -> list[str]:
+    """Why the registry would reject `space`: what `catalog` tells (an unknown experiment, a
+    property an experiment needs and the space lacks), or its shape alone when there is no
+    catalog to check its experiments against (no experiment at all)."""
+    if catalog.experiments is None:
+        return space.shape_problems()
+    return space.problems(catalog.experiments)
 
 
 def _table(title: str, *columns: str) -> Table:

@@ -26,6 +26,12 @@ operation_app = typer.Typer(
 )
 
 OperationId = Annotated[str, typer.Argument(help="The operation id (op-...).", show_default=False)]
+IntervalOption = Annotated[
+    float,
+    typer.Option("--interval", min=0.05, max=3600, help="Seconds between progress polls."),
+]
+"""Bounded above too: an infinite or huge interval would stop `time.sleep` with a traceback
+(OverflowError) rather than follow anything."""
 LIST_COLUMNS = ("operation_id", "space_id", "operator", "status", "done", "best", "requested_at")
 
 
@@ -47,9 +53,7 @@ def create(
     watch: Annotated[
         bool, typer.Option("--watch", help="Follow the progress until the operation ends.")
     ] = False,
-    interval: Annotated[
-        float, typer.Option("--interval", min=0.05, help="Seconds between progress polls.")
-    ] = 0.5,
+    interval: IntervalOption = 0.5,
 ) -> None:
     """Request an operation and print its id; with --watch, show its progress until it ends."""
     from discospace.cli.requests import load_operation_file, operation_request
@@ -160,9 +164,7 @@ def show(
 def watch(
     ctx: typer.Context,
     operation_id: OperationId,
-    interval: Annotated[
-        float, typer.Option("--interval", min=0.05, help="Seconds between progress polls.")
-    ] = 0.5,
+    interval: IntervalOption = 0.5,
 ) -> None:
     """Follow an operation's progress until it ends (exit 2 if it failed)."""
     _follow(settings_of(ctx), operation_id, interval)

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from discospace.cli.description import Catalog, print_description, summary
+from discospace.cli.description import Catalog, print_description, registry_problems, summary
 from discospace.cli.errors import CliError
 from discospace.cli.projector import projector_catalog
 from discospace.cli.requests import submit_space
@@ -60,13 +60,20 @@ def describe(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the description as JSON.")] = False,
 ) -> None:
-    """Describe a space file offline: entities, properties, experiments and their targets."""
+    """Describe a space file offline: entities, properties, experiments and their targets.
+
+    Exits 2, after the description, when the registry would reject the space: it names no
+    experiment, or (with a catalog) an experiment is unknown or needs a property the space lacks.
+    """
     space = load_discovery_space(file)
     catalog = _catalog(settings_of(ctx), catalog_file)
     if as_json:
         typer.echo(json.dumps(summary(space, catalog), indent=2))
-        return
-    print_description(space, Console(), catalog)
+    else:
+        print_description(space, Console(), catalog)
+    problems = registry_problems(space, catalog)
+    if problems:
+        raise CliError(f"{file}: the registry would reject this space: {'; '.join(problems)}")
 
 
 def _catalog(settings: CliSettings, file: Path | None) -> Catalog:
@@ -91,6 +98,8 @@ def create(ctx: typer.Context, file: FileOption, timeout: TimeoutOption = 30.0) 
     """
     spec = load_space_spec(file)
     space = discovery_space_from_spec(spec, str(file))
+    if space.shape_problems():  # nothing a registry could accept: not published
+        raise CliError(f"{file}: {'; '.join(space.shape_problems())}")
     answer = asyncio.run(submit_space(settings_of(ctx), spec, space.id, timeout))
     if isinstance(answer, SpaceRejected):
         raise CliError(f"the registry rejected {file}: {answer.reason}")

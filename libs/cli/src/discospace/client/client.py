@@ -54,6 +54,14 @@ URL_ENV = "DISCOSPACE_PROJECTOR_URL"
 TOKEN_ENV = "DISCOSPACE_API_TOKEN"
 Include = Literal["measured", "elsewhere", "unmeasured", "unsampled", "all"]
 ExportFormat = Literal["csv", "json", "parquet"]
+_MEDIA_TYPES: dict[str, str] = {
+    "csv": "text/csv",
+    "json": "application/json",
+    "parquet": "application/vnd.apache.parquet",
+}
+"""The media type the projector gives each export (its `exports.MEDIA_TYPES`, parameters
+aside): an answer of another type is not the file asked for (another server at the URL), and
+is not written where the user asked for the file."""
 M = TypeVar("M")
 
 
@@ -143,7 +151,10 @@ class Client:
         import pandas as pd  # here, not at the top: the other views start without pandas
 
         data = self.export(space_id, include, "parquet", limit)
-        return pd.read_parquet(io.BytesIO(data))
+        try:
+            return pd.read_parquet(io.BytesIO(data))
+        except Exception:  # pyarrow's errors (ArrowInvalid, ...) for a body that is no Parquet
+            raise self._unreadable("/space/entities") from None
 
     def export(
         self,
@@ -156,7 +167,11 @@ class Client:
         parameters = {"id": space_id, "include": _include(include), "format": format}
         if limit is not None:
             parameters["limit"] = str(limit)
-        return self._get("/space/entities", parameters).content
+        answer = self._get("/space/entities", parameters)
+        media_type = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != _MEDIA_TYPES.get(format, media_type):
+            raise self._unreadable("/space/entities")
+        return answer.content
 
     def operations(
         self,
@@ -269,10 +284,15 @@ class Client:
         try:
             return adapter.validate_json(answer.content)
         except ValidationError:
-            raise ClientError(
-                f"the projector at {self.base_url} answered {path} with a document this client "
-                "cannot read; are the client and the projector the same version?"
-            ) from None
+            raise self._unreadable(path) from None
+
+    def _unreadable(self, path: str) -> ClientError:
+        """What to say of an answer this client cannot read (another server at the URL, or
+        another version of the projector)."""
+        return ClientError(
+            f"the projector at {self.base_url} answered {path} with a document this client "
+            "cannot read; are the client and the projector the same version?"
+        )
 
     def _get(self, path: str, parameters: dict[str, str]) -> httpx.Response:
         try:
