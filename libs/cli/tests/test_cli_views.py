@@ -462,6 +462,21 @@ def test_a_token_with_characters_other_than_ascii_is_one_line(
     assert result.stderr == ("error: the API token holds characters other than ASCII; check it.\n")
 
 
+@pytest.mark.parametrize("token", ["a\nb", "a\tb", "a\x1bb"])
+def test_a_token_with_a_control_character_is_one_line_not_a_projector_away(
+    monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    monkeypatch.undo()
+    result = runner.invoke(app, ["space", "get"], env={"DISCOSPACE_API_TOKEN": token})
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "error: the API token holds a line break or a control character; check it.\n"
+    )
+    # a token file's final line break is not part of the token
+    fine = runner.invoke(app, ["space", "get"], env={"DISCOSPACE_API_TOKEN": "abc\n"})
+    assert "control character" not in fine.output
+
+
 @pytest.mark.parametrize("interval", ["inf", "1e300", "3601"])
 @pytest.mark.parametrize(
     "command",

@@ -105,6 +105,10 @@ class Client:
         given = token if token is not None else os.environ.get(TOKEN_ENV)
         if given is not None and not given.isascii():
             raise ClientError("the API token holds characters other than ASCII; check it.")
+        if given is not None and not given.strip().isprintable():
+            # an HTTP header cannot carry a line break or another control character: httpx
+            # would fail each request, which read as "the projector is not answering"
+            raise ClientError("the API token holds a line break or a control character; check it.")
         try:
             self._http = httpx.Client(
                 base_url=self.base_url,
