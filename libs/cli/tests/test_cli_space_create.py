@@ -9,6 +9,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from typer.testing import CliRunner
 
+from discospace.cli.errors import KafkaUnavailableError
 from discospace.cli.main import app
 from discospace.cli.requests import answer_to
 from discospace.core import ExperimentSpec, load_discovery_space, load_space_spec
@@ -205,3 +206,33 @@ def test_registrations_and_rejections_of_other_submissions_are_not_the_answer() 
     assert match(other_space) is None
     assert match(other_rejection) is None
     assert match(mine) is mine
+
+
+def test_topics_are_asked_for_with_the_cli_request_timeout_not_aiokafkas_40_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker address that takes connections and never answers was reported after 50 s:
+    the admin client waited aiokafka's 40 s per request, where the CLI's clients wait 10."""
+    import discospace.runtime.provisioning as provisioning
+    from discospace.cli.kafka import REQUEST_TIMEOUT_MS, ensure_topics
+
+    built: list[dict[str, object]] = []
+
+    class Admin:
+        def __init__(self, **options: object) -> None:
+            built.append(options)
+
+        async def start(self) -> None:
+            raise provisioning.KafkaConnectionError("no answer")
+
+        async def close(self) -> None:
+            return None
+
+    async def no_login_problem(*_: object) -> None:
+        return None
+
+    monkeypatch.setattr(provisioning, "AIOKafkaAdminClient", Admin)
+    monkeypatch.setattr(provisioning, "login_error", no_login_problem)
+    with pytest.raises(KafkaUnavailableError):
+        asyncio.run(ensure_topics("127.0.0.1:9", TopicNames(), ["discospace.spaces"]))
+    assert [options["request_timeout_ms"] for options in built] == [REQUEST_TIMEOUT_MS]

@@ -54,7 +54,9 @@ async def ensure_topics(bootstrap_servers: str, topics: TopicNames, names: Itera
     """Create the topics among ``names`` that are missing (compacted where the layout says),
     so that publishing to a topic no service created yet does not create it wrong."""
     try:
-        await provision_topics(bootstrap_servers, names, topics)
+        await provision_topics(
+            bootstrap_servers, names, topics, request_timeout_ms=REQUEST_TIMEOUT_MS
+        )
     except KafkaLoginError as error:
         raise CliError(error.sentence) from None
     except KafkaConnectionError:

@@ -68,12 +68,20 @@ async def provision_topics(
     *,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     security: KafkaSecurity | None = None,
+    request_timeout_ms: int = 40_000,
 ) -> None:
-    """Create the missing topics among `names`; existing ones are left as they are."""
+    """Create the missing topics among `names`; existing ones are left as they are.
+
+    `request_timeout_ms`: how long each request to the broker may take (aiokafka's 40 s by
+    default; a command-line client that should say "not answering" sooner passes less)."""
     wanted = new_topics(names, topics, partitions, replication, max_message_bytes)
     if not wanted:
         return
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, **client_kwargs(security))
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap_servers,
+        request_timeout_ms=request_timeout_ms,
+        **client_kwargs(security),
+    )
     await _start(admin, bootstrap_servers, security)
     try:
         response = await admin.create_topics(wanted)
