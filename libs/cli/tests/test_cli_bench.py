@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from discospace.cli.errors import nearest_existing
 from discospace.cli.main import app
 
 REPO = Path(__file__).resolve().parents[3]
@@ -53,3 +54,9 @@ def test_the_bench_help_needs_no_benchmarks_package(monkeypatch: pytest.MonkeyPa
 
     assert result.exit_code == 0
     assert "--only" in result.output
+
+
+def test_the_nearest_existing_folder_above_a_name_too_long_for_the_file_system_is_found(
+    tmp_path: Path,
+):
+    assert nearest_existing(tmp_path / ("a" * 300) / "results") == tmp_path

@@ -9,12 +9,15 @@ it as it goes.
 
 The fms part runs on the default table (`--fms-data`), or on every table `fms_tables` names (a
 file, a folder of `*.csv` files, or a glob pattern), each written as `fms-<file stem>.json`.
-Every table is read and checked before any benchmark runs.
+Every input is read and checked before any benchmark runs or anything is written: every fms
+table, the Zeus traces of the chosen GPUs (and of the GPUs of `zeus-robust`), and the results
+folder (made, written in, no folder where a result file goes: `common.ready`).
 
 The CLI imports this module only when the command is called, so the CLI needs neither this
 package nor the services it benchmarks for anything else. `USER_ERRORS` are the errors a user
 can meet (a missing trace file or GPU, a trace that cannot be simulated, a table without a
-needed column, a pattern matching no table, an unknown benchmark name); each is one sentence.
+needed column or with a bad cell, a pattern matching no table, an unknown benchmark name, a
+result that cannot be written); each is one sentence.
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ from discospace.bench.common import (
     BenchResult,
     Progress,
     ResultFile,
+    ResultWriteError,
     earlier_run,
     print_result,
+    ready,
     result_path,
+    write_file,
     write_result,
 )
 from discospace.bench.zeus_upstream import ZeusUnavailableError
@@ -60,6 +66,7 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     TableChoiceError,
     UnknownBenchmarkError,
     ZeusUnavailableError,
+    ResultWriteError,
 )
 Job = Callable[[Progress], BenchResult]
 
@@ -86,6 +93,11 @@ def run(
         jobs += _fms_jobs(fms_data, fms_tables)
     if "fms-cross-space" in chosen:
         jobs += _fms_jobs(fms_data, fms_tables, _cross_space, "fms-cross-space")
+    _check_zeus(chosen, zeus_data, gpus)
+    outputs = [result_path(name, out) for name, _ in jobs]
+    if "zeus-robust" in chosen:
+        outputs.append(_markdown(result_path("zeus-robust", out)))
+    ready(outputs)
     files = ResultFile(out, shown)
     return [_report(name, job, files) for name, job in jobs]
 
@@ -100,12 +112,28 @@ def _chosen(names: Sequence[str]) -> tuple[str, ...]:
     return chosen
 
 
+def _check_zeus(chosen: Sequence[str], data: Path | None, gpus: Sequence[str]) -> None:
+    """Read and check now the Zeus traces the chosen benchmarks will read."""
+    from discospace.bench import zeus
+
+    if "zeus" in chosen:
+        zeus.load_traces(data, _gpu_names(gpus))
+    if "zeus-robust" in chosen:
+        from discospace.bench import zeus_robust
+
+        zeus.load_traces(data, zeus_robust.GPUS)
+
+
+def _gpu_names(gpus: Sequence[str]) -> tuple[str, ...]:
+    return tuple(g.lower() for g in gpus)
+
+
 def _zeus(data: Path | None, gpus: Sequence[str], progress: Progress) -> BenchResult:
     from discospace.bench import zeus
 
     kwargs: dict[str, Any] = {"data_dir": data, "progress": progress}
     if gpus:
-        kwargs["gpus"] = tuple(g.lower() for g in gpus)
+        kwargs["gpus"] = _gpu_names(gpus)
     return zeus.run(**kwargs)
 
 
@@ -115,10 +143,13 @@ def _zeus_robust(data: Path | None, out: Path | None, progress: Progress) -> Ben
     from discospace.bench import zeus_robust
 
     result = zeus_robust.run(data, progress=progress)
-    table = result_path(result.name, out).with_suffix(".md")
-    table.parent.mkdir(parents=True, exist_ok=True)
-    table.write_text(zeus_robust.markdown(result))
+    write_file(_markdown(result_path(result.name, out)), zeus_robust.markdown(result))
     return result
+
+
+def _markdown(path: Path) -> Path:
+    """Where the tables of the result file `path` are written as markdown."""
+    return path.with_suffix(".md")
 
 
 def _fms_jobs(

@@ -8,13 +8,20 @@ A benchmark also tells a `Progress` after each part it finishes (a workload, a m
 result so far (`complete` False until the last part, `progress` such as "3 of 12 workloads") and
 a line to show. `ResultFile` writes that result at once, so an interruption keeps every part
 done; `earlier_run` says what a file from an earlier run held before a new run replaces it.
+
+Before anything runs, `ready` makes the results folder and refuses one that cannot be made or
+written in, or a result path taken by a folder; a write that fails later all the same
+(`write_file`) leaves no partial file behind. Both say so in one sentence (`ResultWriteError`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import statistics
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,14 +119,73 @@ def default_results_dir() -> Path:
     return Path.cwd() / "benchmarks" / "results"
 
 
+class ResultWriteError(Exception):
+    """A result file or its folder that cannot be written; the message is one sentence."""
+
+
 def write_result(result: BenchResult, folder: Path | None = None) -> Path:
     """Write `result` as `<folder>/<name>.json` (default `benchmarks/results/`); its path."""
     path = result_path(result.name, folder)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written = path.with_name(f".{path.name}.partial")
-    written.write_text(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
-    written.replace(path)
+    write_file(path, json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
     return path
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write `text` as `path` through a partial file beside it that then replaces `path` at
+    once (a reader never sees half a file). `ResultWriteError` when that fails: the partial
+    file is removed and `path` is as it was."""
+    written = partial_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(text)
+        written.replace(path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            written.unlink(missing_ok=True)
+        raise ResultWriteError(
+            f"The result file {path} cannot be written ({_why(error)})."
+        ) from None
+
+
+def partial_path(path: Path) -> Path:
+    """The file `write_file` writes before it replaces `path`."""
+    return path.with_name(f".{path.name}.partial")
+
+
+def ready(paths: Sequence[Path]) -> None:
+    """Check, before anything runs, that the result files `paths` can be written, and make
+    their folders: `ResultWriteError` when a result file (or its partial file) is taken by
+    something that is not a file, or a folder cannot be made or written in (then the folders
+    made here are removed again)."""
+    for path in paths:
+        for taken in (path, partial_path(path)):
+            if os.path.lexists(taken) and not os.path.isfile(taken):
+                raise ResultWriteError(
+                    f"The result file {taken} cannot be written: a folder (or another thing "
+                    "that is not a file) is in its place; move it or choose another folder."
+                )
+    for folder in dict.fromkeys(path.parent for path in paths):
+        _make(folder)
+
+
+def _make(folder: Path) -> None:
+    """Make `folder` and write in it, or remove the folders made and raise `ResultWriteError`."""
+    made = [f for f in (folder, *folder.parents) if not os.path.lexists(f)]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        for empty in made:
+            with contextlib.suppress(OSError):
+                empty.rmdir()
+        raise ResultWriteError(
+            f"The results folder {folder} cannot be made or written in ({_why(error)})."
+        ) from None
+
+
+def _why(error: OSError) -> str:
+    return error.strerror or type(error).__name__
 
 
 def print_result(result: BenchResult, console: Console | None = None) -> None:

@@ -169,13 +169,8 @@ def run(
     absent (and which GPUs the folder has). `progress` is told each workload's result as soon
     as it is done."""
     chosen = settings or ZeusSettings()
-    names = tuple(gpus) or available_gpus(data_dir)
-    if not names:
-        raise TraceDataMissingError(
-            f"The Zeus folder {zeus_folder(data_dir)} holds no power trace "
-            "(summary_power_<gpu>.csv)."
-        )
-    traces = [ZeusTrace.load(data_dir, gpu) for gpu in names]
+    traces = load_traces(data_dir, gpus)
+    names = tuple(trace.gpu for trace in traces)
     todo = [(trace, workload) for trace in traces for workload in trace.workloads]
     results: list[WorkloadResult] = []
     for trace, workload in todo:
@@ -185,6 +180,19 @@ def run(
             line = _progress_line(results, len(todo), time.perf_counter() - started)
             progress(_bench_result(names, seeds, chosen, results, len(todo)), line)
     return _bench_result(names, seeds, chosen, results, len(todo))
+
+
+def load_traces(data_dir: Path | None = None, gpus: Sequence[str] = ()) -> list[ZeusTrace]:
+    """The traces of `gpus` (default: every GPU with a power trace in the folder), each read
+    and checked: `TraceDataMissingError` for an absent file or a folder without a power trace,
+    `ZeusTraceError` for a file that is no trace (see `ZeusTrace.load`)."""
+    names = tuple(gpus) or available_gpus(data_dir)
+    if not names:
+        raise TraceDataMissingError(
+            f"The Zeus folder {zeus_folder(data_dir)} holds no power trace "
+            "(summary_power_<gpu>.csv)."
+        )
+    return [ZeusTrace.load(data_dir, gpu) for gpu in names]
 
 
 def _bench_result(

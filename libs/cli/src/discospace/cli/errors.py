@@ -39,6 +39,12 @@ def nearest_existing(path: Path) -> Path:
     """`path`, or the nearest folder above it that exists: where a file in the way of making
     it, or a folder this user cannot write in, is found (mkdir says only "File exists")."""
     existing = path
-    while not existing.exists() and existing != existing.parent:
+    while existing != existing.parent:
+        try:
+            found = existing.exists()
+        except OSError:  # a name too long to look up (ENAMETOOLONG): nothing can be there
+            found = False
+        if found:
+            return existing
         existing = existing.parent
     return existing

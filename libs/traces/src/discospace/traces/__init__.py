@@ -9,4 +9,6 @@
   simulator and the replay actuator.
 - `discospace.traces.fms`: the fms-acceleration A100 fine-tuning table (or any table with its
   columns), typed.
+- `discospace.traces.cells`: a trace's CSV file read with every cell the readers need checked,
+  so that a bad file is refused in one sentence naming it (and the row and column of a bad cell).
 """

@@ -8,6 +8,12 @@ of a full fine-tune as "none" (the CSV leaves it empty), and `validity` (through
 `load_table(path)` reads any CSV file in the same format, whatever its name: it needs the
 columns in `NEEDED` (a table without one is refused with `FmsTableError`, naming it); the other
 columns are optional (an absent text column reads as "", an absent number as NaN).
+
+Every cell of a needed number is checked first (`CHECKED`), and `FmsTableError` names the first
+bad one (file, data row, column): a number of GPUs and a batch size are whole numbers of at least
+1; a runtime and a throughput are finite numbers above 0, or empty (the run did not finish: the
+published table leaves both empty then). The other measured columns are read as numbers where
+they are ones (NaN elsewhere): the benchmarks do not use them.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from discospace.traces.data import fms_data_dir, required_file
+from discospace.traces.cells import Number, numbers, read_cells
+from discospace.traces.data import fms_data_dir
 
 FMS_FILE = "a100_80gb.csv"
 NEEDED = (
@@ -30,6 +37,15 @@ NEEDED = (
     "train_tokens_per_second",
 )
 """The raw columns a table needs: a configuration, its runtime and its throughput."""
+LABEL = "table"
+_MEASURED = Number(missing=("",), missing_means="the run did not finish")
+CHECKED = {
+    "num_gpus": Number(whole=True),
+    "per_device_train_batch_size": Number(whole=True),
+    "train_runtime": _MEASURED,
+    "train_tokens_per_second": _MEASURED,
+}
+"""What the cells of the needed numbers must hold (a measurement is empty when the run failed)."""
 
 
 class FmsTableError(ValueError):
@@ -76,20 +92,10 @@ def table_path(folder: Path | None = None) -> Path:
 def load_table(path: Path) -> pd.DataFrame:
     """The table in the CSV file `path` (any name), typed as `load` types it.
     `TraceDataMissingError` when the file is absent, `FmsTableError` when it is no CSV a
-    reader can parse or a column of `NEEDED` is missing."""
-    try:
-        raw = pd.read_csv(required_file(path))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        reason = str(error).splitlines()[0].rstrip(".") if str(error) else type(error).__name__
-        raise FmsTableError(f"The table {path} is not a readable CSV file ({reason}).") from None
-    missing = [column for column in NEEDED if column not in raw.columns]
-    if missing:
-        names = ", ".join(f"'{column}'" for column in missing)
-        raise FmsTableError(
-            f"The table {path} has no column{'s' if len(missing) > 1 else ''} {names} "
-            f"(an fms table needs {', '.join(NEEDED)})."
-        )
-    return typed(raw)
+    reader can parse, a column of `NEEDED` is missing, it has no rows, or a cell of `CHECKED`
+    is bad (naming its data row and column)."""
+    cells = read_cells(path, LABEL, NEEDED, FmsTableError)
+    return typed(numbers(cells, CHECKED, path, LABEL, FmsTableError))
 
 
 def typed(raw: pd.DataFrame) -> pd.DataFrame:
@@ -108,7 +114,7 @@ def typed(raw: pd.DataFrame) -> pd.DataFrame:
     for column in _TEXT:
         frame[column] = frame[column].astype(str)
     for column in _WHOLE:
-        frame[column] = frame[column].astype("int64")
+        frame[column] = pd.to_numeric(frame[column]).astype("int64")
     for column in _REAL:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
     frame["validity"] = frame["throughput"].notna()

@@ -29,6 +29,13 @@ limits (a user's own trace, measured in part): those (batch size, power limit) c
 unavailable (`unavailable`), the others are `configurations`, and a batch size's power limits are
 `power_limits_at` (what profiling covers).
 
+`ZeusTrace.load` checks both files before it indexes them (`ZeusTraceError`, one sentence naming
+the file, and the data row and column of a bad cell): each is a readable CSV file with the
+columns of `TRAIN_COLUMNS` or `POWER_COLUMNS` and at least one row; batch sizes and power limits
+are whole numbers of at least 1, seconds per epoch and watts finite numbers above 0, a
+`target_epoch` a finite number above 0 or empty/"nan" (never reached). A trace that gives the
+GPU no workload of the paper's jobs is refused too (a benchmark on it would report nothing).
+
 Everything is pure pandas/numpy: randomness comes in as a `numpy.random.Generator`.
 """
 
@@ -44,13 +51,35 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from discospace.traces.data import TraceDataMissingError, required_file, zeus_data_dir
+from discospace.traces.cells import Number, numbers, read_cells
+from discospace.traces.data import TraceDataMissingError, zeus_data_dir
 
 GPUS: tuple[str, ...] = ("v100", "a40")
 """The GPUs of the published traces (any other GPU is the power trace file a folder holds)."""
 TRAIN_FILE = "summary_train.csv"
 _POWER_PREFIX, _POWER_SUFFIX = "summary_power_", ".csv"
 _GPU_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_WHOLE = Number(whole=True)
+TRAIN_COLUMNS: Mapping[str, Number | None] = {
+    "dataset": None,
+    "network": None,
+    "batch_size": _WHOLE,
+    "optimizer": None,
+    "run": Number(whole=True, above=None),
+    "target_metric": Number(above=None),
+    "target_epoch": Number(missing=("", "nan"), missing_means="the target was never reached"),
+}
+"""The train trace's columns the simulator reads, and what a numeric one's cells hold."""
+POWER_COLUMNS: Mapping[str, Number | None] = {
+    "dataset": None,
+    "network": None,
+    "batch_size": _WHOLE,
+    "optimizer": None,
+    "power_limit": _WHOLE,
+    "time_per_epoch": Number(),
+    "average_power": Number(),
+}
+"""The power trace's columns, and what a numeric one's cells hold."""
 
 
 def power_file(gpu: str) -> str:
@@ -198,8 +227,15 @@ class ZeusTrace:
                 f"GPU '{gpu}' has no Zeus power trace: {power_path} does not exist "
                 f"(power traces there: {there})."
             )
-        train = pd.read_csv(required_file(root / TRAIN_FILE))
-        return cls.from_frames(train, pd.read_csv(power_path), gpu)
+        train = _checked(root / TRAIN_FILE, "Zeus train trace", TRAIN_COLUMNS)
+        trace = cls.from_frames(train, _checked(power_path, "Zeus power trace", POWER_COLUMNS), gpu)
+        if not trace.workloads:
+            raise ZeusTraceError(
+                f"The Zeus traces in {root} give {gpu} no workload: no dataset of the paper's "
+                f"jobs ({', '.join(PAPER_JOBS)}) has runs at its target metric in {TRAIN_FILE} "
+                f"and rows in {power_path.name} for the same network and optimizer."
+            )
+        return trace
 
     @classmethod
     def from_frames(
@@ -390,6 +426,13 @@ class ZeusTrace:
                 f"{batch_size} and power limit {power_limit} W."
             )
         return self._power[key]
+
+
+def _checked(path: Path, label: str, columns: Mapping[str, Number | None]) -> pd.DataFrame:
+    """The trace file `path`, its numeric columns checked and typed (`ZeusTraceError`)."""
+    cells = read_cells(path, label, tuple(columns), ZeusTraceError)
+    rules = {name: rule for name, rule in columns.items() if rule is not None}
+    return numbers(cells, rules, path, label, ZeusTraceError)
 
 
 def _default_batch_size(paper: int, largest_measured: int, batch_sizes: tuple[int, ...]) -> int:

@@ -1,0 +1,164 @@
+"""A trace's CSV file read and checked cell by cell, so that bad input is one sentence.
+
+- `read_cells(path, label, needed, error)`: every cell as text ("" when empty), or `error`
+  saying in one sentence that the file cannot be read, is no CSV, lacks a needed column or has
+  no rows;
+- `Number`: what the cells of a numeric column must hold (a whole number, above a bound, which
+  spellings mean "no value");
+- `numbers(cells, rules, path, label, error)`: those columns as numbers (NaN where a cell means
+  no value), or `error` naming the first bad cell: its column and its data row, counted from 1
+  for the first row below the header (blank lines are not rows).
+
+The readers of the traces (`fms`, `zeus`) call these before they type anything, so a table that
+is refused is refused before a benchmark runs or writes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from discospace.traces.data import required_file
+
+_FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+"""How pandas says that a row has more cells than the header (a line number of the file)."""
+SHOWN_CHARACTERS = 40
+"""A bad cell longer than this is shown cut, with an ellipsis."""
+
+
+@dataclass(frozen=True)
+class Number:
+    """What every cell of a numeric column must hold."""
+
+    whole: bool = False
+    above: float | None = 0.0
+    """Every value must be greater than this; None: any finite number."""
+    missing: tuple[str, ...] = ()
+    """Spellings, lower case, of a cell that holds no value and may ("" is an empty cell)."""
+    missing_means: str = ""
+    """What such a cell means, told when a cell holds NaN or an infinity instead."""
+
+
+def read_cells(
+    path: Path, label: str, needed: Sequence[str], error: type[Exception]
+) -> pd.DataFrame:
+    """Every cell of the CSV file `path` as text. `TraceDataMissingError` when it is absent;
+    `error` (a sentence naming the `label` and `path`) when it cannot be read or parsed, lacks
+    a column of `needed`, or has no rows."""
+    required_file(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            cells = pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
+    except (
+        pd.errors.ParserError,
+        pd.errors.ParserWarning,
+        pd.errors.EmptyDataError,
+        UnicodeDecodeError,
+    ) as problem:
+        raise error(
+            f"The {label} {path} is not a readable CSV file ({_reason(problem)})."
+        ) from None
+    except OSError as problem:
+        raise error(f"The {label} {path} cannot be read ({_reason(problem)}).") from None
+    missing = [column for column in needed if column not in cells.columns]
+    if missing:
+        names = ", ".join(f"'{column}'" for column in missing)
+        raise error(
+            f"The {label} {path} has no column{'s' if len(missing) > 1 else ''} {names} "
+            f"(it needs {', '.join(needed)})."
+        )
+    if cells.empty:
+        raise error(f"The {label} {path} has no rows, only a header.")
+    return cells.fillna("")
+
+
+def numbers(
+    cells: pd.DataFrame,
+    rules: Mapping[str, Number],
+    path: Path,
+    label: str,
+    error: type[Exception],
+) -> pd.DataFrame:
+    """`cells` with the columns of `rules` as numbers: int64 for a whole column without a
+    missing value, float64 (NaN: no value) otherwise. `error` names the first bad cell (by data
+    row, then in the order of `rules`)."""
+    bad = [_first_bad(cells[column], column, rule) for column, rule in rules.items()]
+    found = [b for b in bad if b is not None]
+    if found:
+        row, column, text, problem = min(found, key=lambda b: b[0])
+        raise error(
+            f"The {label} {path} has {_shown(text)} in column '{column}' of data row {row + 1}, "
+            f"{problem}."
+        )
+    typed = cells.copy()
+    for column, rule in rules.items():
+        typed[column] = _values(cells[column], rule)
+    return typed
+
+
+def _problem(text: str, rule: Number) -> str | None:
+    """Why the cell `text` breaks `rule` (a clause: "which is not a number"), None if it holds."""
+    cell = text.strip()
+    if cell.lower() in rule.missing:
+        return None
+    if not cell:
+        return "where a number is needed"
+    try:
+        value = float(cell)
+    except ValueError:
+        return "which is not a number"
+    if not math.isfinite(value):
+        means = f" (an empty cell means {rule.missing_means})" if rule.missing_means else ""
+        return f"which is not a finite number{means}"
+    if rule.whole and not value.is_integer():
+        return "which is not a whole number"
+    if rule.above is not None and value <= rule.above:
+        bound = f"at least {math.floor(rule.above) + 1}" if rule.whole else f"above {rule.above:g}"
+        return f"which is not {bound}"
+    return None
+
+
+def _first_bad(column: pd.Series, name: str, rule: Number) -> tuple[int, str, str, str] | None:
+    """(row position, column, text, problem) of the column's first bad cell, or None."""
+    for position, text in enumerate(column):
+        problem = _problem(text, rule)
+        if problem is not None:
+            return position, name, text, problem
+    return None
+
+
+def _values(column: pd.Series, rule: Number) -> pd.Series:
+    missing = column.str.strip().str.lower().isin(rule.missing)
+    values = column.where(~missing).map(float, na_action="ignore").astype("float64")
+    return values.astype("int64") if rule.whole and not missing.any() else values
+
+
+def _shown(text: str) -> str:
+    if not text.strip():
+        return "an empty cell"
+    cut = text if len(text) <= SHOWN_CHARACTERS else text[: SHOWN_CHARACTERS - 1] + "…"
+    return f"'{cut}'"
+
+
+def _reason(problem: Exception) -> str:
+    if isinstance(problem, pd.errors.EmptyDataError):
+        return "it is empty"
+    if isinstance(problem, pd.errors.ParserWarning):
+        return "a row has more cells than the header"
+    if isinstance(problem, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    if isinstance(problem, OSError) and problem.strerror:
+        return problem.strerror
+    text = str(problem)
+    fields = _FIELDS.search(text)
+    if fields is not None:
+        expected, line, saw = fields.groups()
+        return f"line {line} has {saw} cells where the header has {expected}"
+    return text.splitlines()[0].rstrip(".") if text else type(problem).__name__
