@@ -91,3 +91,30 @@ async def test_a_handler_of_the_event_and_its_parts_is_bound_to_the_parts(topics
     assert list(inspect.signature(bound).parameters) == ["event"]
     assert bound.__name__ == "on_space_with_parts"
     assert parts == [event]
+
+
+async def test_an_unknown_path_and_a_write_to_metrics_are_json_sentences(topics) -> None:
+    """FastStream answered an unknown path in plain text ("Application doesn't support regular
+    HTTP protocol.") and prometheus_client answered POST /metrics with the metrics (200)."""
+    settings = ServiceSettings(kafka_bootstrap_servers="127.0.0.1:9", topic_prefix=topics.prefix)
+    service = create_service(settings, description="x")
+    transport = httpx.ASGITransport(app=service.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://service") as client:
+        unknown = await client.get("/nope")
+        head = await client.head("/nope")
+        posted = await client.post("/metrics", content=b"x")
+        deleted = await client.delete("/metrics")
+        read = await client.get("/metrics")
+
+    assert unknown.status_code == 404
+    assert unknown.headers["content-type"] == "application/json"
+    assert unknown.json() == {
+        "error": "nothing is served at this path; the paths are /health, /metrics."
+    }
+    assert (head.status_code, head.content) == (404, b"")
+    for refused, method in ((posted, "POST"), (deleted, "DELETE")):
+        assert refused.status_code == 405
+        assert refused.headers["allow"] == "GET, HEAD"
+        assert refused.json() == {"error": f"{method} is not allowed here: use GET."}
+    assert read.status_code == 200
+    assert "discospace_service_info" in read.text

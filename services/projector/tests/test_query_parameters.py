@@ -15,7 +15,7 @@ def test_a_count_in_ascii_digits_up_to_the_maximum_is_read(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["-1", "1e3", "²", "١٢", "5 ", str(MAX_COUNT + 1), "9" * 32, "1%00"],
+    ["-1", "1e3", "²", "١٢", "5 ", str(MAX_COUNT + 1), "1000000000", "9" * 32, "1%00"],
 )
 def test_any_other_count_is_refused_with_one_sentence(text: str) -> None:
     query = Query(b"limit=" + text.encode())
@@ -27,3 +27,13 @@ def test_any_other_count_is_refused_with_one_sentence(text: str) -> None:
 def test_an_empty_or_missing_count_is_no_count() -> None:
     assert Query(b"limit=").count("limit") is None
     assert Query(b"").count("limit") is None
+
+
+def test_the_largest_count_is_a_million_rows_and_a_long_value_is_cut_in_the_sentence() -> None:
+    assert MAX_COUNT == 1_000_000
+    with pytest.raises(ViewError) as refused:
+        Query(b"limit=" + b"x" * 100_000).count("limit")
+    sentence = str(refused.value)
+    assert sentence.startswith("limit must be a whole number from 0 to 1,000,000, not 'xxx")
+    assert sentence.endswith("x…'.")
+    assert len(sentence) < 150

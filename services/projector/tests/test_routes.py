@@ -160,3 +160,20 @@ async def test_an_unexpected_failure_answers_500_without_a_traceback() -> None:
     assert answer.status_code == 500
     assert "internal detail" not in answer.text
     assert json.loads(answer.text)["error"].startswith("the view failed")
+
+
+@pytest.mark.parametrize(
+    ("path", "parameters"),
+    [
+        ("/space", {"id": "x" * 10_000}),
+        ("/operation", {"id": "x" * 10_000}),
+        ("/space/entities", {"id": "x", "include": "x" * 10_000}),
+        ("/space/entities", {"id": "x", "format": "x" * 10_000}),
+    ],
+)
+async def test_a_long_value_is_cut_in_the_error_sentence(api, path, parameters) -> None:
+    answer = await api.get(path, params=parameters)
+    assert answer.status_code in (400, 404)
+    error = answer.json()["error"]
+    assert "x…'" in error
+    assert len(error) < 250

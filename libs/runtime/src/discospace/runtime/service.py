@@ -31,6 +31,7 @@ from prometheus_client import Gauge
 from discospace.events import DeadLettered, Event
 from discospace.events.factory import Clock, utc_now
 from discospace.events.topics import TopicNames
+from discospace.runtime.asgi import ServiceApp, read_only
 from discospace.runtime.confirming import Unconfirmed
 from discospace.runtime.consuming import Consumer
 from discospace.runtime.deadletter import DeadLetterPolicy
@@ -280,10 +281,10 @@ def create_service(
     unconfirmed = Unconfirmed()
     topics_used: set[str] = set()
     metrics.register(StalledConsumers(broker, name, stalls, lambda: sorted(topics_used)))
-    app = AsgiFastStream(
+    app = ServiceApp(
         broker,
         asgi_routes=[
-            ("/metrics", metrics.asgi_app()),
+            ("/metrics", read_only(metrics.asgi_app())),
             (
                 "/health",
                 make_health(

@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+SHOWN_CHARACTERS = 80
+"""The most characters of a value an error sentence repeats."""
+
+
+def quoted(value: str) -> str:
+    """`value` as an error sentence quotes it: its repr, cut to `SHOWN_CHARACTERS` with an
+    ellipsis (a query parameter of 100,000 characters made a 100 KB "sentence")."""
+    if len(value) <= SHOWN_CHARACTERS:
+        return repr(value)
+    return repr(value[: SHOWN_CHARACTERS - 1] + "…")
+
 
 class ProjectorError(Exception):
     """Base of the projector's user errors; `str(error)` is one sentence."""

@@ -8,7 +8,7 @@ from typing import Literal, get_args
 
 import pandas as pd
 
-from discospace.projector.errors import ViewError
+from discospace.projector.errors import ViewError, quoted
 
 ExportFormat = Literal["csv", "json", "parquet"]
 FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
@@ -24,7 +24,7 @@ def parse_format(text: str) -> ExportFormat:
     for name in FORMATS:
         if text == name:
             return name
-    raise ViewError(f"format {text!r} is not one of {', '.join(FORMATS)}.")
+    raise ViewError(f"format {quoted(text)} is not one of {', '.join(FORMATS)}.")
 
 
 def export(table: pd.DataFrame, fmt: ExportFormat) -> bytes:

@@ -18,7 +18,7 @@ import pandas as pd
 from discospace.core import Entity
 from discospace.projector import queries
 from discospace.projector.catalogs import actuator_pools
-from discospace.projector.errors import NotKnownError, ViewError
+from discospace.projector.errors import NotKnownError, ViewError, quoted
 from discospace.projector.models import (
     ActuatorPool,
     OperationProgress,
@@ -152,7 +152,7 @@ class StoreViews:
         jobs with their child operations' progress."""
         rows = queries.operation_rows(self.client, operation_id)
         if not rows:
-            raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
+            raise NotKnownError(f"operation {quoted(operation_id)} is not known to the projector.")
         return self._shown(operation_id, rows, 0)
 
     def operation_results(self, operation_id: str) -> list[OperationResult]:
@@ -160,7 +160,7 @@ class StoreViews:
         first (none for a pipeline: its children measure)."""
         rows = queries.operation_rows(self.client, operation_id)
         if not rows:
-            raise NotKnownError(f"operation {operation_id!r} is not known to the projector.")
+            raise NotKnownError(f"operation {quoted(operation_id)} is not known to the projector.")
         space_id = _space_id(rows)
         if space_id is None:
             return []
@@ -223,7 +223,7 @@ class StoreViews:
     def _state(self, space_id: str) -> SpaceState:
         state = self._state_or_none(space_id)
         if state is None:
-            raise NotKnownError(f"space {space_id!r} is not known to the projector.")
+            raise NotKnownError(f"space {quoted(space_id)} is not known to the projector.")
         return state
 
     def _state_or_none(self, space_id: str) -> SpaceState | None:

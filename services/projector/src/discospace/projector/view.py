@@ -29,7 +29,7 @@ import pandas as pd
 
 from discospace.core import Entity
 from discospace.core.canonical import Value
-from discospace.projector.errors import ViewError
+from discospace.projector.errors import ViewError, quoted
 from discospace.projector.queries import MeasurementRow, ResultRow
 from discospace.projector.spaces import ID_COLUMN, REASON_COLUMN, STATUS_COLUMN, SpaceLayout
 
@@ -47,7 +47,7 @@ def parse_include(text: str) -> tuple[View, ...]:
     unknown = [name for name in names if name not in VIEWS]
     if unknown or not names:
         raise ViewError(
-            f"include {text!r} is not one of {', '.join(VIEWS)} or all "
+            f"include {quoted(text)} is not one of {', '.join(VIEWS)} or all "
             "(or a comma-separated list of them)."
         )
     return tuple(view for view in VIEWS if view in names)

@@ -1,0 +1,58 @@
+"""Answers of a service's HTTP endpoints outside its own routes, in JSON like theirs.
+
+FastStream's ASGI app answers a path it does not serve with a plain-text 404 ("Application
+doesn't support regular HTTP protocol."), and prometheus_client's /metrics app answers any
+method, POST and DELETE included, with the metrics. `ServiceApp` answers an unknown path with
+`{"error": "<one sentence>"}` and 404, naming the paths it serves; `read_only` answers a
+method other than GET and HEAD with 405 the same way.
+"""
+
+from __future__ import annotations
+
+import json
+
+from faststream.asgi import AsgiFastStream
+from faststream.asgi.types import ASGIApp, Receive, Scope, Send
+
+READ_METHODS = ("GET", "HEAD")
+
+
+async def send_error(scope: Scope, send: Send, status: int, sentence: str) -> None:
+    """Answer `{"error": sentence}` with `status` (the body left out for HEAD)."""
+    body = json.dumps({"error": sentence}).encode()
+    headers: list[tuple[bytes, bytes]] = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if status == 405:
+        headers.append((b"allow", b", ".join(m.encode() for m in READ_METHODS)))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send(
+        {"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else body}
+    )
+
+
+def read_only(app: ASGIApp) -> ASGIApp:
+    """`app` for GET and HEAD; any other method is answered 405 in one sentence."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope.get("method")
+        if scope["type"] == "http" and method not in READ_METHODS:
+            await send_error(scope, send, 405, f"{method} is not allowed here: use GET.")
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+class ServiceApp(AsgiFastStream):
+    """FastStream's ASGI app, answering a path it does not serve in JSON (404)."""
+
+    async def not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().not_found(scope, receive, send)
+            return
+        paths = ", ".join(sorted({path for path, _ in self.routes}))
+        await send_error(
+            scope, send, 404, f"nothing is served at this path; the paths are {paths}."
+        )
