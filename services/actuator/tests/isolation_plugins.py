@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy
 from pydantic import BaseModel, ConfigDict
 
 from discospace.actuator.plugin import MeasurementTask, Outcome, TransientFailure
@@ -44,6 +45,8 @@ GARBAGE = (
     "invalid-without-reason",
     "transient-without-reason",
     "negative-uncertainty",
+    "huge-uncertainty",
+    "array-uncertainty",
 )
 """The kinds of `garbage`."""
 
@@ -73,6 +76,12 @@ def garbage(kind: str, good: dict[str, Any]) -> object:
         "transient-without-reason": lambda: TransientFailure(None),
         "negative-uncertainty": lambda: ValidMeasurement.model_construct(
             values=good, uncertainty={first: -1.0}
+        ),
+        "huge-uncertainty": lambda: ValidMeasurement.model_construct(
+            values=good, uncertainty={first: 10**400}
+        ),
+        "array-uncertainty": lambda: ValidMeasurement.model_construct(
+            values=good, uncertainty=numpy.array([0.1, 0.2])
         ),
     }
     return made[kind]()

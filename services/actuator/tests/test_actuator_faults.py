@@ -301,6 +301,8 @@ def _garbage_reason(kind: str, actuator: str, experiment: str, targets: tuple[st
         "invalid-without-reason": "an invalid measurement without a reason",
         "transient-without-reason": "a transient failure without a reason",
         "negative-uncertainty": f"an uncertainty for '{first}' that is not a finite number >= 0",
+        "huge-uncertainty": f"an uncertainty for '{first}' that is not a finite number >= 0",
+        "array-uncertainty": "an uncertainty of type ndarray, not a mapping",
     }[kind]
     return f"{actuator} returned {returned}"
 

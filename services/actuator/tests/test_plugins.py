@@ -131,3 +131,24 @@ def test_an_isolated_plugin_the_worker_cannot_rebuild_in_a_child_is_refused(
 
     with pytest.raises(ActuatorConfigError, match=re.escape(problem)):
         load_actuator("p")
+
+
+async def test_a_property_the_entity_holds_wins_over_the_experiments_option_of_that_name() -> None:
+    """The synthetic actuator reads `task.properties`: its `steps` option (10) used to win
+    over an entity's own `steps`, so every value of an explored `steps` measured the same."""
+    from discospace.actuator.plugin import MeasurementTask
+    from discospace.core import Entity, Experiment
+
+    actuator = SyntheticActuator()
+    experiment = Experiment.from_spec(actuator.catalog()[0]).parameterize({})
+    assert experiment.option_values == {"steps": 10}
+
+    def task(steps: int) -> MeasurementTask:
+        point = {"batch_size": 8, "model_max_length": 1024, "steps": steps}
+        return MeasurementTask("req-1", Entity.of(point), experiment)
+
+    assert task(1000).properties["steps"] == 1000
+    short, long = await actuator.measure(task(10)), await actuator.measure(task(1000))
+    assert short.values != long.values  # type: ignore[union-attr]
+    without = MeasurementTask("req-1", Entity.of({"batch_size": 8}), experiment)
+    assert without.properties["steps"] == 10  # the option, where the entity has none

@@ -82,8 +82,11 @@ class MeasurementTask:
 
     @property
     def properties(self) -> dict[str, Value]:
-        """Everything the experiment may read: entity values, options, then inputs."""
-        return {**self.entity.as_dict(), **self.options, **self.inputs}
+        """Everything the experiment may read: options, then entity values, then inputs. A
+        property the entity holds wins over the experiment's optional value of the same name,
+        so a space may explore an option (the rule every actuator follows; replay and the
+        synthetic actuator, which read this, served the option's default instead)."""
+        return {**self.options, **self.entity.as_dict(), **self.inputs}
 
 
 @runtime_checkable
@@ -146,8 +149,17 @@ def checked_outcome(outcome: object, experiment: Experiment) -> Outcome | str:
     in a sentence ("no value for target 'y' of experiment 'e'").
 
     The outcome is rebuilt from its parts, so one made without validation (`model_construct`,
-    or unpickled from a child process) is held to the same rules as one made with it.
+    or unpickled from a child process) is held to the same rules as one made with it; anything
+    in it that the rules cannot even read is what is wrong with it, never an exception (one
+    raised here left a started measurement without an answer).
     """
+    try:
+        return _checked(outcome, experiment)
+    except Exception as error:  # a part of a kind no rule foresaw
+        return f"an outcome that cannot be checked ({described(error)})"
+
+
+def _checked(outcome: object, experiment: Experiment) -> Outcome | str:
     if isinstance(outcome, TransientFailure):
         reason = _reason(outcome)
         if reason is None:
@@ -177,7 +189,8 @@ def _checked_valid(outcome: ValidMeasurement, experiment: Experiment) -> Outcome
         return "a valid measurement without values"
     problem = _values_problem(values, experiment)
     if problem is None:
-        uncertainty = getattr(outcome, "uncertainty", None) or {}
+        given = getattr(outcome, "uncertainty", None)
+        uncertainty = {} if given is None else given
         problem = _uncertainty_problem(uncertainty, values)
     if problem is not None:
         return problem
@@ -227,7 +240,7 @@ def _uncertainty_problem(uncertainty: object, values: Mapping[object, object]) -
         if name not in values:
             return f"an uncertainty for {name!r}, which has no value"
         number = isinstance(spread, int | float) and not isinstance(spread, bool)
-        if not number or not math.isfinite(spread) or spread < 0:
+        if not number or _value_problem(spread) is not None or spread < 0:
             return f"an uncertainty for '{name}' that is not a finite number >= 0"
     return None
 
