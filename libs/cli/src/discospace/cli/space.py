@@ -98,8 +98,9 @@ def create(ctx: typer.Context, file: FileOption, timeout: TimeoutOption = 30.0) 
     """
     spec = load_space_spec(file)
     space = discovery_space_from_spec(spec, str(file))
-    if space.shape_problems():  # nothing a registry could accept: not published
-        raise CliError(f"{file}: {'; '.join(space.shape_problems())}")
+    problems = space.shape_problems()
+    if problems:  # nothing a registry could accept: not published
+        raise CliError(f"{file}: {'; '.join(problems)}")
     answer = asyncio.run(submit_space(settings_of(ctx), spec, space.id, timeout))
     if isinstance(answer, SpaceRejected):
         raise CliError(f"the registry rejected {file}: {answer.reason}")

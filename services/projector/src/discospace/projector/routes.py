@@ -34,6 +34,7 @@ from discospace.projector.models import (
 )
 from discospace.projector.reading import StoreViews
 from discospace.projector.view import parse_include
+from discospace.runtime.asgi import read_only
 from discospace.store.errors import StoreError
 
 T = TypeVar("T")
@@ -107,16 +108,14 @@ Handler = Callable[[Query], Awaitable[Answer]]
 
 
 class Route:
-    """One path: GET (or HEAD) only; user errors become one-sentence JSON answers."""
+    """One path; user errors become one-sentence JSON answers. `view_routes` mounts it behind
+    the runtime's `read_only`, which answers any method but GET and HEAD (as for /metrics)."""
 
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") not in ("GET", "HEAD"):
-            answer = Answer.error(405, f"{scope.get('method')} is not allowed here: use GET.")
-        else:
-            answer = await self._answer(Query(scope.get("query_string", b"")))
+        answer = await self._answer(Query(scope.get("query_string", b"")))
         await _send(answer, send, head=scope.get("method") == "HEAD")
 
     async def _answer(self, query: Query) -> Answer:
@@ -184,4 +183,4 @@ def view_routes(call: StoreCall[Any]) -> list[tuple[str, ASGIApp]]:
         ("/operation/results", operation_results),
         ("/actuators", actuators),
     )
-    return [(path, Route(handler)) for path, handler in handlers]
+    return [(path, read_only(Route(handler))) for path, handler in handlers]
