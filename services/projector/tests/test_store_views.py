@@ -13,6 +13,8 @@ from discospace.projector.reading import StoreViews
 from discospace.projector.writing import Projection, insert_rows
 from discospace.store.events import count_events, read_offsets
 
+from .conftest import point
+
 pytestmark = pytest.mark.integration
 
 CONSUMER = "projector"
@@ -188,6 +190,38 @@ def test_an_ended_operation_keeps_what_it_received_before_its_end(store_client, 
     assert [r.entity_values for r in results if r.is_valid] == story.valid_in_a
 
 
+@pytest.mark.parametrize("batches", [1, 2], ids=["in one batch", "in a later batch"])
+def test_an_answer_given_twice_keeps_its_first_copy(store_client, story, batches) -> None:
+    """A request measured again (redelivered after a crash or a rebalance) is answered with the
+    same event ids, its own time and values: the store keeps the copy the explorer counted, even
+    when the other lands after the operation's end."""
+    op = story.op_a
+    answered = point("llama-7b", 1, 1)
+    first = op.measure(answered, tps=5000.0)
+    op.finish(
+        "max_measurements", {"requested": 7, "measured": 4, "reused": 0, "failed": 1, "invalid": 1}
+    )
+    later = {**first.values, "train_tokens_per_second": 1.0}
+    again = first.model_copy(update={"occurred_at": story.history.tick(), "values": later})
+    story.history.add(again)
+    batch = story.history.read()
+    projection = Projection(store_client, CONSUMER)
+
+    if batches == 1:
+        assert projection.write(batch) == len(batch) - 1
+    else:
+        assert projection.write(batch[:-1]) == len(batch) - 1
+        assert projection.write(batch[-1:]) == 0
+
+    views = StoreViews(store_client)
+    progress = views.operation("op-a")
+    result = next(r for r in views.operation_results("op-a") if r.entity_values == answered)
+    assert (result.occurred_at, result.values) == (first.occurred_at, first.values)
+    assert (progress.counts.measured, progress.counts.cancelled) == (4, 2)
+    assert count_events(store_client) == len(batch) - 1
+    assert read_offsets(store_client, CONSUMER) == {("test.events", 0): len(batch)}
+
+
 def test_every_view_reads_the_same_while_copies_of_replayed_events_are_not_merged_yet(
     store_client, story
 ) -> None:
@@ -204,7 +238,7 @@ def test_every_view_reads_the_same_while_copies_of_replayed_events_are_not_merge
     )
     store_client.command("SYSTEM STOP MERGES")
     try:
-        Projection(store_client, "another-writer").write(story.history.read())  # every row twice
+        insert_rows(store_client, story.events)  # every row twice, as a replayed batch writes
         twice = StoreViews(store_client)
         assert _count(store_client, "measurements") * 2 == int(
             store_client.command("SELECT count() FROM measurements")

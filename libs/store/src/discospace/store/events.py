@@ -129,6 +129,27 @@ def insert_events(client: Client, records: Iterable[EventRecord]) -> int:
     return len(rows)
 
 
+def stored_event_ids(client: Client, records: Iterable[EventRecord]) -> set[str]:
+    """Which of the event ids of `records` the store already holds.
+
+    Asked by (correlation id, event id), the events table's order: the primary index narrows
+    the read to the operations of `records`, and the bloom filter on event_id to their granules.
+    """
+    wanted = {(record.correlation_id or "", record.event_id) for record in records}
+    if not wanted:
+        return set()
+    result = client.query(
+        "SELECT DISTINCT event_id FROM events"
+        " WHERE correlation_id IN {correlations:Array(String)}"
+        " AND event_id IN {ids:Array(String)}",
+        parameters={
+            "correlations": sorted({correlation for correlation, _ in wanted}),
+            "ids": sorted({event_id for _, event_id in wanted}),
+        },
+    )
+    return {str(row[0]) for row in result.result_rows}
+
+
 def read_events(
     client: Client,
     *,

@@ -34,7 +34,8 @@ class ProjectorMetrics:
             projected=projected,
             skipped=Counter(
                 "discospace_projection_skipped_events",
-                "Events read again below the offsets the store recorded, so not written.",
+                "Events not written: read again below the offsets the store recorded, or copies "
+                "of an event the store holds (the first copy wins).",
                 registry=registry,
             ),
             buffered=Gauge(

@@ -5,6 +5,16 @@ already seen: an event read at an offset below the recorded one is dropped befor
 written. ClickHouse has no transaction across tables, so the order is rows, events, offsets: a
 crash in between replays the batch, and the tables (deduplicated by event id) absorb it.
 
+The first copy of an event wins, as it does for every other consumer. An event id read again at
+a later offset is a copy published again: a producer's retry (the same content), or an answer
+given twice, as when a request redelivered after an actuator's crash or a rebalance is measured
+again (its events derive their ids from the request's, with their own time and values). The
+explorer counted the first copy, so the store keeps it: a copy of an event the store holds, or
+one earlier in the same batch, is not written, though its offset counts as read. Otherwise the
+later copy would replace the first (the tables keep the last row of a key), and its values and
+time (a completion landing after its operation's end is not the operation's) would differ from
+what the explorer reported.
+
 Blocking: call it from one worker thread (the store client serialises its calls anyway).
 """
 
@@ -24,6 +34,7 @@ from discospace.store.events import (
     next_offsets,
     read_offsets,
     record_offsets,
+    stored_event_ids,
 )
 
 if TYPE_CHECKING:
@@ -73,17 +84,28 @@ class Projection:
         return len(self.write_fresh(batch))
 
     def write_fresh(self, batch: Sequence[ReadEvent]) -> list[ReadEvent]:
-        """Store what was not read before, one insert per table; return those events."""
-        fresh = self.unseen(batch)
-        if not fresh:
-            return fresh
-        insert_rows(self.client, [item.event for item in fresh])
-        records = [item.record for item in fresh]
-        insert_events(self.client, records)
-        offsets = next_offsets(records)
+        """Store what was not read before, one insert per table; return the events written
+        (copies of stored events left out, see the module doc)."""
+        unseen = self.unseen(batch)
+        if not unseen:
+            return unseen
+        fresh = self.first_copies(unseen)
+        if fresh:
+            insert_rows(self.client, [item.event for item in fresh])
+            insert_events(self.client, [item.record for item in fresh])
+        offsets = next_offsets(item.record for item in unseen)
         record_offsets(self.client, self.consumer, offsets)
         self._next.update(offsets)
         return fresh
+
+    def first_copies(self, batch: Sequence[ReadEvent]) -> list[ReadEvent]:
+        """The events of `batch` whose id is neither in the store nor earlier in `batch`."""
+        stored = stored_event_ids(self.client, (item.record for item in batch))
+        first: dict[str, ReadEvent] = {}
+        for item in batch:
+            if item.record.event_id not in stored:
+                first.setdefault(item.record.event_id, item)
+        return list(first.values())
 
     def _position(self, record: EventRecord) -> int:
         return self._next.get((record.topic, record.partition), 0)
