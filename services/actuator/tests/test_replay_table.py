@@ -191,3 +191,28 @@ async def test_a_parquet_table_is_read_like_a_csv(tmp_path: Path) -> None:
     outcome = await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
 
     assert outcome == ValidMeasurement(values={"train_tokens_per_second": 200.0})
+
+
+async def test_a_float32_parquet_column_matches_the_decimal_it_holds(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "model": ["m1", "m1"],
+            "gpus": [1, 1],
+            "batch": [4, 4],
+            "lr": [0.1, 0.3],
+            "tokens_per_s": [100.1, 300.3],
+        }
+    ).astype({"lr": "float32", "tokens_per_s": "float32"})
+    frame.to_parquet(tmp_path / "runs.parquet")
+    properties = [*table_config()["properties"][:3], {"column": "lr", "name": "learning_rate"}]
+    config = table_config(
+        file=str(tmp_path / "runs.parquet"),
+        properties=properties,
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
+
+    outcome = await measure(actuator, {**entity, "learning_rate": 0.3})
+
+    assert outcome == ValidMeasurement(values={"train_tokens_per_second": 300.3})

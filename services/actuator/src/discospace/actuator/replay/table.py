@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from discospace.actuator.replay.config import (
@@ -96,7 +97,7 @@ class ReplayTable:
         self.config = config
         self.seed = seed
         self._maps = {p.property_name: (p.column, ValueMap(p.values)) for p in config.properties}
-        self._rows = _index(frame, self._maps)
+        self._rows = _index(_decimal_floats(frame), self._maps)
 
     @classmethod
     def load(cls, config: TableReplay, base: Path, seed: int = 0) -> ReplayTable:
@@ -175,6 +176,27 @@ def _scaled(value: Value, scale: float) -> Value:
 
 def _violates(rule: MissingRule, row: Row) -> bool:
     return any(is_empty(row[column]) for column in rule.missing)
+
+
+def _decimal_floats(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its float32 (and float16) columns as the decimals they print as.
+
+    A Parquet file often stores a learning rate as float32: its 0.1 is 0.10000000149011612 as a
+    Python float, which would match no entity's 0.1, and a float32 target would be reported
+    with digits no one measured. Its shortest text ("0.1", as numpy prints it) read back as a
+    float64 is the value meant.
+    """
+    narrow = [
+        column
+        for column, dtype in frame.dtypes.items()
+        if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize < 8
+    ]
+    if not narrow:
+        return frame
+    frame = frame.copy()
+    for column in narrow:
+        frame[column] = frame[column].astype(str).astype("float64")
+    return frame
 
 
 def _index(frame: pd.DataFrame, maps: Mapping[str, tuple[str, ValueMap]]) -> dict[Key, list[Row]]:
