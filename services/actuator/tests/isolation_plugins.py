@@ -15,6 +15,7 @@ import asyncio
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,7 +29,8 @@ from discospace.core import ExperimentSpec
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 
 BEHAVIOURS = ("answer", "invalid", "transient", "exit", "segfault", "hang", "raise", "allocate")
-"""What `ChildPlugin` does; also `sysexit`, `killed`, `oom_score` and `garbage:<kind>`."""
+"""What `ChildPlugin` does; also `sysexit`, `killed`, `oom_score`, `spawn-hang`, `spawn-answer`,
+`fork-exit` and `garbage:<kind>`."""
 
 GARBAGE = (
     "not-an-outcome",
@@ -133,6 +135,18 @@ class ChildPlugin:
             return ValidMeasurement.model_construct(values={"pid": os.getpid(), "megabytes": big})
         if behaviour == "unpicklable":
             return ValidMeasurement.model_construct(values={"pid": lambda: 0, "megabytes": 0})
+        if behaviour.startswith("spawn-"):  # a process of its own, as a data loader starts
+            helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+            self._write_pid(task, "helper", helper.pid)
+            if behaviour == "spawn-hang":
+                time.sleep(3600)
+            return ValidMeasurement(values={"pid": os.getpid(), "megabytes": 0})
+        if behaviour == "fork-exit":  # dies, while a process it forked holds the answer pipe
+            if os.fork() == 0:
+                self._write_pid(task, "helper", os.getpid())
+                time.sleep(3600)
+            time.sleep(0.2)
+            os._exit(3)
         if behaviour == "sysexit":
             sys.exit(4)
         if behaviour == "killed":
@@ -153,6 +167,10 @@ class ChildPlugin:
         block = bytearray(megabytes * 1024 * 1024)
         time.sleep(self.parameters.seconds)
         return ValidMeasurement(values={"pid": os.getpid(), "megabytes": len(block) // 2**20})
+
+    def _write_pid(self, task: MeasurementTask, name: str, pid: int) -> None:
+        if self.parameters.pid_dir is not None:
+            Path(self.parameters.pid_dir, f"{task.request_id}.{name}").write_text(str(pid))
 
 
 class FaultyParameters(BaseModel):

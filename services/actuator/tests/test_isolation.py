@@ -134,6 +134,47 @@ async def test_a_hanging_child_is_killed_at_the_timeout_and_fails_retryably(
     assert worker.metrics.calls_with("child-test", "timeout") == 1
 
 
+async def test_what_a_child_started_dies_with_it_at_the_timeout(clock, make_request, tmp_path):
+    worker = _worker(clock, timeout="1sec", pid_dir=str(tmp_path))
+    request = _ask(make_request, "spawn-hang")
+
+    measuring = asyncio.ensure_future(_result(worker, request))
+    helper = await _pid_of(tmp_path, f"{request.request_id}.helper")
+    failed = await measuring
+
+    assert (failed.retryable, failed.reason) == (True, "timed out after 1sec")
+    assert await _gone(helper), "the process the child started still runs"
+
+
+async def test_what_a_child_left_behind_dies_when_its_measurement_ends(
+    clock, make_request, tmp_path
+):
+    worker = _worker(clock, pid_dir=str(tmp_path))
+    request = _ask(make_request, "spawn-answer")
+
+    completed = await _result(worker, request)
+    helper = await _pid_of(tmp_path, f"{request.request_id}.helper")
+
+    assert isinstance(completed, MeasurementCompleted)
+    assert await _gone(helper), "the process the child left behind still runs"
+
+
+async def test_a_child_that_dies_while_its_fork_holds_the_pipe_is_seen_at_once(
+    clock, make_request, tmp_path
+):
+    worker = _worker(clock, timeout="60sec", pid_dir=str(tmp_path))
+    request = _ask(make_request, "fork-exit")
+    begun = time.monotonic()
+
+    failed = await _result(worker, request)
+    helper = await _pid_of(tmp_path, f"{request.request_id}.helper")
+
+    assert isinstance(failed, MeasurementFailed)
+    assert failed.reason == "the measurement process died without a result (exit status 3)"
+    assert time.monotonic() - begun < 30
+    assert await _gone(helper), "the process the child forked still runs"
+
+
 async def test_a_child_over_its_memory_limit_gives_an_invalid_out_of_memory_result(
     clock, make_request
 ):

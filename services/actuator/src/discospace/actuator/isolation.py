@@ -23,6 +23,12 @@ pipe whose write end only the worker holds: when the worker dies (even by SIGKIL
 closes and the child kills itself, so no measurement outlives its worker. Cancelling
 `ChildProcessRunner.__call__` (a timeout, a cancelled operation, the worker stopping) kills the
 child.
+
+The child leads a process group of its own (a new session), and every kill is of the whole
+group: the processes a plugin starts (a data loader, a compiler, `torch.distributed` workers, a
+shell) die with its measurement, at a timeout, a cancel, its worker's death, or when the
+measurement ends and leaves them behind. A child that dies while a process it forked still holds
+its end of the answer pipe is seen at once, by its exit, not at the timeout.
 """
 
 from __future__ import annotations
@@ -129,6 +135,8 @@ class ChildJob:
 
 def child_main(job: ChildJob, answer: Connection, lifeline: Connection) -> None:
     """The child process: measure once, send the reply, exit."""
+    with contextlib.suppress(OSError):
+        os.setsid()  # a group of its own: a kill of the group takes what the plugin started
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the worker's to handle
     threading.Thread(target=_die_with_worker, args=(lifeline,), daemon=True).start()
     _first_to_go_out_of_memory()
@@ -163,6 +171,8 @@ def _die_with_worker(lifeline: Connection) -> None:
     """Block on the lifeline; when the worker closes it (or dies), kill this process."""
     with contextlib.suppress(EOFError, OSError):
         lifeline.recv_bytes()
+    if os.getpgrp() == os.getpid():  # never the group this process was started in
+        os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -255,7 +265,7 @@ class ChildProcessRunner:
             process.start()
             answer_end.close()
             lifeline_end.close()
-            reply = await _receive(answers)
+            reply = await _receive(answers, process)
             await _exited(process, EXIT_GRACE_S)
         finally:
             lifeline.close()
@@ -274,20 +284,30 @@ def _resolve(ready: asyncio.Future[None]) -> None:
         ready.set_result(None)
 
 
-async def _readable(fd: int) -> None:
-    """Wait until `fd` can be read (data, or end of file)."""
+async def _readable(*fds: int) -> None:
+    """Wait until one of `fds` can be read (data, or end of file)."""
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(fd, _resolve, ready)
+    for fd in fds:
+        loop.add_reader(fd, _resolve, ready)
     try:
         await ready
     finally:
-        loop.remove_reader(fd)
+        for fd in fds:
+            loop.remove_reader(fd)
 
 
-async def _receive(answers: Connection) -> tuple[str, Any] | None:
-    """The child's reply, or None when it died without one."""
-    await _readable(answers.fileno())
+async def _receive(answers: Connection, process: BaseProcess) -> tuple[str, Any] | None:
+    """The child's reply, or None when it died without one.
+
+    Waits for the reply or the child's exit, whichever comes first: a process the child forked
+    may hold the pipe open after the child died. Once the child has exited, its group is killed
+    before the pipe is read, so the read meets the whole reply or the end of the pipe, never a
+    writer still alive.
+    """
+    await _readable(answers.fileno(), process.sentinel)
+    if not answers.poll(0):
+        _kill_group(process)
     try:
         data = answers.recv_bytes(REPLY_LIMIT_BYTES)
     except EOFError:
@@ -308,12 +328,25 @@ async def _exited(process: BaseProcess, grace_s: float) -> None:
 
 
 def _kill(process: BaseProcess) -> None:
-    """Kill the child if it still runs, and collect its exit status."""
+    """Kill the child's group (the child, if it still runs, and what it started), and collect
+    its exit status."""
     if process.pid is None:
         return
+    _kill_group(process)
     if process.exitcode is None:
         process.kill()
     process.join(timeout=EXIT_GRACE_S)
+
+
+def _kill_group(process: BaseProcess) -> None:
+    """SIGKILL the process group the child leads (its id is the child's pid).
+
+    Before the child made its group, or once nothing of it is left, there is no such group and
+    this does nothing; it cannot reach the worker's group, whose id is not the child's pid.
+    """
+    if process.pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _outcome(reply: tuple[str, Any] | None, exitcode: int | None) -> Outcome:
