@@ -24,9 +24,10 @@ def test_any_other_count_is_refused_with_one_sentence(text: str) -> None:
     assert "\n" not in str(refused.value)
 
 
-def test_an_empty_or_missing_count_is_no_count() -> None:
-    assert Query(b"limit=").count("limit") is None
+def test_a_missing_count_is_no_count_and_an_empty_one_is_refused() -> None:
     assert Query(b"").count("limit") is None
+    with pytest.raises(ViewError, match=r"^the query parameter 'limit' is empty\.$"):
+        Query(b"limit=").count("limit")
 
 
 def test_the_largest_count_is_a_million_rows_and_a_long_value_is_cut_in_the_sentence() -> None:

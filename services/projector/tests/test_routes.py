@@ -125,6 +125,30 @@ async def test_actuators_are_served_with_their_catalogs(api) -> None:
         ("/space/entities", {"id": "x", "format": "xlsx"}, 400, "format 'xlsx' is not one of"),
         ("/space/entities", {"id": "x", "include": "some"}, 400, "include 'some' is not one of"),
         ("/space/entities", {"id": "x", "limit": "-1"}, 400, "limit must be a whole number"),
+        ("/space", {"id": ""}, 400, "the query parameter 'id' is empty."),
+        ("/space/entities", {"id": "x", "include": ""}, 400, "the query parameter 'include' is"),
+        ("/space/entities", {"id": "x", "format": ""}, 400, "the query parameter 'format' is"),
+        ("/space/entities", {"id": "x", "limit": ""}, 400, "the query parameter 'limit' is"),
+        ("/operations", {"parent": ""}, 400, "the query parameter 'parent' is empty."),
+        (
+            "/space/entities",
+            {"id": "x", "includ": "measured"},
+            400,
+            "/space/entities does not take the query parameter 'includ'; it takes id, include, "
+            "limit, format.",
+        ),
+        (
+            "/spaces",
+            {"id": "x"},
+            400,
+            "/spaces does not take the query parameter 'id'; it takes no parameter.",
+        ),
+        (
+            "/space/entities",
+            [("id", "x"), ("include", "measured"), ("include", "unsampled")],
+            400,
+            "the query parameter 'include' is given 2 times.",
+        ),
     ],
 )
 async def test_bad_requests_answer_one_sentence(api, path, params, status, sentence) -> None:

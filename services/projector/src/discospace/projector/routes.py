@@ -11,7 +11,9 @@ Paths are fixed (FastStream's ASGI app matches exact paths), ids go in the query
     GET /actuators                               actuators, pools, catalogs, workers
 
 Errors answer `{"error": "<one sentence>"}`: 400 for bad parameters, 404 for an unknown space
-or operation, 503 when the store cannot be read; never a stack trace.
+or operation, 503 when the store cannot be read; never a stack trace. A parameter the path does
+not take (`includ=measured`), one given twice, or one given empty (`include=`) is a bad
+parameter: none is ignored, so a typo never answers as if the parameter were absent.
 """
 
 from __future__ import annotations
@@ -79,22 +81,38 @@ class Query:
     """The query string of a request, read one parameter at a time."""
 
     def __init__(self, query_string: bytes) -> None:
-        self._values = parse_qs(query_string.decode("utf-8", errors="replace"))
+        text = query_string.decode("utf-8", errors="replace")
+        self._values = parse_qs(text, keep_blank_values=True)
+
+    def check(self, path: str, takes: Sequence[str]) -> None:
+        """One sentence for a parameter `path` does not take, or one given more than once."""
+        for name, values in self._values.items():
+            if name not in takes:
+                named = f"takes {', '.join(takes)}" if takes else "takes no parameter"
+                raise ViewError(
+                    f"{path} does not take the query parameter {quoted(name)}; it {named}."
+                )
+            if len(values) > 1:
+                raise ViewError(f"the query parameter {name!r} is given {len(values)} times.")
 
     def text(self, name: str, default: str | None = None) -> str:
         values = self._values.get(name)
         if values:
-            return values[-1]
+            if values[0] == "":
+                raise ViewError(f"the query parameter {name!r} is empty.")
+            return values[0]
         if default is None:
             raise ViewError(f"the query parameter {name!r} is missing.")
         return default
 
+    def has(self, name: str) -> bool:
+        return name in self._values
+
     def count(self, name: str) -> int | None:
         """A whole number from 0 to `MAX_COUNT`, in ASCII digits (`str.isdigit` takes "²")."""
-        raw = self._values.get(name)
-        if not raw:
+        if not self.has(name):
             return None
-        text = raw[-1]
+        text = self.text(name)
         if not (text.isascii() and text.isdigit()) or len(text) > len(str(MAX_COUNT)):
             raise ViewError(
                 f"{name} must be a whole number from 0 to {MAX_COUNT:,}, not {quoted(text)}."
@@ -111,8 +129,10 @@ class Route:
     """One path; user errors become one-sentence JSON answers. `view_routes` mounts it behind
     the runtime's `read_only`, which answers any method but GET and HEAD (as for /metrics)."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, path: str, handler: Handler, takes: Sequence[str] = ()) -> None:
+        self.path = path
         self.handler = handler
+        self.takes = tuple(takes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         answer = await self._answer(Query(scope.get("query_string", b"")))
@@ -120,6 +140,7 @@ class Route:
 
     async def _answer(self, query: Query) -> Answer:
         try:
+            query.check(self.path, self.takes)
             return await self.handler(query)
         except ProjectorError as error:
             return Answer.error(error.status_code, str(error))
@@ -159,7 +180,7 @@ def view_routes(call: StoreCall[Any]) -> list[tuple[str, ASGIApp]]:
         return Answer(export(table, fmt), MEDIA_TYPES[fmt], headers=(disposition,))
 
     async def operations(query: Query) -> Answer:
-        parent = query.text("parent", "") or None
+        parent = query.text("parent") if query.has("parent") else None
         return Answer(_OPERATIONS.dump_json(await call(lambda views: views.operations(parent))))
 
     async def operation(query: Query) -> Answer:
@@ -174,13 +195,13 @@ def view_routes(call: StoreCall[Any]) -> list[tuple[str, ASGIApp]]:
     async def actuators(query: Query) -> Answer:
         return Answer(_ACTUATORS.dump_json(await call(StoreViews.actuators)))
 
-    handlers: Sequence[tuple[str, Handler]] = (
-        ("/spaces", spaces),
-        ("/space", space),
-        ("/space/entities", entities),
-        ("/operations", operations),
-        ("/operation", operation),
-        ("/operation/results", operation_results),
-        ("/actuators", actuators),
+    handlers: Sequence[tuple[str, Handler, tuple[str, ...]]] = (
+        ("/spaces", spaces, ()),
+        ("/space", space, ("id",)),
+        ("/space/entities", entities, ("id", "include", "limit", "format")),
+        ("/operations", operations, ("parent",)),
+        ("/operation", operation, ("id",)),
+        ("/operation/results", operation_results, ("id",)),
+        ("/actuators", actuators, ()),
     )
-    return [(path, read_only(Route(handler))) for path, handler in handlers]
+    return [(path, read_only(Route(path, handler, takes))) for path, handler, takes in handlers]
