@@ -95,7 +95,8 @@ async def test_a_handler_of_the_event_and_its_parts_is_bound_to_the_parts(topics
 
 async def test_an_unknown_path_and_a_write_to_metrics_are_json_sentences(topics) -> None:
     """FastStream answered an unknown path in plain text ("Application doesn't support regular
-    HTTP protocol.") and prometheus_client answered POST /metrics with the metrics (200)."""
+    HTTP protocol.") and POST /health too ("Method Not Allowed"); prometheus_client answered
+    POST /metrics with the metrics (200)."""
     settings = ServiceSettings(kafka_bootstrap_servers="127.0.0.1:9", topic_prefix=topics.prefix)
     service = create_service(settings, description="x")
     transport = httpx.ASGITransport(app=service.app)
@@ -104,6 +105,7 @@ async def test_an_unknown_path_and_a_write_to_metrics_are_json_sentences(topics)
         head = await client.head("/nope")
         posted = await client.post("/metrics", content=b"x")
         deleted = await client.delete("/metrics")
+        health_posted = await client.post("/health", content=b"x")
         read = await client.get("/metrics")
 
     assert unknown.status_code == 404
@@ -112,7 +114,7 @@ async def test_an_unknown_path_and_a_write_to_metrics_are_json_sentences(topics)
         "error": "nothing is served at this path; the paths are /health, /metrics."
     }
     assert (head.status_code, head.content) == (404, b"")
-    for refused, method in ((posted, "POST"), (deleted, "DELETE")):
+    for refused, method in ((posted, "POST"), (deleted, "DELETE"), (health_posted, "POST")):
         assert refused.status_code == 405
         assert refused.headers["allow"] == "GET, HEAD"
         assert refused.json() == {"error": f"{method} is not allowed here: use GET."}

@@ -24,14 +24,14 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from faststream.asgi import AsgiResponse, get
-from faststream.asgi.handlers import GetHandler
+from faststream.asgi import AsgiResponse
 from faststream.asgi.types import Scope
 from faststream.kafka import KafkaBroker
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from discospace.runtime.asgi import ReadHandler
 from discospace.runtime.lag import group_of
 from discospace.runtime.stalls import StallWatch
 
@@ -71,19 +71,18 @@ def make_health(
     timeout_s: float,
     watch: StallWatch | None = None,
     failure: Callable[[], object | None] = lambda: None,
-) -> GetHandler:
+) -> ReadHandler:
     """The /health handler of `service`; it asks the broker for its cluster description,
     `watch` for stalled consumers, and `failure` whether the service failed for good (an
     exception whose sentence says why; None while it has not)."""
     watch = watch or StallWatch()
 
-    @get(include_in_schema=False)
     async def health(scope: Scope) -> AsgiResponse:
         failed = failure()
         reason = None if failed is None else str(failed)
         return _json(*health_of(service, await broker.ping(timeout_s), watch, reason))
 
-    return health
+    return ReadHandler(health, include_in_schema=False)
 
 
 class StalledConsumers(Collector):
