@@ -441,7 +441,15 @@ def test_space_show_to_a_path_it_cannot_write_is_one_line(tmp_path: Path, where:
 
 @pytest.mark.parametrize(
     ("url", "said"),
-    [("http://[::1", "is not valid"), ("ftp://127.0.0.1", "is not valid")],
+    [
+        ("http://[::1", "is not valid"),
+        ("ftp://127.0.0.1", "is not valid: it must start with http:// or https://."),
+        ("127.0.0.1:8105", "is not valid: it must start with http:// or https://."),
+        ("http://", "is not valid: it names no host."),
+        ("http://127.0.0.1:70000", "is not valid: its port is not a number from 1 to 65535."),
+        ("http://127.0.0.1:0", "is not valid: its port is not a number from 1 to 65535."),
+        ("http://127.0.0.1:port", "is not valid: its port is not a number from 1 to 65535."),
+    ],
 )
 def test_a_malformed_projector_url_is_one_line_saying_so(
     monkeypatch: pytest.MonkeyPatch, url: str, said: str

@@ -208,10 +208,20 @@ def test_describe_without_a_catalog_says_where_target_properties_come_from() -> 
     assert result.exit_code == 0, result.output
     assert _facts(result.stdout) == {"target properties": "?"}
     assert (
-        f"target properties: unknown (the projector at {NOBODY} is not answering; "
-        "give --catalog FILE, a list of experiments)"
+        f"target properties: unknown (the projector at {NOBODY} is not answering: start it "
+        "with `make up`; give --catalog FILE, a list of experiments)"
     ) in " ".join(result.stdout.split())
     assert json.loads(describe("-f", str(SEED_SPACE), "--json").stdout)["catalog"] is None
+
+
+def test_describe_says_why_the_projector_gave_no_catalog() -> None:
+    """An invalid projector URL was reported as a projector "not answering"."""
+    result = describe("-f", str(SEED_SPACE), projector="http://127.0.0.1:70000")
+    assert result.exit_code == 0, result.output
+    assert (
+        "target properties: unknown (the projector URL 'http://127.0.0.1:70000' is not valid: "
+        "its port is not a number from 1 to 65535; give --catalog FILE, a list of experiments)"
+    ) in " ".join(result.stdout.split())
 
 
 def test_an_experiment_the_catalog_lacks_is_marked(tmp_path) -> None:

@@ -34,17 +34,21 @@ def projector_client(settings: CliSettings) -> Iterator["Client"]:
 
 def projector_catalog(
     settings: CliSettings, timeout_s: float = CATALOG_TIMEOUT_S
-) -> ExperimentCatalog | None:
-    """Every experiment the actuators announced, as the projector serves them; None when the
-    projector does not answer (or answers with a catalog the core refuses)."""
+) -> ExperimentCatalog | str:
+    """Every experiment the actuators announced, as the projector serves them; else the
+    sentence saying why there is none (not answering, an invalid URL, a token refused, a
+    catalog the core refuses)."""
     from discospace.client import Client, ClientError
 
     try:
         with Client(settings.projector_url, timeout_s=timeout_s, **_token(settings)) as client:
             pools = client.actuators()
         return ExperimentCatalog(spec for pool in pools for spec in pool.experiments)
-    except (ClientError, DiscospaceError):
-        return None
+    except ClientError as error:
+        return str(error).rstrip(".")
+    except DiscospaceError as error:
+        url = settings.projector_url
+        return f"the projector at {url} serves a catalog the core refuses ({error})"
 
 
 def _token(settings: CliSettings) -> dict[str, str]:

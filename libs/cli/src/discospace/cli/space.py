@@ -80,14 +80,10 @@ def _catalog(settings: CliSettings, file: Path | None) -> Catalog:
     """The catalog file's experiments, else the projector's, else none and why."""
     if file is not None:
         return Catalog(ExperimentCatalog(load_experiment_specs(file)), str(file))
-    url = settings.projector_url
     found = projector_catalog(settings)
-    if found is None:
-        return Catalog(
-            None,
-            f"the projector at {url} is not answering; give --catalog FILE, a list of experiments",
-        )
-    return Catalog(found, f"the projector at {url}")
+    if isinstance(found, str):
+        return Catalog(None, f"{found}; give --catalog FILE, a list of experiments")
+    return Catalog(found, f"the projector at {settings.projector_url}")
 
 
 @space_app.command("create")

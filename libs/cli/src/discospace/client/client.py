@@ -22,6 +22,7 @@ import os
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import TypeAdapter, ValidationError
@@ -100,7 +101,11 @@ class Client:
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.base_url = (base_url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        url = base_url or os.environ.get(URL_ENV) or DEFAULT_URL
+        problem = _url_problem(url)
+        if problem is not None:
+            raise ClientError(f"the projector URL {url!r} is not valid: {problem}.")
+        self.base_url = url.rstrip("/")
         self.timeout_s = timeout_s
         given = token if token is not None else os.environ.get(TOKEN_ENV)
         if given is not None and not given.isascii():
@@ -364,6 +369,25 @@ def _authorization(token: str | None) -> dict[str, str]:
 
 def _include(include: Include | Sequence[Include] | str) -> str:
     return include if isinstance(include, str) else ",".join(include)
+
+
+def _url_problem(url: str) -> str | None:
+    """What makes `url` no projector address (no http(s) scheme, no host, a port out of range),
+    which httpx would only report as a projector "not answering"; None when it looks right."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # "Port out of range 0-65535", "Invalid IPv6 URL"
+        if "port" in str(error).lower():
+            return "its port is not a number from 1 to 65535"
+        return None  # httpx names what it cannot parse (`_invalid_url`)
+    if parts.scheme.lower() not in ("http", "https"):
+        return "it must start with http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "its port is not a number from 1 to 65535"
+    return None
 
 
 def _invalid_url(url: str, error: Exception) -> ClientError:
