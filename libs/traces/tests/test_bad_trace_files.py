@@ -84,6 +84,21 @@ def test_a_short_row_is_refused_at_its_first_empty_needed_cell(tmp_path: Path):
         fms.load_table(path)
 
 
+def test_a_needed_column_named_twice_is_refused_naming_both(tmp_path: Path):
+    """pandas reads a second 'num_gpus' as 'num_gpus.1': the first was used, silently."""
+    path = tmp_path / "runs.csv"
+    rows = [f"{row},4" for row in FMS_ROWS]
+    path.write_text("\n".join([f"{FMS_HEADER},num_gpus", *rows]) + "\n")
+
+    with pytest.raises(fms.FmsTableError) as refused:
+        fms.load_table(path)
+
+    assert str(refused.value) == (
+        f"The table {path} names the column 'num_gpus' more than once (columns 2, 8): "
+        "give each column once."
+    )
+
+
 def test_a_table_with_only_a_header_has_no_rows(tmp_path: Path):
     path = tmp_path / "runs.csv"
     path.write_text(FMS_HEADER + "\n")

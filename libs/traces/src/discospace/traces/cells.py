@@ -1,8 +1,8 @@
 """A trace's CSV file read and checked cell by cell, so that bad input is one sentence.
 
 - `read_cells(path, label, needed, error)`: every cell as text ("" when empty), or `error`
-  saying in one sentence that the file cannot be read, is no CSV, lacks a needed column or has
-  no rows;
+  saying in one sentence that the file cannot be read, is no CSV, lacks a needed column, names
+  a needed column twice or has no rows;
 - `Number`: what the cells of a numeric column must hold (a whole number, above a bound, which
   spellings mean "no value");
 - `numbers(cells, rules, path, label, error)`: those columns as numbers (NaN where a cell means
@@ -56,6 +56,7 @@ def read_cells(
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
             cells = pd.read_csv(path, dtype=str, keep_default_na=False, index_col=False)
+            header = pd.read_csv(path, dtype=str, header=None, nrows=1, keep_default_na=False)
     except (
         pd.errors.ParserError,
         pd.errors.ParserWarning,
@@ -67,6 +68,14 @@ def read_cells(
         ) from None
     except OSError as problem:
         raise error(f"The {label} {path} cannot be read ({_reason(problem)}).") from None
+    named = [str(name) for name in header.iloc[0]] if len(header) else []
+    twice = [column for column in needed if named.count(column) > 1]
+    if twice:  # pandas keeps the first and renames the other 'name.1': which was meant?
+        at = [str(i + 1) for i, name in enumerate(named) if name == twice[0]]
+        raise error(
+            f"The {label} {path} names the column '{twice[0]}' more than once (columns "
+            f"{', '.join(at)}): give each column once."
+        )
     missing = [column for column in needed if column not in cells.columns]
     if missing:
         names = ", ".join(f"'{column}'" for column in missing)
