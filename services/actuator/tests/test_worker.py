@@ -6,12 +6,18 @@ import asyncio
 
 import pytest
 
+from discospace.actuator import worker as worker_module
 from discospace.actuator.isolation import ChildProcessRunner
 from discospace.actuator.plugin import MeasurementTask, Outcome
 from discospace.actuator.synthetic import SyntheticActuator, SyntheticParameters
 from discospace.actuator.worker import Worker, WorkerMetrics
 from discospace.core.measurement import ValidMeasurement
-from discospace.events import MeasurementCompleted, MeasurementFailed, MeasurementStarted
+from discospace.events import (
+    MeasurementCompleted,
+    MeasurementFailed,
+    MeasurementStarted,
+    encode,
+)
 
 
 def _worker(clock, actuator=None, **parameters) -> Worker:
@@ -63,6 +69,94 @@ async def test_measuring_a_request_again_yields_the_same_event_ids(clock, make_r
 
     assert [e.event_id for e in first] == [e.event_id for e in again]
     assert first[1].values == again[1].values
+
+
+class Counting:
+    """The synthetic actuator, counting its measurements; each waits for `gate` when set."""
+
+    def __init__(self, gate: asyncio.Event | None = None) -> None:
+        self.inner = SyntheticActuator(SyntheticParameters())
+        self.name = self.inner.name
+        self.gate = gate
+        self.calls = 0
+
+    def catalog(self):
+        return self.inner.catalog()
+
+    async def measure(self, task: MeasurementTask) -> Outcome:
+        self.calls += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        return await self.inner.measure(task)
+
+
+async def test_a_request_delivered_again_is_answered_again_without_measuring(clock, make_request):
+    """A rebalance that lost the commit of an answered request delivers it again."""
+    plugin = Counting()
+    worker = _worker(clock, plugin)
+    request = make_request()
+
+    first = await _answers(worker, request)
+    again = await _answers(worker, request)
+    retry = await _answers(worker, make_request(attempt=2))
+
+    assert again == first
+    assert plugin.calls == 2  # the request once, then its retry (another request)
+    assert [type(e) for e in retry] == [MeasurementStarted, MeasurementCompleted]
+    assert _sample(worker, "discospace_measurement_requests_answered_again_total") == 1
+
+
+async def test_a_worker_forgets_its_oldest_answers_past_its_memory_bound(
+    clock, make_request, monkeypatch
+):
+    one = sum(len(encode(e)) for e in await _answers(_worker(clock), make_request()))
+    monkeypatch.setattr(worker_module, "ANSWERS_KEPT_BYTES", one * 3 // 2)  # one answer's room
+    plugin = Counting()
+    worker = _worker(clock, plugin)
+    first, second = make_request(), make_request()
+
+    for request in (first, second, second, first):
+        await _answers(worker, request)
+
+    assert plugin.calls == 3  # the second delivery of `second` answered again; `first` forgotten
+
+
+async def _measuring(clock, request, gate: asyncio.Event):
+    """A worker measuring `request` with a `Counting` plugin held at `gate`, once it measures."""
+    plugin = Counting(gate)
+    worker = _worker(clock, plugin)
+    measuring = asyncio.ensure_future(_answers(worker, request))
+    while plugin.calls == 0:
+        await asyncio.sleep(0.01)
+    return plugin, worker, request, measuring
+
+
+async def test_a_request_delivered_while_it_is_measured_waits_for_that_measurement(
+    clock, make_request
+):
+    gate = asyncio.Event()
+    plugin, worker, request, measuring = await _measuring(clock, make_request(), gate)
+    delivered_again = asyncio.ensure_future(_answers(worker, request))
+    await asyncio.sleep(0.05)
+    gate.set()
+
+    assert await delivered_again == await measuring
+    assert plugin.calls == 1
+
+
+async def test_a_request_whose_measurement_stopped_is_measured_when_delivered_again(
+    clock, make_request
+):
+    gate = asyncio.Event()
+    plugin, worker, request, measuring = await _measuring(clock, make_request(), gate)
+    measuring.cancel()  # the worker stops mid-measurement: no result, the request uncommitted
+    with pytest.raises(asyncio.CancelledError):
+        await measuring
+    gate.set()
+    _, completed = await _answers(worker, request)
+
+    assert isinstance(completed, MeasurementCompleted)
+    assert plugin.calls == 2
 
 
 async def test_an_invalid_result_is_a_completed_measurement_with_its_reason(clock, make_request):

@@ -21,10 +21,10 @@ def _worker(clock) -> Worker:
 
 async def test_each_measurement_counts_once_for_its_pool_and_outcome(clock, make_request):
     worker = _worker(clock)
-    valid = make_request({"batch_size": 8, "model_max_length": 1024})
+    fits = {"batch_size": 8, "model_max_length": 1024}
     too_big = make_request({"batch_size": 1024, "model_max_length": 8192})
 
-    for request in (valid, too_big, valid):
+    for request in (make_request(fits), too_big, make_request(fits, attempt=2)):
         [event async for event in worker.handle(request)]
 
     assert (_measurements(worker, "valid"), _measurements(worker, "invalid")) == (2, 1)

@@ -21,8 +21,8 @@ process dying (crashed), the worker's timeout, its operation ending (cancelled),
 
 @dataclass(frozen=True)
 class WorkerMetrics:
-    """The worker's series: plugin calls by outcome, time per call, what runs, what is refused
-    and what is skipped."""
+    """The worker's series: plugin calls by outcome, time per call, what runs, what is refused,
+    what is skipped and what is answered again."""
 
     registry: CollectorRegistry
     calls: Counter
@@ -30,6 +30,7 @@ class WorkerMetrics:
     duration: Histogram
     refused: Counter
     skipped: Counter
+    answered_again: Counter
 
     @classmethod
     def create(
@@ -68,6 +69,12 @@ class WorkerMetrics:
             skipped=Counter(
                 "discospace_measurement_requests_skipped",
                 "Requests of an operation that had ended, answered without measuring.",
+                registry=registry,
+            ),
+            answered_again=Counter(
+                "discospace_measurement_requests_answered_again",
+                "Requests delivered again to the worker that had answered them (or was "
+                "measuring them), answered with the same events without measuring again.",
                 registry=registry,
             ),
         )

@@ -27,6 +27,13 @@ in the worker's own process is retried ("the worker ran out of memory measuring 
 memory is the worker's, shared, so it says nothing sure about the configuration. A result too
 large for one message fails for good, saying so. A request of an operation that already ended
 (cancelled included) is answered at once, without `MeasurementStarted`: it is skipped.
+
+A request delivered again to the worker that answered it (its offset commit lost to a
+rebalance or a crash of the consumer, not of the worker) is answered with the same two events,
+not measured again; one delivered while the worker still measures it waits for that
+measurement and gets its events. The worker remembers the last `ANSWERS_KEPT` requests it
+answered. A request redelivered to another worker of the pool is measured there again: its
+answers have the same ids, and every consumer keeps the first copy.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import inspect
 import logging
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
@@ -69,6 +77,7 @@ from discospace.events import (
     MeasurementFailed,
     MeasurementRequested,
     MeasurementStarted,
+    encode,
     encode_within,
 )
 from discospace.events.factory import Clock
@@ -114,6 +123,13 @@ def outcome_label(outcome: Outcome | Failure) -> str:
     return "crashed" if isinstance(outcome, ProcessLost) else "transient"
 
 
+ANSWERS_KEPT = 4096
+"""How many answered requests a worker remembers (their two events), to answer a redelivery."""
+ANSWERS_KEPT_BYTES = 32 * 1024 * 1024
+"""And how much of them, encoded, at most: the oldest are forgotten first (a result may be up
+to a message's limit, 1 MiB by default, so a count alone would not bound the memory)."""
+
+
 class Worker:
     """Runs requests through one actuator plugin and says what happened, as events."""
 
@@ -142,9 +158,33 @@ class Worker:
         self.stop_grace_s = stop_grace_s
         self.catalog = ExperimentCatalog(actuator.catalog())
         self._timer = timer
+        self._answers: OrderedDict[str, tuple[MeasurementStarted, Result, int]] = OrderedDict()
+        self._answers_bytes = 0
+        self._running: dict[str, asyncio.Future[tuple[MeasurementStarted, Result] | None]] = {}
         for label in OUTCOMES:  # every series listed from the start, at zero
             self.metrics.calls.labels(actuator=actuator.name, outcome=label)
         self.metrics.duration.labels(actuator=actuator.name)
+
+    async def _answered_before(
+        self, request: MeasurementRequested
+    ) -> tuple[MeasurementStarted, Result] | None:
+        """The events this worker answered `request` with, waiting for them while it measures
+        it; None when it never answered it (or its measurement stopped without a result)."""
+        kept = self._answers.get(request.event_id)
+        if kept is not None:
+            return kept[0], kept[1]
+        running = self._running.get(request.event_id)
+        return None if running is None else await asyncio.shield(running)
+
+    def _remember(
+        self, request: MeasurementRequested, answers: tuple[MeasurementStarted, Result]
+    ) -> None:
+        size = sum(len(encode(event)) for event in answers)
+        self._answers[request.event_id] = (*answers, size)
+        self._answers_bytes += size
+        while len(self._answers) > ANSWERS_KEPT or self._answers_bytes > ANSWERS_KEPT_BYTES:
+            *_, forgotten = self._answers.popitem(last=False)[1]
+            self._answers_bytes -= forgotten
 
     async def warm_up(self) -> None:
         """Get ready before the first request: an isolated plugin's fork server starts now."""
@@ -155,6 +195,12 @@ class Worker:
         self, request: MeasurementRequested
     ) -> AsyncIterator[MeasurementStarted | Result]:
         """`MeasurementStarted`, then the result; or only a failure when it cannot run."""
+        answered = await self._answered_before(request)
+        if answered is not None:
+            self.metrics.answered_again.inc()
+            for event in answered:
+                yield event
+            return
         ended = self.operations.reason(request.operation_id)
         if ended is not None:
             self.metrics.skipped.inc()
@@ -165,13 +211,24 @@ class Worker:
             self.metrics.refused.inc()
             yield failed(request, self.worker_id, self.clock(), task, retryable=False)
             return
-        yield started(request, self.worker_id, self.clock())
-        outcome, elapsed = await self._measure(task, request.operation_id)
-        answer, label = self._answer(request, outcome, elapsed)
-        name = self.actuator.name
-        self.metrics.duration.labels(actuator=name).observe(elapsed)
-        self.metrics.calls.labels(actuator=name, outcome=label).inc()
-        yield answer
+        running = asyncio.get_running_loop().create_future()
+        self._running[request.event_id] = running
+        try:
+            start = started(request, self.worker_id, self.clock())
+            yield start
+            outcome, elapsed = await self._measure(task, request.operation_id)
+            answer, label = self._answer(request, outcome, elapsed)
+            name = self.actuator.name
+            self.metrics.duration.labels(actuator=name).observe(elapsed)
+            self.metrics.calls.labels(actuator=name, outcome=label).inc()
+            yield answer
+            self._remember(request, (start, answer))  # resumed: the answer is published
+            running.set_result((start, answer))
+        finally:
+            if self._running.get(request.event_id) is running:
+                del self._running[request.event_id]
+            if not running.done():
+                running.set_result(None)
 
     def too_large(
         self, request: MeasurementRequested, error: EventTooLargeError
