@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from discospace.actuator.settings import ActuatorSettings
+from discospace.actuator.settings import MAX_CONCURRENCY, ActuatorSettings
 from discospace.core import Time
 from discospace.core.errors import SpecError
 
@@ -107,3 +107,11 @@ def test_a_worker_has_an_hour_per_measurement_and_no_memory_limit_unless_told(mo
     assert limited.memory_limit_mb == 2048
     with pytest.raises(ValidationError):
         ActuatorSettings(memory_limit_mb=0)
+
+
+@pytest.mark.parametrize("concurrency", [0, MAX_CONCURRENCY + 1, 100_000])
+def test_a_concurrency_out_of_bounds_is_refused(concurrency):
+    """Each unit is a consumer (a connection, a group member): 10^5 were accepted."""
+    assert ActuatorSettings(concurrency=MAX_CONCURRENCY).concurrency == MAX_CONCURRENCY
+    with pytest.raises(ValidationError, match="concurrency"):
+        ActuatorSettings(concurrency=concurrency)

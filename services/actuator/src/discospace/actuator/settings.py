@@ -20,6 +20,11 @@ POLL_MARGIN_S = 120
 """Slack between the measurement timeout and Kafka's max poll interval, so a measurement that
 runs up to its timeout never costs its consumer the partition."""
 
+MAX_CONCURRENCY = 256
+"""The most consumers one worker runs: each is a Kafka connection and a group member, and one
+without a partition of the measure topic stays idle; 10^5 of them would only storm the broker
+and the group's rebalances."""
+
 _MINUTES = re.compile(r"^\s*(\d+)\s*min\s*$", re.IGNORECASE)
 
 
@@ -81,6 +86,7 @@ class ActuatorSettings(ServiceSettings):
     concurrency: int = Field(
         default=1,
         ge=1,
+        le=MAX_CONCURRENCY,
         description="Measurements this worker runs at once (one consumer of the pool's group "
         "each, so at most the measure topic's partition count).",
     )
