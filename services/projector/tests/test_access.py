@@ -145,7 +145,8 @@ async def test_the_right_token_reaches_every_view() -> None:
     service = _service(api_token=TOKEN, http_host="0.0.0.0")
     async with _client(service, {"Authorization": f"Bearer {TOKEN}"}) as client:
         for path in _view_paths(service):
-            answer = await client.get(path, params={"id": "x"})
+            takes_id = path in {"/space", "/space/entities", "/operation", "/operation/results"}
+            answer = await client.get(path, params={"id": "x"} if takes_id else {})
             # the store is not open in this test: the view answers, 503 and its sentence
             assert answer.status_code == 503, path
             assert "not open yet" in answer.json()["error"]
