@@ -11,12 +11,14 @@ from discospace.events.operations import OperationCancelRequested
 from discospace.store.events import (
     EVENT_COLUMNS,
     EventRecord,
+    StringArray,
     count_events,
     insert_events,
     next_offsets,
     read_events,
     read_offsets,
     record_offsets,
+    stored_event_ids,
     write_batch,
 )
 
@@ -142,6 +144,25 @@ def test_hostile_strings_are_values_never_sql(store_client, hostile: str) -> Non
     record_offsets(store_client, hostile, {(hostile, 0): 7})
     assert read_offsets(store_client, hostile) == {(hostile, 0): 7}
     assert count_events(store_client) == 2
+
+
+def test_a_string_array_parameter_reads_back_as_the_strings_it_holds(store_client) -> None:
+    values = [*HOSTILE, "", "back\\slash\\", "`tick`", "cr\rnul\x00", "'", "\\'"]
+    result = store_client.query("SELECT {a:Array(String)}", parameters={"a": StringArray(values)})
+    assert result.result_rows[0][0] == values
+    assert str(StringArray([])) == "[]"
+
+
+def test_stored_event_ids_names_exactly_the_ids_the_store_holds(store_client) -> None:
+    held = [_record(f"e-{h}", correlation_id=h) for h in HOSTILE] + [_record("e-x", offset=1)]
+    insert_events(store_client, held)
+    asked = [
+        *held,
+        _record("e-new"),
+        _record("e-new-2", correlation_id=HOSTILE[1]),
+    ]
+    assert stored_event_ids(store_client, asked) == {r.event_id for r in held}
+    assert stored_event_ids(store_client, []) == set()
 
 
 def test_offsets_round_trip_per_consumer_and_the_latest_wins(store_client) -> None:
