@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A real Apache Kafka broker (KRaft, one combined broker/controller) on 127.0.0.1, from Maven.
 #
-# Secure by default: a SASL_SSL listener (TLS with a certificate of a local CA, SCRAM-SHA-512
-# logins), the StandardAuthorizer, and one principal per service with ACLs that allow exactly
+# Secure by default: a SASL_SSL listener (TLS with a certificate of a local CA; SCRAM-SHA-512,
+# SCRAM-SHA-256 or PLAIN logins), the StandardAuthorizer, and one principal per service with ACLs that allow exactly
 # its topics (see acl_spec below). The first start of a state dir makes the CA, the broker's
 # certificate and every principal's password there; <state>/credentials/<principal>.env holds
 # the settings a process needs to log in as that principal (KAFKA_SECURITY_PROTOCOL, ...).
@@ -173,11 +173,12 @@ free_port() {
 
 # The config holds the admin and keystore passwords in secure mode: only the owner reads it.
 write_config() {
-  local controller_port="$1" admin_password="" keystore_password=""
+  local controller_port="$1" admin_password="" keystore_password="" plain_users=""
   mkdir -p "$DATA_DIR" "$LOG_DIR"
   if [[ "$SECURITY" == sasl_ssl ]]; then
     admin_password="$(cat "$CREDENTIALS_DIR/admin.password")"
     keystore_password="$(cat "$TLS_DIR/keystore.password")"
+    plain_users="$(plain_users)"
   fi
   (
     umask 077
@@ -185,7 +186,7 @@ write_config() {
       sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$controller_port|g" \
         -e "s|@DATA_DIR@|$DATA_DIR|g" -e "s|@TLS_DIR@|$TLS_DIR|g" \
         -e "s|@ADMIN_PASSWORD@|$admin_password|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
-        >"$CONFIG.partial"
+        -e "s|@PLAIN_USERS@|$plain_users|g" >"$CONFIG.partial"
     mv "$CONFIG.partial" "$CONFIG"
   )
 }
@@ -306,13 +307,26 @@ make_passwords() {
   )
 }
 
-# `--add-scram` arguments of the storage format: every principal's SCRAM-SHA-512 credential is in
-# the cluster's metadata from its first record, before anyone can connect.
+# `--add-scram` arguments of the storage format: every principal's SCRAM-SHA-512 and
+# SCRAM-SHA-256 credentials are in the cluster's metadata from its first record, before anyone
+# can connect. (A state dir formatted before SCRAM-SHA-256 was added holds only SCRAM-SHA-512.)
 scram_arguments() {
+  local principal mechanism
+  for principal in admin "${PRINCIPALS[@]}"; do
+    for mechanism in SCRAM-SHA-512 SCRAM-SHA-256; do
+      printf '%s\n' --add-scram \
+        "$mechanism=[name=$principal,password=$(cat "$CREDENTIALS_DIR/$principal.password")]"
+    done
+  done
+}
+
+# The ` user_<principal>="<password>"` options of the PLAIN login module's JAAS line: the
+# passwords PLAIN logins are checked against (the same as the principals' SCRAM ones; they are
+# hex, so nothing in them needs quoting).
+plain_users() {
   local principal
   for principal in admin "${PRINCIPALS[@]}"; do
-    printf '%s\n' --add-scram \
-      "SCRAM-SHA-512=[name=$principal,password=$(cat "$CREDENTIALS_DIR/$principal.password")]"
+    printf ' user_%s="%s"' "$principal" "$(cat "$CREDENTIALS_DIR/$principal.password")"
   done
 }
 

@@ -65,10 +65,13 @@ class SecureBroker:
         pairs = (line.split("=", 1) for line in lines if line and not line.startswith("#"))
         return dict(pairs)
 
-    def security_of(self, principal: str, password: str | None = None) -> KafkaSecurity:
+    def security_of(
+        self, principal: str, password: str | None = None, mechanism: str | None = None
+    ) -> KafkaSecurity:
         env = self.env_of(principal)
         settings = KafkaSecuritySettings(
             security_protocol="SASL_SSL",
+            sasl_mechanism=mechanism,
             sasl_username=env["KAFKA_SASL_USERNAME"],
             sasl_password_file=None if password else env["KAFKA_SASL_PASSWORD_FILE"],
             sasl_password=password,
@@ -203,16 +206,23 @@ def _service(broker: SecureBroker, name: str, principal: str, tmp: Path, **extra
 async def test_a_service_and_the_cli_with_their_credentials_work_end_to_end(
     secure_broker: SecureBroker, tmp_path: Path
 ) -> None:
+    """Each with another of the broker's mechanisms: the registry SCRAM-SHA-256, the CLI PLAIN
+    (as Confluent Cloud's API keys log in), the actuator's catalog the default SCRAM-SHA-512."""
     topics = secure_broker.topics
-    registry = _service(secure_broker, "registry", "registry", tmp_path)
+    registry = _service(
+        secure_broker, "registry", "registry", tmp_path, KAFKA_SASL_MECHANISM="SCRAM-SHA-256"
+    )
     try:
         registry.wait_healthy()
         await _produce(
             secure_broker, secure_broker.security_of("actuator"), topics.actuators, _catalog()
         )
         created = await asyncio.to_thread(
-            _cli, secure_broker, "space", "create", "-f", str(_space_file(tmp_path / "s.yaml"))
-        )
+            _cli,
+            secure_broker,
+            "space", "create", "-f", str(_space_file(tmp_path / "s.yaml")),
+            KAFKA_SASL_MECHANISM="plain",
+        )  # fmt: skip
         spaces = await _read(secure_broker, secure_broker.security_of("cli"), topics.spaces)
     finally:
         exit_status = registry.terminate()
@@ -224,11 +234,14 @@ async def test_a_service_and_the_cli_with_their_credentials_work_end_to_end(
     assert exit_status == 0, registry.log_tail()
 
 
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
 async def test_a_wrong_password_is_refused_with_a_sentence_naming_the_login(
-    secure_broker: SecureBroker,
+    secure_broker: SecureBroker, mechanism: str
 ) -> None:
-    wrong = secure_broker.security_of("explorer", password="not-the-password")
+    right = secure_broker.security_of("explorer", mechanism=mechanism)
+    wrong = secure_broker.security_of("explorer", "not-the-password", mechanism)
 
+    assert await connection_problem(secure_broker.bootstrap, right) is None
     problem = await connection_problem(secure_broker.bootstrap, wrong)
     producer = AIOKafkaProducer(bootstrap_servers=secure_broker.bootstrap, **wrong.client_kwargs())
     with pytest.raises(KafkaConnectionError):
@@ -236,8 +249,8 @@ async def test_a_wrong_password_is_refused_with_a_sentence_naming_the_login(
     await producer.stop()
 
     assert problem == (
-        f"Kafka at {secure_broker.bootstrap} refused the login of 'explorer' (SCRAM-SHA-512): "
-        "check KAFKA_SASL_USERNAME and its password."
+        f"Kafka at {secure_broker.bootstrap} refused the login of 'explorer' ({mechanism}): "
+        "check KAFKA_SASL_USERNAME, its password and KAFKA_SASL_MECHANISM."
     )
 
 
@@ -272,7 +285,7 @@ def test_the_cli_with_a_wrong_password_says_so_in_one_line(
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         f"error: Kafka at {secure_broker.bootstrap} refused the login of 'cli' (SCRAM-SHA-512): "
-        "check KAFKA_SASL_USERNAME and its password.\n"
+        "check KAFKA_SASL_USERNAME, its password and KAFKA_SASL_MECHANISM.\n"
     )
 
 

@@ -10,12 +10,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from faststream.security import SASLScram512
+from faststream.security import SASLPlaintext, SASLScram256, SASLScram512
 
 from discospace.runtime.security import KafkaSecurity, KafkaSecurityError, kafka_security
 
 SECURITY_VARIABLES = (
     "KAFKA_SECURITY_PROTOCOL",
+    "KAFKA_SASL_MECHANISM",
     "KAFKA_SASL_USERNAME",
     "KAFKA_SASL_PASSWORD",
     "KAFKA_SASL_PASSWORD_FILE",
@@ -91,6 +92,51 @@ def test_faststream_gets_the_same_login_as_a_scram_512_security(
     assert isinstance(security, SASLScram512)
     assert (security.username, security.password, security.use_ssl) == ("registry", "pw", True)
     assert security.ssl_context is not None
+
+
+@pytest.mark.parametrize(
+    ("given", "mechanism", "kind"),
+    [
+        ("SCRAM-SHA-256", "SCRAM-SHA-256", SASLScram256),
+        (" scram-sha-256 ", "SCRAM-SHA-256", SASLScram256),
+        ("PLAIN", "PLAIN", SASLPlaintext),
+        ("plain", "PLAIN", SASLPlaintext),
+        ("SCRAM-SHA-512", "SCRAM-SHA-512", SASLScram512),
+        ("", "SCRAM-SHA-512", SASLScram512),  # blank is unset: the default
+    ],
+)
+def test_the_sasl_mechanism_reaches_aiokafka_and_faststream(
+    monkeypatch: pytest.MonkeyPatch, given: str, mechanism: str, kind: type
+) -> None:
+    secure(monkeypatch, sasl_username="registry", sasl_password="pw", sasl_mechanism=given)
+
+    security = kafka_security()
+
+    assert security.client_kwargs()["sasl_mechanism"] == mechanism
+    login = security.faststream()
+    assert isinstance(login, kind)
+    assert (login.username, login.password, login.use_ssl) == ("registry", "pw", True)
+    suffix = "" if mechanism == "SCRAM-SHA-512" else f" ({mechanism})"
+    assert security.describe() == f"SASL_SSL as 'registry'{suffix}"
+
+
+def test_an_unknown_sasl_mechanism_names_the_variable_and_the_choices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secure(monkeypatch, sasl_username="cli", sasl_password="pw", sasl_mechanism="GSSAPI")
+    with pytest.raises(KafkaSecurityError) as raised:
+        kafka_security()
+    assert str(raised.value) == (
+        "KAFKA_SASL_MECHANISM: Input should be 'SCRAM-SHA-512', 'SCRAM-SHA-256' or 'PLAIN'."
+    )
+
+
+def test_a_sasl_mechanism_for_a_plaintext_connection_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KAFKA_SASL_MECHANISM", "PLAIN")
+    with pytest.raises(KafkaSecurityError, match=r"KAFKA_SASL_MECHANISM is PLAIN but .* PLAINTEXT"):
+        kafka_security()
 
 
 def test_the_password_may_come_from_a_file_without_its_final_newline(
@@ -219,3 +265,23 @@ def test_a_service_with_good_security_settings_builds_its_broker_with_them(
     assert (options["security_protocol"], options["sasl_plain_username"]) == ("SASL_SSL", "sampler")
     assert options["sasl_mechanism"] == "SCRAM-SHA-512"
     assert (options["acks"], options["enable_idempotence"]) == ("all", True)
+
+
+async def test_a_broker_without_the_mechanism_says_which_variable_to_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What aiokafka raises when the broker's handshake lists other mechanisms (checked on a
+    real broker offering SCRAM-SHA-512 only, by hand: no broker here lacks one)."""
+    from aiokafka.errors import UnsupportedSaslMechanismError
+
+    from discospace.runtime import security as module
+
+    async def handshake_refused(*args: object, **kwargs: object) -> None:
+        raise UnsupportedSaslMechanismError("<AIOKafkaConnection host=h port=1>")
+
+    monkeypatch.setattr(module, "create_conn", handshake_refused)
+    security = KafkaSecurity("SASL_SSL", "cli", "pw", None, "SCRAM-SHA-256")
+    assert await module.connection_problem("h:1", security) == (
+        "Kafka at h:1 does not offer the SASL mechanism SCRAM-SHA-256: set KAFKA_SASL_MECHANISM "
+        "to one it does (SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN)."
+    )

@@ -1,10 +1,10 @@
 """Kafka security: from the `KAFKA_*` settings to what every client is built with.
 
 - `kafka_security()`: this process's settings (`settings.KafkaSecuritySettings`), checked: a
-  SASL_SSL login needs a user and one password, a CA file must be readable, a user given for a
-  PLAINTEXT connection (which would send no login) or a CA file for one (which uses no TLS) is
-  a mistake; each is a `KafkaSecurityError` with one sentence (a service exits 2 with it, the
-  CLI prints it).
+  SASL_SSL login needs a user and one password, a CA file must be readable, a user or a SASL
+  mechanism given for a PLAINTEXT connection (which would send no login) or a CA file for one
+  (which uses no TLS) is a mistake; each is a `KafkaSecurityError` with one sentence (a
+  service exits 2 with it, the CLI prints it).
 - `KafkaSecurity.client_kwargs()`: the keyword arguments of an aiokafka producer, consumer or
   admin client (`security_protocol`, `sasl_mechanism`, `sasl_plain_username`/`password`,
   `ssl_context`); `client_kwargs(security)` is the shorthand every construction site calls.
@@ -26,13 +26,23 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka.conn import create_conn
-from aiokafka.errors import KafkaConnectionError, KafkaError, SaslAuthenticationFailed
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanismError,
+)
 from aiokafka.helpers import create_ssl_context
-from faststream.security import SASLScram512
+from faststream.security import SASLPlaintext, SASLScram256, SASLScram512
 from pydantic import ValidationError
 
 from discospace.core.errors import DiscospaceError
-from discospace.runtime.settings import SASL_MECHANISM, KafkaSecuritySettings, SecurityProtocol
+from discospace.runtime.settings import (
+    SASL_MECHANISM,
+    KafkaSecuritySettings,
+    SaslMechanism,
+    SecurityProtocol,
+)
 
 PROBE_TIMEOUT_S = 10.0
 
@@ -58,6 +68,7 @@ class KafkaSecurity:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     cafile: Path | None = None
+    mechanism: SaslMechanism = SASL_MECHANISM
 
     @property
     def secure(self) -> bool:
@@ -75,17 +86,18 @@ class KafkaSecurity:
             return {}
         return {
             "security_protocol": "SASL_SSL",
-            "sasl_mechanism": SASL_MECHANISM,
+            "sasl_mechanism": self.mechanism,
             "sasl_plain_username": self.username,
             "sasl_plain_password": self.password,
             "ssl_context": self.ssl_context(),
         }
 
-    def faststream(self) -> SASLScram512 | None:
+    def faststream(self) -> SASLScram512 | SASLScram256 | SASLPlaintext | None:
         """`KafkaBroker(security=...)`: None for plaintext."""
         if not self.secure:
             return None
-        return SASLScram512(
+        kind = _FASTSTREAM[self.mechanism]
+        return kind(
             username=self.username or "",
             password=self.password or "",
             ssl_context=self.ssl_context(),
@@ -93,8 +105,19 @@ class KafkaSecurity:
         )
 
     def describe(self) -> str:
-        """`SASL_SSL as 'explorer'` or `PLAINTEXT`, for messages (never the password)."""
-        return f"SASL_SSL as '{self.username}'" if self.secure else "PLAINTEXT"
+        """`SASL_SSL as 'explorer'` (with the mechanism when it is not the default) or
+        `PLAINTEXT`, for messages (never the password)."""
+        if not self.secure:
+            return "PLAINTEXT"
+        how = "" if self.mechanism == SASL_MECHANISM else f" ({self.mechanism})"
+        return f"SASL_SSL as '{self.username}'{how}"
+
+
+_FASTSTREAM: dict[SaslMechanism, type[SASLScram512 | SASLScram256 | SASLPlaintext]] = {
+    "SCRAM-SHA-512": SASLScram512,
+    "SCRAM-SHA-256": SASLScram256,
+    "PLAIN": SASLPlaintext,
+}
 
 
 def kafka_security(settings: KafkaSecuritySettings | None = None) -> KafkaSecurity:
@@ -106,7 +129,13 @@ def kafka_security(settings: KafkaSecuritySettings | None = None) -> KafkaSecuri
         raise KafkaSecurityError(_setting_problem(error)) from None
     if given.security_protocol == "PLAINTEXT":
         return _plaintext(given)
-    return KafkaSecurity("SASL_SSL", _username(given), _password(given), _cafile(given.ssl_cafile))
+    return KafkaSecurity(
+        "SASL_SSL",
+        _username(given),
+        _password(given),
+        _cafile(given.ssl_cafile),
+        given.sasl_mechanism or SASL_MECHANISM,
+    )
 
 
 def client_kwargs(security: KafkaSecurity | None = None) -> dict[str, Any]:
@@ -125,6 +154,11 @@ def _plaintext(given: KafkaSecuritySettings) -> KafkaSecurity:
         raise KafkaSecurityError(
             "KAFKA_SASL_USERNAME or a password is set but KAFKA_SECURITY_PROTOCOL is PLAINTEXT, "
             "which sends no login: set KAFKA_SECURITY_PROTOCOL=SASL_SSL, or unset them."
+        )
+    if given.sasl_mechanism is not None:
+        raise KafkaSecurityError(
+            f"KAFKA_SASL_MECHANISM is {given.sasl_mechanism} but KAFKA_SECURITY_PROTOCOL is "
+            "PLAINTEXT, which sends no login: set KAFKA_SECURITY_PROTOCOL=SASL_SSL, or unset it."
         )
     if given.ssl_cafile is not None:
         raise KafkaSecurityError(
@@ -200,10 +234,12 @@ async def connection_problem(
             create_conn(host.strip("[]"), int(port), **security.client_kwargs()),
             PROBE_TIMEOUT_S,
         )
+    except UnsupportedSaslMechanismError:
+        return _mechanism_refused(where, security)
     except SaslAuthenticationFailed:
         return (
-            f"{where} refused the login of '{security.username}' ({SASL_MECHANISM}): check "
-            "KAFKA_SASL_USERNAME and its password."
+            f"{where} refused the login of '{security.username}' ({security.mechanism}): check "
+            "KAFKA_SASL_USERNAME, its password and KAFKA_SASL_MECHANISM."
         )
     except ssl.SSLCertVerificationError as error:
         return (
@@ -221,6 +257,15 @@ async def connection_problem(
         return None
     connection.close()
     return None
+
+
+def _mechanism_refused(where: str, security: KafkaSecurity) -> str:
+    """A broker that does not offer the mechanism asked for (aiokafka's error does not keep
+    the ones it offers)."""
+    return (
+        f"{where} does not offer the SASL mechanism {security.mechanism}: set "
+        "KAFKA_SASL_MECHANISM to one it does (SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN)."
+    )
 
 
 def _plaintext_refused(

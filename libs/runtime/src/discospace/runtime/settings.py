@@ -6,7 +6,8 @@ may also be given once, without the service's prefix: `KAFKA_BOOTSTRAP_SERVERS`,
 `DISCOSPACE_TOPIC_PREFIX`, `CLICKHOUSE_URL`, `DISCOSPACE_LOG_LEVEL`.
 
 How a process logs in to Kafka (`KafkaSecuritySettings`: `KAFKA_SECURITY_PROTOCOL`,
-`KAFKA_SASL_USERNAME`, `KAFKA_SASL_PASSWORD` or `KAFKA_SASL_PASSWORD_FILE`, `KAFKA_SSL_CAFILE`)
+`KAFKA_SASL_MECHANISM`, `KAFKA_SASL_USERNAME`, `KAFKA_SASL_PASSWORD` or
+`KAFKA_SASL_PASSWORD_FILE`, `KAFKA_SSL_CAFILE`)
 is read from those variables only, without a service prefix: a process is one principal, and
 every Kafka client in it (the service's broker, its folds and replays, the CLI's clients) must
 log in the same way. `discospace.runtime.security` checks them and builds the clients' settings.
@@ -28,8 +29,12 @@ from discospace.runtime.failures import RetryPolicy
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 SecurityProtocol = Literal["PLAINTEXT", "SASL_SSL"]
-SASL_MECHANISM = "SCRAM-SHA-512"
-"""The one SASL mechanism discospace logs in with (deploy/local/kafka.sh's broker offers it)."""
+SaslMechanism = Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"]
+SASL_MECHANISM: SaslMechanism = "SCRAM-SHA-512"
+"""The SASL mechanism a login uses unless `KAFKA_SASL_MECHANISM` names another: SCRAM-SHA-512
+(Amazon MSK, Strimzi); SCRAM-SHA-256 (Aiven, Redpanda) and PLAIN (Confluent Cloud's API keys;
+the password travels inside TLS only) are the others. deploy/local/kafka.sh's broker offers the
+three."""
 
 SHARED_ENV: dict[str, str] = {
     "kafka_bootstrap_servers": "KAFKA_BOOTSTRAP_SERVERS",
@@ -67,8 +72,12 @@ class KafkaSecuritySettings(BaseSettings):
 
     security_protocol: SecurityProtocol = Field(
         default="PLAINTEXT",
-        description="PLAINTEXT, or SASL_SSL: TLS, and a SCRAM-SHA-512 login as "
-        "`KAFKA_SASL_USERNAME`.",
+        description="PLAINTEXT, or SASL_SSL: TLS, and a login as `KAFKA_SASL_USERNAME`.",
+    )
+    sasl_mechanism: SaslMechanism | None = Field(
+        default=None,
+        description="How a SASL_SSL login proves its password: SCRAM-SHA-512 (when unset), "
+        "SCRAM-SHA-256 or PLAIN.",
     )
     sasl_username: str | None = Field(default=None, description="The principal to log in as.")
     sasl_password: SecretStr | None = Field(
@@ -85,12 +94,14 @@ class KafkaSecuritySettings(BaseSettings):
         "system's trusted CAs when unset.",
     )
 
-    @field_validator("security_protocol", mode="before")
+    @field_validator("security_protocol", "sasl_mechanism", mode="before")
     @classmethod
     def _upper_case(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
 
-    @field_validator("sasl_username", "sasl_password_file", "ssl_cafile", mode="before")
+    @field_validator(
+        "sasl_mechanism", "sasl_username", "sasl_password_file", "ssl_cafile", mode="before"
+    )
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return blank_is_unset(value)
