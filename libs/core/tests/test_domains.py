@@ -137,6 +137,25 @@ def test_a_categorical_domain_of_strings_does_not_take_numbers_written_different
             {"range": [0.0, 1.0], "probability": ProbabilitySpec(name="normal", mean=0, std=0)},
             "std 0",
         ),
+        (
+            {
+                "range": [0.0, 1.0],
+                "probability": ProbabilitySpec(name="normal", mean=math.nan, std=1),
+            },
+            "mean nan; it must be a finite number",
+        ),
+        (
+            {
+                "range": [0.0, 1.0],
+                "probability": ProbabilitySpec(name="normal", mean=-math.inf, std=1),
+            },
+            "mean -inf",
+        ),
+        (
+            {"range": [0, 1e308], "interval": 1e-308},
+            "has a range of about 10\\^616 values at interval 1e-308, over the limit of 2\\^53",
+        ),
+        ({"range": [0, 2**53 + 1], "interval": 1}, "has a range of 9007199254740993 values"),
     ],
 )
 def test_an_ill_formed_domain_is_rejected_with_one_sentence_naming_the_property(

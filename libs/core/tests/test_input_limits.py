@@ -94,3 +94,23 @@ def test_huge_integers_are_refused(name, digits) -> None:
 def test_ordinary_values_pass() -> None:
     data = parse_document(SPACE + "extra: [-9223372036854775807, 1e-3, 0x1f]\n", "f.yaml")
     assert data["extra"] == [-9223372036854775807, 1e-3, 31]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("value.yaml", SPACE.replace("[1, 2]", '["\\ud800"]')),
+        ("key.yaml", SPACE + '"\\udfff": 1\n'),
+        (
+            "value.json",
+            '{"sample_store": "s", "entity_space": [{"name": "x", "values": ["a\\ud800"]}]}',
+        ),
+    ],
+)
+def test_text_that_is_not_valid_unicode_is_refused(tmp_path, name, text) -> None:
+    """A lone surrogate escape reads as a Python string that cannot be encoded: refused where
+    the file is read, not when the space is hashed or sent."""
+    with pytest.raises(
+        SpecError, match=r"holds text that is not valid Unicode \(.*a lone surrogate"
+    ):
+        load_space_spec(write(tmp_path, name, text))

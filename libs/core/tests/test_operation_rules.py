@@ -61,6 +61,11 @@ def test_an_unknown_operator_is_named_with_the_known_ones() -> None:
         (Rules(max_measurement_time=Time.parse("-1sec")), "max_measurement_time must be a posit"),
         (Rules(max_measurement_time=Time.parse("0.5dur")), "max_measurement_time 0.5dur is a"),
         (Rules(max_training=Time.parse("-3ep")), "max_training must be above zero"),
+        (
+            Rules(max_duration=Time.parse("36501d")),
+            "max_duration must be at most 100 years (36500d), not 3153686400sec",
+        ),
+        (Rules(max_duration=Time.parse("1e300sec")), "max_duration must be at most 100 years"),
     ],
 )
 def test_stopping_rules_must_be_valid_and_positive(rules: Rules, sentence: str) -> None:
@@ -72,6 +77,7 @@ def test_stopping_rules_must_be_valid_and_positive(rules: Rules, sentence: str) 
 def test_valid_stopping_rules_pass() -> None:
     rules = Rules(Time.parse("2h"), Time.parse("0.5dur"), Time.parse("3ep"))
     assert stopping_problem(rules) is None
+    assert stopping_problem(Rules(max_duration=Time.parse("36500d"))) is None
 
 
 def test_an_objective_no_experiment_measures_is_named() -> None:

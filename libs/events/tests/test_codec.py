@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -92,6 +93,29 @@ def test_a_schema_invalid_event_names_its_type_version_field_and_problem(
     )
     assert caught.value.kind == "invalid"
     assert (caught.value.type_name, caught.value.schema_version) == ("OperationRequested", 1)
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_lone_surrogate_is_refused_as_not_valid_unicode_and_a_pair_is_read(
+    payloads: Payloads, as_text: bool
+) -> None:
+    """`"\\ud800"` is valid JSON, and pydantic read it into a string that UTF-8 cannot encode: a
+    space holding it crashed the registry and the projector instead of being dead-lettered."""
+    payload = copy.deepcopy(_current(payloads, SpaceSubmitted))
+    values = payload["spec"]["entity_space"][0]
+
+    values["values"] = ["a\ud800"]
+    data = _bytes(payload)  # json.dumps writes it as the escape a producer would
+    assert b'"a\\ud800"' in data
+    with pytest.raises(EventDecodeError) as caught:
+        decode(data.decode() if as_text else data)
+    assert str(caught.value) == "not valid Unicode: it holds a lone surrogate ('\\ud800')"
+    assert caught.value.kind == "invalid"
+    assert caught.value.type_name == "SpaceSubmitted"
+
+    values["values"] = ["\U0001f600", "\\ud800 as written"]  # a pair, and a backslash
+    event = decode(_bytes(payload).decode() if as_text else _bytes(payload))
+    assert event.spec.entity_space[0].values == ("\U0001f600", "\\ud800 as written")
 
 
 def test_a_misspelt_parameter_is_refused_rather_than_ignored(payloads: Payloads) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import NamedTuple
 
 import pytest
 
-from discospace.core import PropertySpec, SpaceSpec
+from discospace.core import ExperimentRef, PropertySpec, SpaceSpec
+from discospace.core.spec import ProbabilitySpec
 from discospace.events import (
     MeasurementRequested,
     OperationFailed,
@@ -73,6 +75,40 @@ def test_a_submission_too_broken_for_a_space_id_is_keyed_by_its_submission(histo
     row = _named(SPACES, _only(rows_of(submitted), SPACES))
     assert row.space_key == f"submission:{submitted.submission_id}"
     assert (row.space_id, row.status, row.size) == ("", "submitted", None)
+
+
+@pytest.mark.parametrize(
+    "entity_space",
+    [
+        (PropertySpec(name="x", range=(0, 1e308), interval=1e-308),),  # 10^616 values
+        tuple(PropertySpec(name=f"p{i}", values=tuple(range(1000))) for i in range(1500)),
+        (
+            PropertySpec(
+                name="x",
+                range=(0.0, 1.0),
+                probability=ProbabilitySpec(name="normal", mean=math.nan, std=1.0),
+            ),
+        ),
+    ],
+    ids=["a-range-of-10^616", "10^4500-entities", "a-mean-of-nan"],
+)
+def test_a_submission_that_cannot_be_counted_or_hashed_is_keyed_by_its_submission(
+    history, entity_space: tuple[PropertySpec, ...]
+) -> None:
+    """These raised ValueError and OverflowError in the fold before (its size has more digits
+    than `str` writes; NaN has no canonical JSON), so the projector could not show them."""
+    spec = SpaceSpec(
+        sample_store="s",
+        entity_space=entity_space,
+        measurement_space=(ExperimentRef(actuator="A", experiment="e"),),
+    )
+    submitted = history.submit(spec)
+    row = _named(SPACES, _only(rows_of(submitted), SPACES))
+    assert (row.space_key, row.space_id, row.size) == (
+        f"submission:{submitted.submission_id}",
+        "",
+        None,
+    )
 
 
 def test_a_completed_measurement_becomes_a_measurement_row_and_a_store_result(story) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
+import pytest
+
 from discospace.core import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
+from discospace.core.spec import ProbabilitySpec
 from discospace.events import (
     ActuatorRegistered,
     SpaceRegistered,
@@ -229,6 +233,62 @@ def test_a_domain_that_is_not_well_formed_is_rejected_without_a_space_id():
     assert isinstance(answer, SpaceRejected)
     assert answer.space_id is None
     assert "property 'batch_size' has no values" in answer.reason
+
+
+@pytest.mark.parametrize(
+    ("space", "reason"),
+    [
+        (
+            spec(properties=(PropertySpec(name="batch_size", values=("a\ud800",)),)),
+            "the space holds text that is not valid Unicode ('\\ud800', a lone surrogate)",
+        ),
+        (
+            spec(
+                properties=(
+                    PropertySpec(
+                        name="batch_size",
+                        range=(0.0, 1.0),
+                        probability=ProbabilitySpec(name="normal", mean=math.nan, std=1),
+                    ),
+                )
+            ),
+            "property 'batch_size' has a normal probability with mean nan",
+        ),
+        (
+            spec(
+                ExperimentRef(
+                    actuator="synthetic",
+                    experiment="throughput-v1",
+                    parameterization={"steps": math.inf},
+                )
+            ),
+            "experiment 'throughput-v1' of actuator 'synthetic' sets 'steps' to inf, which is "
+            "not a finite number",
+        ),
+        (
+            spec(properties=(PropertySpec(name="batch_size", range=(0, 1e308), interval=1e-308),)),
+            "property 'batch_size' has a range of about 10^616 values",
+        ),
+        (
+            spec(
+                properties=tuple(
+                    PropertySpec(name=f"p{i}", range=(0, 2**52), interval=1) for i in range(20)
+                )
+            ),
+            "the entity space has about 10^313 entities, over the limit of 10^300",
+        ),
+    ],
+)
+def test_a_space_that_cannot_be_hashed_or_counted_is_rejected_not_a_crash(
+    space: SpaceSpec, reason: str
+) -> None:
+    """Each of these crashed the registry before (no `DiscospaceError` was raised for them), so
+    nothing answered the submission. (The codec now refuses a lone surrogate read from Kafka;
+    the space refuses it too, for whatever builds one in process.)"""
+    answer = decide_submission(state_with(announced(THROUGHPUT)), submitted(space), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.space_id is None
+    assert reason in answer.reason
 
 
 def test_a_rejection_is_caused_by_its_submission_so_a_redelivery_gives_the_same_event():

@@ -5,12 +5,14 @@ sorted, experiments sorted, sample store), so registering the same space twice g
 and reordering properties in the file does not change it.
 """
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from discospace.core.canonical import canonical_json, normalise_value, short_hash
-from discospace.core.errors import DiscospaceError, MeasurementSpaceError
+from discospace.core.errors import DiscospaceError, MeasurementSpaceError, SpecError
 from discospace.core.experiment import ExperimentCatalog, parameterized_experiment_id
 from discospace.core.measurement_space import MeasurementSpace
 from discospace.core.space import EntitySpace
@@ -41,6 +43,21 @@ def _ref_key(ref: ExperimentRef) -> tuple[str, str]:
 NO_EXPERIMENT = "the measurement space has no experiment: a space needs at least one"
 
 
+def _content_hash(canonical: dict[str, Any]) -> str:
+    """The id's hex digits; a `SpecError` for what has no canonical form. The checks of the
+    domains and experiments name such values where they can; this is the rule for the rest: an
+    event written by another producer may hold any number or text JSON can."""
+    try:
+        return short_hash(canonical_json(canonical), SPACE_ID_HEX)
+    except UnicodeEncodeError as error:
+        text = repr(error.object[error.start : error.end])
+        raise SpecError(
+            f"the space holds text that is not valid Unicode ({text}, a lone surrogate)"
+        ) from None
+    except ValueError:
+        raise SpecError("the space holds a number that is not finite (nan or infinity)") from None
+
+
 @dataclass(frozen=True, eq=False)
 class DiscoverySpace:
     """A discovery space. Build it with :meth:`from_spec` (which validates the domains)."""
@@ -57,6 +74,13 @@ class DiscoverySpace:
                     f"experiment '{key[1]}' of actuator '{key[0]}' appears twice "
                     "in the measurement space"
                 )
+        for ref in self.experiments:
+            for name, value in ref.parameterization.items():
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise MeasurementSpaceError(
+                        f"experiment '{ref.experiment}' of actuator '{ref.actuator}' sets "
+                        f"'{name}' to {value}, which is not a finite number"
+                    )
 
     @classmethod
     def from_spec(cls, spec: SpaceSpec) -> "DiscoverySpace":
@@ -81,10 +105,11 @@ class DiscoverySpace:
             "measurement_space": refs,
         }
 
-    @property
+    @cached_property
     def id(self) -> str:
-        """``space-`` and 12 hex digits of the SHA-256 of the canonical JSON."""
-        return SPACE_ID_PREFIX + short_hash(canonical_json(self.canonical()), SPACE_ID_HEX)
+        """``space-`` and 12 hex digits of the SHA-256 of the canonical JSON, computed once; a
+        `SpecError` when the space holds what has no canonical JSON (see `_content_hash`)."""
+        return SPACE_ID_PREFIX + _content_hash(self.canonical())
 
     @property
     def experiment_keys(self) -> frozenset[tuple[str, str]]:

@@ -229,14 +229,32 @@ def check_limits(data: Any, limits: InputLimits = DEFAULT_LIMITS) -> None:
             continue
         if isinstance(node, int) and abs(node) > limits.max_int:
             raise _too_large(str(node) if node.bit_length() < 1000 else "(very long)")
+        if isinstance(node, str):
+            _check_text(node)
         if isinstance(node, Mapping):
             for key, value in node.items():
+                _check_text(key)
                 _check_identifier(key, str(key), limits)
                 if str(key) in IDENTIFIER_FIELDS:
                     _check_identifier(value, str(key), limits)
                 stack.append((value, depth + 1))
         elif isinstance(node, list | tuple):
             stack.extend((item, depth + 1) for item in node)
+
+
+def _check_text(value: Any) -> None:
+    """Text that UTF-8 cannot encode (a lone surrogate, `"\\ud800"` in JSON or YAML) could be
+    neither hashed nor sent."""
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        shown = repr(value if len(value) <= 40 else value[:37] + "...")
+        raise _LimitError(
+            f"holds text that is not valid Unicode ({shown}: a lone surrogate at character "
+            f"{error.start + 1})"
+        ) from None
 
 
 def _check_identifier(value: Any, field: str, limits: InputLimits) -> None:

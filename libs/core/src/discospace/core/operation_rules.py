@@ -93,6 +93,10 @@ def objectives_problem(operator: str, count: int) -> str | None:
     return None
 
 
+MAX_DURATION_S = 100 * 365 * 86_400
+"""The longest `max_duration`: the explorer adds it to the start as a date, which must exist."""
+
+
 def stopping_problem(rules: RulesLike) -> str | None:
     """Why the stopping rules cannot be applied, in one sentence, or None when they can."""
     duration = rules.max_duration
@@ -103,6 +107,12 @@ def stopping_problem(rules: RulesLike) -> str | None:
         )
     if duration is not None and duration.value <= 0:
         return f"max_duration must be above zero, not {duration}"
+    if duration is not None and duration.value > MAX_DURATION_S:
+        shown = duration if duration.value < 10**15 else "over 10^15 seconds"
+        return (
+            f"max_duration must be at most 100 years (36500d), not {shown}: "
+            "for no limit, leave it out"
+        )
     return _measurement_time_problem(rules) or _training_problem(rules)
 
 

@@ -86,6 +86,10 @@ def _check_values(name: str, values: tuple[Value, ...]) -> None:
         seen.add(value)
 
 
+MAX_DOMAIN_SIZE = 2**53
+"""The most values a discrete range may have: every index of it is exact as a float."""
+
+
 def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
     low, high = (normalise_value(bound) for bound in spec.range or ())
     if not all(math.isfinite(bound) for bound in (low, high)):
@@ -102,7 +106,23 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
     interval = normalise_value(spec.interval if spec.interval is not None else 1)
     if not math.isfinite(interval) or interval <= 0:
         raise _fail(spec.name, f"has an interval of {interval}; it must be above 0")
-    return PropertyDomain.discrete_range(low, high, interval)
+    domain = PropertyDomain.discrete_range(low, high, interval)
+    if domain.size > MAX_DOMAIN_SIZE:
+        raise _fail(
+            spec.name,
+            f"has a range of {_magnitude(int(domain.size))} values at interval {interval}, "
+            f"over the limit of 2^53 ({MAX_DOMAIN_SIZE}): widen the interval, or make it "
+            "continuous",
+        )
+    return domain
+
+
+def _magnitude(count: int) -> str:
+    """A count for a sentence: as written below 10^18, else its power of ten (from its bit
+    length: `str` of a very long int is refused)."""
+    if count < 10**18:
+        return str(count)
+    return f"about 10^{int(count.bit_length() * math.log10(2))}"
 
 
 def _range_kind(spec: PropertySpec) -> DomainKind:
@@ -131,6 +151,10 @@ def _probability(name: str, spec: ProbabilitySpec | None, domain: PropertyDomain
         raise _fail(name, "has a uniform probability, which takes no mean or std")
     if spec.mean is None or spec.std is None:
         raise _fail(name, "has a normal probability without both mean and std")
+    if not math.isfinite(spec.mean):
+        raise _fail(
+            name, f"has a normal probability with mean {spec.mean}; it must be a finite number"
+        )
     if not math.isfinite(spec.std) or spec.std <= 0:
         raise _fail(name, f"has a normal probability with std {spec.std}; it must be above 0")
     if not domain.is_numeric:

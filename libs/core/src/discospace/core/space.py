@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from discospace.core.sampling import EntitySequence
 
 
+LOG10_2 = math.log10(2)
+MAX_SPACE_SIZE = 10**300
+"""The most entities a finite space may have: its size stays a number a float holds (the
+samplers, the views and the progress figures compare it with floats)."""
+
+
 class EntitySpace:
     """An ordered list of constitutive properties; its points are :class:`Entity` values."""
 
@@ -37,6 +43,12 @@ class EntitySpace:
         self._finite = all(prop.domain.is_finite for prop in self.properties)
         sizes = [prop.domain.size for prop in self.properties]
         self._size: int | float = math.prod(int(n) for n in sizes) if self._finite else math.inf
+        if self._finite and self._size > MAX_SPACE_SIZE:
+            magnitude = int(int(self._size).bit_length() * LOG10_2)
+            raise EntitySpaceError(
+                f"the entity space has about 10^{magnitude} entities, over the limit of 10^300: "
+                "fewer properties, fewer values, or continuous ones"
+            )
 
     @classmethod
     def from_specs(cls, specs: Iterable[PropertySpec]) -> "EntitySpace":

@@ -106,12 +106,39 @@ def decode_verbatim(data: bytes | str) -> tuple[Event, bool]:
     its type, so nothing was upcast and `data` may stand for the event where its JSON is kept
     (the store's raw log keeps what was read rather than writing the event out again)."""
     try:
-        return _decode(data)
+        decoded = _decode(data)
     except EventDecodeError:
         raise
     except Exception as error:  # any failure to read a message is a decode error
         raise EventDecodeError(
             f"unreadable: reading it raised {type(error).__name__}: {error}", "malformed"
+        ) from None
+    _check_unicode(data, decoded[0])
+    return decoded
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: half of a pair (an emoji), or a lone one."""
+_SURROGATE_IN_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+"""The same in text, or a surrogate itself."""
+
+
+def _check_unicode(data: bytes | str, event: Event) -> None:
+    """Refuse an event holding a lone surrogate (`"\\ud800"` in its JSON): JSON and pydantic
+    read it into a string that UTF-8 cannot encode, so the event could be neither written out
+    again, stored nor hashed, and each consumer would fail on it somewhere else. The event is
+    read again only when its bytes hold a surrogate escape at all."""
+    pattern = _SURROGATE_ESCAPE if isinstance(data, bytes) else _SURROGATE_IN_TEXT
+    if pattern.search(data) is None:  # type: ignore[arg-type]
+        return
+    try:
+        json.dumps(json.loads(data), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise EventDecodeError(
+            f"not valid Unicode: it holds a lone surrogate ({error.object[error.start]!r})",
+            "invalid",
+            event.type,
+            event.schema_version,
         ) from None
 
 
