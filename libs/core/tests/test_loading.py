@@ -188,3 +188,15 @@ def test_a_catalog_file_that_gives_an_experiment_twice_is_refused(tmp_path) -> N
         f"{path}: experiment 'e' of actuator 'A' is given twice (items 1 and 3); "
         "give each experiment once"
     )
+
+
+def test_an_experiment_the_catalog_refuses_is_refused_naming_the_file_and_item(tmp_path) -> None:
+    good = "- {actuator: A, experiment: e, target_properties: [t]}\n"
+    path = write(
+        tmp_path, "c.yaml", good + "- {actuator: A, experiment: f, target_properties: [t, x, t]}\n"
+    )
+
+    with pytest.raises(SpecError) as refused:
+        load_experiment_specs(path)
+
+    assert str(refused.value) == f"{path}: item 2: experiment 'f' declares t more than once"

@@ -21,6 +21,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.errors import DiscospaceError, SpecError
+from discospace.core.experiment import Experiment
 from discospace.core.spec import ExperimentSpec, SpaceSpec
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -400,4 +401,8 @@ def load_experiment_specs(path: str | Path) -> tuple[ExperimentSpec, ...]:
                 f"{file}: experiment '{spec.experiment}' of actuator '{spec.actuator}' is given "
                 f"twice (items {earlier + 1} and {index + 1}); give each experiment once"
             )
+        try:  # what the catalog refuses (a target named twice), said with the file's name
+            Experiment.from_spec(spec)
+        except DiscospaceError as error:
+            raise SpecError(f"{file}: item {index + 1}: {error}") from None
     return specs
