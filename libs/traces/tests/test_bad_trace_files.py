@@ -62,6 +62,9 @@ def test_a_table_whose_failed_run_leaves_its_measurements_empty_loads(tmp_path: 
         (2, "train_tokens_per_second", "nan", "data row 2, which is not a finite number"),
         (1, "train_tokens_per_second", "0", "data row 1, which is not above 0"),
         (2, "train_tokens_per_second", "fast", "'fast' in column 'train_tokens_per_second' of"),
+        # an int64 column wrapped these to -9223372036854775808, silently
+        (1, "num_gpus", "1e19", "'1e19' in column 'num_gpus' of data row 1, which is too large"),
+        (2, "per_device_train_batch_size", "10000000000000000", "which is too large (above 2^53"),
     ],
 )
 def test_a_bad_cell_of_a_needed_number_is_refused_naming_its_row_and_column(

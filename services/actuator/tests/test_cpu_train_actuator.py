@@ -15,7 +15,7 @@ from discospace.actuator.cpu_train.plan import PlanError, train_config
 from discospace.actuator.cpu_train.training import TrainResult
 from discospace.actuator.isolation import ChildProcessRunner
 from discospace.actuator.plugin import MeasurementTask
-from discospace.actuator.plugins import load_actuator
+from discospace.actuator.plugins import ActuatorConfigError, load_actuator
 from discospace.core import Entity, Experiment, ExperimentCatalog, load_discovery_space
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 
@@ -242,3 +242,10 @@ def test_the_example_space_fits_the_catalog_and_three_of_its_entities_exceed_its
         ("medium", 64, 128),
         ("small", 64, 128),
     ]
+
+
+@pytest.mark.parametrize("duration", ["0ba", "-3ba", "0sec"])
+def test_a_default_duration_every_measurement_would_refuse_is_refused_at_start(duration):
+    """It was accepted, and each entity then got an invalid result for the operator's mistake."""
+    with pytest.raises(ActuatorConfigError, match=f"duration must be above zero, not {duration}"):
+        load_actuator("cpu_train", {"duration": duration})

@@ -4,6 +4,7 @@ real process-and-train run, and the recipes it finds invalid."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from discospace.actuator.data_recipe.corpus import build_corpus, corpus_name
 from discospace.actuator.data_recipe.recipe import RECIPE_DEFAULTS
 from discospace.actuator.isolation import ChildProcessRunner
 from discospace.actuator.plugin import MeasurementTask, TransientFailure
-from discospace.actuator.plugins import load_actuator
+from discospace.actuator.plugins import ActuatorConfigError, load_actuator
 from discospace.core import Entity, Experiment, ExperimentCatalog, load_discovery_space
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 
@@ -189,3 +190,17 @@ def test_the_example_space_is_consistent_with_the_catalog_and_holds_the_unrefine
     assert space.problems(ExperimentCatalog(actuator.catalog())) == []
     assert {ref.experiment for ref in space.experiments} == {"probe", "process_train"}
     assert space.entity_space.why_not(RECIPE_DEFAULTS | {"dedup": 0}) is None
+
+
+@pytest.mark.parametrize(
+    ("parameters", "sentence"),
+    [
+        ({"duration": "30sec"}, "duration must be counted in ba, tok, sp or ep, not 30sec"),
+        ({"duration": "0ba"}, "duration must be above zero, not 0ba"),
+        ({"model_size": "nope"}, "model_size 'nope' is not a preset"),
+    ],
+)
+def test_defaults_every_measurement_would_refuse_are_refused_at_start(parameters, sentence):
+    """They were accepted, and each entity then got an invalid result for the operator's mistake."""
+    with pytest.raises(ActuatorConfigError, match=re.escape(sentence)):
+        load_actuator("data_recipe", parameters)

@@ -152,3 +152,25 @@ async def test_a_property_the_entity_holds_wins_over_the_experiments_option_of_t
     assert short.values != long.values  # type: ignore[union-attr]
     without = MeasurementTask("req-1", Entity.of({"batch_size": 8}), experiment)
     assert without.properties["steps"] == 10  # the option, where the entity has none
+
+
+@pytest.mark.parametrize(
+    ("experiments", "sentence"),
+    [
+        (
+            [{"experiment": "b", "optional_properties": {"x": float("nan")}}],
+            "Actuator 'synthetic' gives experiment 'b' the default x = nan, which is not a finite "
+            "number.",
+        ),
+        (
+            [{"experiment": "b"}, {"experiment": "b"}],
+            "Actuator 'synthetic' offers experiment 'b' twice.",
+        ),
+    ],
+)
+def test_a_catalog_its_readers_would_refuse_or_misread_is_refused_at_start(experiments, sentence):
+    """NaN is written as null, which no reader of the actuators topic accepts; a second entry of
+    one experiment would replace the first in every catalog."""
+    with pytest.raises(ActuatorConfigError) as refused:
+        load_actuator("synthetic", {"experiments": experiments})
+    assert str(refused.value) == sentence

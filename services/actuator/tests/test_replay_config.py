@@ -73,6 +73,26 @@ def test_an_unknown_field_is_named_with_the_file(tmp_path: Path) -> None:
         build(tmp_path, {"table": {**table(), "targts": ["x"]}})
 
 
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"targets": [{"column": "tokens", "scale": float("nan")}]}, r"targets\[0\]\.scale"),
+        ({"targets": [{"column": "tokens", "scale": float("inf")}]}, r"targets\[0\]\.scale"),
+        (
+            {"properties": [{"column": "model", "default": float("nan")}]},
+            r"properties\[0\]\.default",
+        ),
+    ],
+)
+def test_a_scale_or_default_that_is_not_a_finite_number_is_refused(
+    tmp_path: Path, fields: dict[str, Any], problem: str
+) -> None:
+    """A NaN scale started, then failed every measurement ('not a finite number'); a NaN
+    default went into the catalog as null, which no reader of the announcement accepts."""
+    with pytest.raises(SpecError, match=problem):
+        build(tmp_path, {"table": table(**fields)})
+
+
 def test_an_unknown_repeats_policy_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"table\.repeats"):
         build(tmp_path, {"table": table(repeats="first")})

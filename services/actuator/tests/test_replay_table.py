@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 import yaml
 
 from discospace.actuator.plugin import Actuator, MeasurementTask
 from discospace.actuator.plugins import load_actuator
 from discospace.actuator.replay import NO_ROW, ReplayActuator, ReplayParameters
 from discospace.core import Entity, Experiment
+from discospace.core.errors import SpecError
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 
 CSV = """model,gpus,batch,peft,tokens_per_s,memory_bytes,runtime
@@ -216,3 +218,35 @@ async def test_a_float32_parquet_column_matches_the_decimal_it_holds(tmp_path: P
     outcome = await measure(actuator, {**entity, "learning_rate": 0.3})
 
     assert outcome == ValidMeasurement(values={"train_tokens_per_second": 300.3})
+
+
+def test_a_table_with_only_a_header_is_refused(tmp_path: Path) -> None:
+    """Every measurement would have been 'no recorded measurement'."""
+    config = write_config(tmp_path)
+    (tmp_path / "runs.csv").write_text(CSV.splitlines()[0] + "\n")
+    with pytest.raises(SpecError, match=r"runs.csv has no rows, only a header$"):
+        ReplayActuator(ReplayParameters(config=config))
+
+
+@pytest.mark.parametrize(
+    ("column", "cells", "row", "problem"),
+    [
+        ("model", [pd.Timestamp("2020-01-01")] * 5, 1, "Timestamp('2020-01-01 00:00:00') is not a"),
+        ("model", [b"m1"] * 5, 1, "b'm1' is not a scalar value (string, number or boolean)"),
+        ("batch", [4.0, float("inf"), 4.0, 4.0, 8.0], 2, "inf is not a finite number"),
+    ],
+)
+def test_a_property_cell_that_cannot_be_a_value_is_refused_naming_column_and_row(
+    tmp_path: Path, column: str, cells: list[object], row: int, problem: str
+) -> None:
+    """A Parquet column of timestamps or bytes raised a bare TypeError at start (exit 1); an
+    infinite cell, a sentence naming neither the file nor the column."""
+    config = write_config(tmp_path, file="runs.parquet")
+    frame = pd.read_csv(tmp_path / "runs.csv")
+    frame[column] = cells
+    frame.to_parquet(tmp_path / "runs.parquet")
+    with pytest.raises(SpecError) as refused:
+        ReplayActuator(ReplayParameters(config=config))
+    where = f"table: {tmp_path / 'runs.parquet'}, column '{column}', row {row}: "
+    assert str(refused.value).startswith(where)
+    assert problem in str(refused.value)

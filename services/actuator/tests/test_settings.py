@@ -115,3 +115,14 @@ def test_a_concurrency_out_of_bounds_is_refused(concurrency):
     assert ActuatorSettings(concurrency=MAX_CONCURRENCY).concurrency == MAX_CONCURRENCY
     with pytest.raises(ValidationError, match="concurrency"):
         ActuatorSettings(concurrency=concurrency)
+
+
+def test_a_blank_worker_id_and_a_memory_limit_beyond_rlimit_are_refused_at_start():
+    """A blank id failed every MeasurementStarted; 2^43 MiB overflowed RLIMIT_AS in each child."""
+    from discospace.actuator.settings import MAX_MEMORY_LIMIT_MB
+
+    with pytest.raises(ValidationError, match="worker_id"):
+        ActuatorSettings(worker_id="")
+    assert ActuatorSettings(memory_limit_mb=MAX_MEMORY_LIMIT_MB).memory_limit_mb == 2**43 - 1
+    with pytest.raises(ValidationError, match="memory_limit_mb"):
+        ActuatorSettings(memory_limit_mb=MAX_MEMORY_LIMIT_MB + 1)

@@ -112,6 +112,11 @@ def numbers(
     return typed
 
 
+MAX_WHOLE = 2**53
+"""The largest whole-number cell: above it a float no longer holds every whole number, and at
+2^63 the int64 column would wrap to a negative number."""
+
+
 def _problem(text: str, rule: Number) -> str | None:
     """Why the cell `text` breaks `rule` (a clause: "which is not a number"), None if it holds."""
     cell = text.strip()
@@ -128,6 +133,8 @@ def _problem(text: str, rule: Number) -> str | None:
         return f"which is not a finite number{means}"
     if rule.whole and not value.is_integer():
         return "which is not a whole number"
+    if rule.whole and abs(value) > MAX_WHOLE:
+        return f"which is too large (above 2^53, {MAX_WHOLE})"
     if rule.above is not None and value <= rule.above:
         bound = f"at least {math.floor(rule.above) + 1}" if rule.whole else f"above {rule.above:g}"
         return f"which is not {bound}"

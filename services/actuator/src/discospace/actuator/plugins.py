@@ -7,6 +7,7 @@ importable but not installed as an entry point (a plugin under development, a te
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -78,12 +79,27 @@ def _first_problem(error: ValidationError) -> str:
 
 
 def _check_catalog(actuator: AnyActuator) -> None:
+    """What readers of the announcement would refuse or misread: another actuator's name, an
+    experiment offered twice (the second would replace the first), and an optional property's
+    default that is not a finite number (JSON writes NaN as null, which no reader accepts)."""
+    seen: set[str] = set()
     for spec in actuator.catalog():
         if spec.actuator != actuator.name:
             raise ActuatorConfigError(
                 f"Actuator '{actuator.name}' offers experiment '{spec.experiment}' "
                 f"under another actuator's name, '{spec.actuator}'."
             )
+        if spec.experiment in seen:
+            raise ActuatorConfigError(
+                f"Actuator '{actuator.name}' offers experiment '{spec.experiment}' twice."
+            )
+        seen.add(spec.experiment)
+        for name, value in spec.optional_properties.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ActuatorConfigError(
+                    f"Actuator '{actuator.name}' gives experiment '{spec.experiment}' the "
+                    f"default {name} = {value}, which is not a finite number."
+                )
 
 
 def _check_isolated(actuator: AnyActuator) -> None:

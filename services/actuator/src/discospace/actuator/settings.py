@@ -51,6 +51,10 @@ def parse_timeout(value: object) -> Time:
     return seconds
 
 
+MAX_MEMORY_LIMIT_MB = (2**63 - 1) // 2**20
+"""The largest `memory_limit_mb` whose bytes fit RLIMIT_AS (a C long)."""
+
+
 class ActuatorSettings(ServiceSettings):
     """An actuator worker's settings: which plugin it runs, with what parameters, on which pool."""
 
@@ -91,7 +95,9 @@ class ActuatorSettings(ServiceSettings):
         "each, so at most the measure topic's partition count).",
     )
     worker_id: str = Field(
-        default_factory=_default_worker_id, description="Names this worker in its announcements."
+        default_factory=_default_worker_id,
+        min_length=1,
+        description="Names this worker in its announcements and measurements.",
     )
     timeout: Annotated[Time, NoDecode] = Field(
         default=Time(3600, "sec"),
@@ -101,6 +107,7 @@ class ActuatorSettings(ServiceSettings):
     memory_limit_mb: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_MEMORY_LIMIT_MB,
         description="Address space an isolated measurement's child process may use (RLIMIT_AS); "
         "over it, the measurement is invalid, 'out of memory'. None: no limit.",
     )

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from threadpoolctl import threadpool_limits
 
 from discospace.actuator.cpu_train.memory import MIB, estimated_peak_mb
@@ -51,7 +51,7 @@ _in_process = threading.Lock()
 class CpuTrainParameters(BaseModel):
     """What `DISCOSPACE_ACTUATOR_PARAMETERS` may set: the defaults of the catalog's options."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     duration: Time = Field(
         default=Time(20, "ba"), description="How long a run trains unless the space says."
@@ -59,6 +59,15 @@ class CpuTrainParameters(BaseModel):
     samples_per_epoch: int = Field(
         default=1024, ge=1, description="Samples in one epoch of the synthetic stream (for ep)."
     )
+
+    @field_validator("duration")
+    @classmethod
+    def _above_zero(cls, duration: Time) -> Time:
+        """A default every measurement would fail on is refused at start, not recorded as an
+        invalid result of each entity."""
+        if duration.value <= 0:
+            raise ValueError(f"duration must be above zero, not {duration}")
+        return duration
 
 
 class CpuTrainActuator:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from threadpoolctl import threadpool_limits
 
 from discospace.actuator.cpu_train.plan import PlanError, TrainConfig, stop_after, whole_number
@@ -79,12 +79,31 @@ _in_process = threading.Lock()
 class DataRecipeParameters(BaseModel):
     """What `DISCOSPACE_ACTUATOR_PARAMETERS` may set: the defaults of the training options."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     duration: Time = Field(
         default=Time(400, "ba"), description="How long process_train trains unless the space says."
     )
     model_size: str = Field(default="tiny", description="The cpu_train preset trained.")
+
+    @field_validator("duration")
+    @classmethod
+    def _counted_above_zero(cls, duration: Time) -> Time:
+        """Defaults every measurement would fail on are refused at start, not recorded as an
+        invalid result of each entity (the rules of `training_of`)."""
+        if duration.unit not in COUNTED_UNITS:
+            raise ValueError(f"duration must be counted in ba, tok, sp or ep, not {duration}")
+        if duration.value <= 0:
+            raise ValueError(f"duration must be above zero, not {duration}")
+        return duration
+
+    @field_validator("model_size")
+    @classmethod
+    def _a_preset(cls, name: str) -> str:
+        problem = preset_named(name)
+        if isinstance(problem, str):
+            raise ValueError(problem)
+        return name
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from discospace.traces.data import DATA_DIR_ENV, data_dir
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 def _named(value: Any, key: str) -> Any:

@@ -94,10 +94,12 @@ class ReplayTable:
         self, config: TableReplay, frame: pd.DataFrame, seed: int = 0, source: str = "the table"
     ) -> None:
         _check_columns(config, frame, source)
+        if frame.empty:  # every measurement would be 'no recorded measurement'
+            raise SpecError(f"table: {source} has no rows, only a header")
         self.config = config
         self.seed = seed
         self._maps = {p.property_name: (p.column, ValueMap(p.values)) for p in config.properties}
-        self._rows = _index(_decimal_floats(frame), self._maps)
+        self._rows = _index(_decimal_floats(frame), self._maps, source)
 
     @classmethod
     def load(cls, config: TableReplay, base: Path, seed: int = 0) -> ReplayTable:
@@ -199,12 +201,29 @@ def _decimal_floats(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _index(frame: pd.DataFrame, maps: Mapping[str, tuple[str, ValueMap]]) -> dict[Key, list[Row]]:
+def _index(
+    frame: pd.DataFrame, maps: Mapping[str, tuple[str, ValueMap]], source: str
+) -> dict[Key, list[Row]]:
     rows: dict[Key, list[Row]] = {}
-    for row in frame.to_dict("records"):
-        values = {name: mapped(row[column]) for name, (column, mapped) in maps.items()}
+    for number, row in enumerate(frame.to_dict("records"), start=1):
+        values = {
+            name: _property_cell(row, column, mapped, source, number)
+            for name, (column, mapped) in maps.items()
+        }
         rows.setdefault(configuration_key(values), []).append(row)
     return rows
+
+
+def _property_cell(row: Row, column: str, mapped: ValueMap, source: str, number: int) -> Value:
+    """A row's value of a property column; a `SpecError` naming the cell when it cannot be a
+    property value (a timestamp, bytes or a struct of a Parquet column; infinity)."""
+    try:
+        value = mapped(row[column])
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{value} is not a finite number")
+    except (TypeError, ValueError) as error:
+        raise SpecError(f"table: {source}, column '{column}', row {number}: {error}") from None
+    return value
 
 
 def _check_columns(config: TableReplay, frame: pd.DataFrame, source: str) -> None:
