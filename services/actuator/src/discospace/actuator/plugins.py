@@ -75,7 +75,10 @@ def _imported(reference: str) -> Any:
 def _first_problem(error: ValidationError) -> str:
     first = error.errors(include_url=False)[0]
     where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
+    message = str(first["msg"])
+    if first["type"] == "value_error":  # a validator's own sentence, without "Value error, "
+        message = str(first.get("ctx", {}).get("error", message))
+    return f"{where}: {message}" if where else message
 
 
 def _check_catalog(actuator: AnyActuator) -> None:
