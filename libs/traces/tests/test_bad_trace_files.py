@@ -229,3 +229,18 @@ def test_a_zeus_trace_without_a_workload_of_the_papers_jobs_is_refused(tmp_path:
 
     with pytest.raises(ZeusTraceError, match="give v100 no workload"):
         ZeusTrace.load(tmp_path, "v100")
+
+
+def test_a_power_row_given_twice_is_refused_naming_both_rows(tmp_path: Path):
+    """The second row replaced the first without a word (the published traces repeat none)."""
+    again = "squad,toynet,32,adamw,100,99.0,99.0"
+    folder = zeus_trace(tmp_path, power="\n".join([POWER_HEADER, *POWER_ROWS, again]) + "\n")
+
+    with pytest.raises(ZeusTraceError) as refused:
+        ZeusTrace.load(folder, "v100")
+
+    assert str(refused.value) == (
+        f"The Zeus power trace {folder / 'summary_power_v100.csv'} gives dataset squad, network "
+        "toynet, batch_size 32, optimizer adamw, power_limit 100 in more than one row (data rows "
+        "3, 5): give each configuration once."
+    )

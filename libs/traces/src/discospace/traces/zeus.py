@@ -228,7 +228,9 @@ class ZeusTrace:
                 f"(power traces there: {there})."
             )
         train = _checked(root / TRAIN_FILE, "Zeus train trace", TRAIN_COLUMNS)
-        trace = cls.from_frames(train, _checked(power_path, "Zeus power trace", POWER_COLUMNS), gpu)
+        power = _checked(power_path, "Zeus power trace", POWER_COLUMNS)
+        _check_unrepeated(power, power_path)
+        trace = cls.from_frames(train, power, gpu)
         if not trace.workloads:
             raise ZeusTraceError(
                 f"The Zeus traces in {root} give {gpu} no workload: no dataset of the paper's "
@@ -489,3 +491,26 @@ def _power_rows(
             strict=True,
         )
     }
+
+
+_POWER_KEY = ("dataset", "network", "batch_size", "optimizer", "power_limit")
+
+
+def _check_unrepeated(power: pd.DataFrame, path: Path) -> None:
+    """One row per (workload, optimizer, batch size, power limit): a repeated one would replace
+    the first without a word (the published traces repeat none)."""
+    repeated = power.duplicated(list(_POWER_KEY), keep=False)
+    if not repeated.any():
+        return
+    rows = [int(i) + 1 for i in power.index[repeated]]
+    first = power.loc[power.index[repeated][0], list(_POWER_KEY)]
+    same = [
+        r
+        for r, i in zip(rows, power.index[repeated], strict=True)
+        if tuple(power.loc[i, list(_POWER_KEY)]) == tuple(first)
+    ]
+    shown = ", ".join(f"{name} {value}" for name, value in zip(_POWER_KEY, first, strict=True))
+    raise ZeusTraceError(
+        f"The Zeus power trace {path} gives {shown} in more than one row (data rows "
+        f"{', '.join(map(str, same))}): give each configuration once."
+    )
