@@ -166,6 +166,11 @@ async def test_a_property_the_entity_holds_wins_over_the_experiments_option_of_t
             [{"experiment": "b"}, {"experiment": "b"}],
             "Actuator 'synthetic' offers experiment 'b' twice.",
         ),
+        (  # read as a service setting before ("setting target_properties.0: ...")
+            [{"experiment": "b", "target_properties": [""]}],
+            "The catalog of actuator 'synthetic' is not valid: target_properties.0: String should "
+            "have at least 1 character.",
+        ),
     ],
 )
 def test_a_catalog_its_readers_would_refuse_or_misread_is_refused_at_start(experiments, sentence):

@@ -85,8 +85,14 @@ def _check_catalog(actuator: AnyActuator) -> None:
     """What readers of the announcement would refuse or misread: another actuator's name, an
     experiment offered twice (the second would replace the first), and an optional property's
     default that is not a finite number (JSON writes NaN as null, which no reader accepts)."""
+    try:
+        catalog = actuator.catalog()
+    except ValidationError as error:  # an experiment its parameters describe is no ExperimentSpec
+        raise ActuatorConfigError(
+            f"The catalog of actuator '{actuator.name}' is not valid: {_first_problem(error)}."
+        ) from None
     seen: set[str] = set()
-    for spec in actuator.catalog():
+    for spec in catalog:
         if spec.actuator != actuator.name:
             raise ActuatorConfigError(
                 f"Actuator '{actuator.name}' offers experiment '{spec.experiment}' "
