@@ -2,8 +2,8 @@
 # A real Apache Kafka broker (KRaft, one combined broker/controller) on 127.0.0.1, from Maven.
 #
 # Secure by default: a SASL_SSL listener (TLS with a certificate of a local CA; SCRAM-SHA-512,
-# SCRAM-SHA-256 or PLAIN logins), the StandardAuthorizer, and one principal per service with ACLs that allow exactly
-# its topics (see acl_spec below). The first start of a state dir makes the CA, the broker's
+# SCRAM-SHA-256 or PLAIN logins), the StandardAuthorizer, and one principal per service with
+# ACLs that allow exactly its topics (see acl_spec below). The first start of a state dir makes the CA, the broker's
 # certificate and every principal's password there; <state>/credentials/<principal>.env holds
 # the settings a process needs to log in as that principal (KAFKA_SECURITY_PROTOCOL, ...).
 # KAFKA_SECURITY=plaintext starts the broker of old instead: one PLAINTEXT listener, no login,

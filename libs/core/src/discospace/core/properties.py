@@ -110,14 +110,14 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
     if domain.size > MAX_DOMAIN_SIZE:
         raise _fail(
             spec.name,
-            f"has a range of {_magnitude(int(domain.size))} values at interval {interval}, "
+            f"has a range of {magnitude(int(domain.size))} values at interval {interval}, "
             f"over the limit of 2^53 ({MAX_DOMAIN_SIZE}): widen the interval, or make it "
             "continuous",
         )
     return domain
 
 
-def _magnitude(count: int) -> str:
+def magnitude(count: int) -> str:
     """A count for a sentence: as written below 10^18, else its power of ten (from its bit
     length: `str` of a very long int is refused)."""
     if count < 10**18:

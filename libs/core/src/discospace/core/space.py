@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 from discospace.core.canonical import Value, format_value
 from discospace.core.entity import Entity
 from discospace.core.errors import EntityError, EntitySpaceError
-from discospace.core.properties import ConstitutiveProperty, canonical_property
+from discospace.core.properties import ConstitutiveProperty, canonical_property, magnitude
 from discospace.core.spec import PropertySpec
 
 if TYPE_CHECKING:
     from discospace.core.sampling import EntitySequence
 
 
-LOG10_2 = math.log10(2)
 MAX_SPACE_SIZE = 10**300
 """The most entities a finite space may have: its size stays a number a float holds (the
 samplers, the views and the progress figures compare it with floats)."""
@@ -44,9 +43,9 @@ class EntitySpace:
         sizes = [prop.domain.size for prop in self.properties]
         self._size: int | float = math.prod(int(n) for n in sizes) if self._finite else math.inf
         if self._finite and self._size > MAX_SPACE_SIZE:
-            magnitude = int(int(self._size).bit_length() * LOG10_2)
             raise EntitySpaceError(
-                f"the entity space has about 10^{magnitude} entities, over the limit of 10^300: "
+                f"the entity space has {magnitude(int(self._size))} entities, over the limit of "
+                "10^300: "
                 "fewer properties, fewer values, or continuous ones"
             )
 

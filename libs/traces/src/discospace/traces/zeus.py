@@ -499,16 +499,12 @@ _POWER_KEY = ("dataset", "network", "batch_size", "optimizer", "power_limit")
 def _check_unrepeated(power: pd.DataFrame, path: Path) -> None:
     """One row per (workload, optimizer, batch size, power limit): a repeated one would replace
     the first without a word (the published traces repeat none)."""
-    repeated = power.duplicated(list(_POWER_KEY), keep=False)
+    keys = power[list(_POWER_KEY)]
+    repeated = keys.duplicated(keep=False)
     if not repeated.any():
         return
-    rows = [int(i) + 1 for i in power.index[repeated]]
-    first = power.loc[power.index[repeated][0], list(_POWER_KEY)]
-    same = [
-        r
-        for r, i in zip(rows, power.index[repeated], strict=True)
-        if tuple(power.loc[i, list(_POWER_KEY)]) == tuple(first)
-    ]
+    first = keys[repeated].iloc[0]
+    same = [int(i) + 1 for i in keys.index[(keys == first).all(axis=1)]]
     shown = ", ".join(f"{name} {value}" for name, value in zip(_POWER_KEY, first, strict=True))
     raise ZeusTraceError(
         f"The Zeus power trace {path} gives {shown} in more than one row (data rows "

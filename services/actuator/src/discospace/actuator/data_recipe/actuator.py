@@ -91,8 +91,9 @@ class DataRecipeParameters(BaseModel):
     def _counted_above_zero(cls, duration: Time) -> Time:
         """Defaults every measurement would fail on are refused at start, not recorded as an
         invalid result of each entity (the rules of `training_of`)."""
-        if duration.unit not in COUNTED_UNITS:
-            raise ValueError(f"duration must be counted in ba, tok, sp or ep, not {duration}")
+        problem = _uncounted(duration)
+        if problem is not None:
+            raise ValueError(problem)
         if duration.value <= 0:
             raise ValueError(f"duration must be above zero, not {duration}")
         return duration
@@ -192,6 +193,17 @@ def _trains(task: MeasurementTask) -> bool:
     return task.experiment.experiment.identifier == PROCESS_TRAIN
 
 
+def _uncounted(duration: Time, written: object = None) -> str | None:
+    """Why `duration` (as `written`, when given) is no budget of a recipe (a time in seconds),
+    or None."""
+    if duration.unit in COUNTED_UNITS:
+        return None
+    return (
+        f"duration must be counted in ba, tok, sp or ep, not {written or duration}: "
+        "the same recipe must train on the same tokens on every machine"
+    )
+
+
 def training_of(properties: Mapping[str, Value]) -> Training:
     """The training run `properties` describe, or a `PlanError`."""
     preset = preset_named(properties.get("model_size"))
@@ -199,14 +211,11 @@ def training_of(properties: Mapping[str, Value]) -> Training:
         raise PlanError(preset)
     duration = properties.get("duration")
     try:
-        unit = Time.parse(str(duration)).unit
+        problem = _uncounted(Time.parse(str(duration)), duration)
     except TimeError as error:
         raise PlanError(f"duration {duration}: {error}") from None
-    if unit not in COUNTED_UNITS:
-        raise PlanError(
-            f"duration must be counted in ba, tok, sp or ep, not {duration}: "
-            "the same recipe must train on the same tokens on every machine"
-        )
+    if problem is not None:
+        raise PlanError(problem)
     return Training(
         preset_name=preset.name,
         batch_size=whole_number(properties, "batch_size"),
