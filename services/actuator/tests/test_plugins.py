@@ -41,6 +41,20 @@ def test_bad_parameters_are_refused_in_one_sentence_naming_the_field():
     )
 
 
+@pytest.mark.parametrize(
+    ("parameters", "field"),
+    [({"latency_s": "inf"}, "latency_s"), ({"invalid_when": {"above": float("nan")}}, "above")],
+)
+def test_a_number_that_is_not_finite_is_refused_naming_the_field(
+    parameters: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ActuatorConfigError) as caught:
+        load_actuator("synthetic", parameters)
+
+    assert field in str(caught.value)
+    assert str(caught.value).endswith("Input should be a finite number.")
+
+
 class _Impostor:
     """A plugin whose catalog names another actuator."""
 

@@ -121,6 +121,24 @@ async def test_numbers_match_whatever_their_type(tmp_path: Path) -> None:
     assert outcome.values["peak_memory_mib"] == 2.0
 
 
+async def test_numbers_match_in_a_column_that_also_holds_text(tmp_path: Path) -> None:
+    csv = CSV + "m1,1,auto,,300.0,1048576,1.0\n"  # the batch column is read as text throughout
+    (tmp_path / "runs.csv").write_text(csv)
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump({"table": table_config()}))
+    actuator = ReplayActuator(ReplayParameters(config=path))
+
+    by_number = await measure(actuator, ENTITY)
+    by_text = await measure(actuator, {**ENTITY, "batch_size": "auto"})
+
+    assert not pd.api.types.is_numeric_dtype(pd.read_csv(tmp_path / "runs.csv")["batch"])
+    assert isinstance(by_number, ValidMeasurement)
+    assert by_number.values["peak_memory_mib"] == 2.0
+    assert by_text == ValidMeasurement(
+        values={"train_tokens_per_second": 300.0, "peak_memory_mib": 1.0}
+    )
+
+
 async def test_a_row_without_throughput_is_invalid_with_the_rule_reason(tmp_path: Path) -> None:
     actuator = replay(tmp_path)
 

@@ -55,7 +55,9 @@ class InvalidRule(_Frozen):
     """An entity is invalid when the product of these properties is above `above`."""
 
     product_of: tuple[str, ...] = Field(default=("batch_size", "model_max_length"), min_length=1)
-    above: float = Field(default=2**19, description="Largest product that still fits.")
+    above: float = Field(
+        default=2**19, allow_inf_nan=False, description="Largest product that still fits."
+    )
     reason: str = Field(default="out of memory", min_length=1)
 
     def violated_by(self, properties: Mapping[str, Value]) -> bool:
@@ -80,7 +82,9 @@ class SyntheticParameters(_Frozen):
     experiments: tuple[SyntheticExperiment, ...] = Field(
         default=DEFAULT_EXPERIMENTS, min_length=1, description="The catalog it offers."
     )
-    latency_s: float = Field(default=0.0, ge=0, description="How long each measurement takes.")
+    latency_s: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="How long each measurement takes."
+    )
     failure_rate: float = Field(
         default=0.0, ge=0, le=1, description="Chance that an attempt fails transiently."
     )

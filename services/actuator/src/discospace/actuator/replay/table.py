@@ -1,11 +1,11 @@
 """Replaying a published table: rows indexed by configuration, served as measurements.
 
 A configuration is the tuple of its constitutive property values as the table holds them
-(renamed, values mapped, numbers normalised: 4 and 4.0 are one value), so an entity finds its
-rows whatever order or numeric type its values come in. Several rows of one configuration are
-repeated runs of it: measurement number `attempt` of a request gets one of them, chosen from
-(seed, request id, attempt), so a retry or another operation may see another run while the same
-request always sees the same one. An entity with no row is an invalid result,
+(renamed, values mapped, numbers normalised: 4, 4.0 and a cell's text "4" are one value), so an
+entity finds its rows whatever order or numeric type its values come in. Several rows of one
+configuration are repeated runs of it: measurement number `attempt` of a request gets one of
+them, chosen from (seed, request id, attempt), so a retry or another operation may see another
+run while the same request always sees the same one. An entity with no row is an invalid result,
 "no recorded measurement".
 """
 
@@ -83,8 +83,25 @@ class ValueMap:
 
 
 def configuration_key(values: Mapping[str, object]) -> Key:
-    """The canonical key of a configuration (property name -> value)."""
-    return canonical_json({name: normalise_value(v) for name, v in sorted(values.items())})
+    """The canonical key of a configuration (property name -> value), each value as its text
+    (`match_text`), so that an entity's 4 finds a row whose cell holds it as text."""
+    return canonical_json({name: match_text(v) for name, v in sorted(values.items())})
+
+
+def match_text(value: object) -> str:
+    """A value as a configuration key holds it: a number (or text that reads as a finite
+    number: "4", "4.0", " 1e3 ") as its normalised text, anything else as `format_value` writes
+    it. A column that mixes numbers and text ("auto" in some rows) is read as text throughout,
+    and its rows of numbers still match the entities whose values are those numbers."""
+    normal = normalise_value(value)
+    if isinstance(normal, str):
+        try:
+            number = float(normal)
+        except ValueError:
+            return normal
+        if math.isfinite(number):
+            return format_value(normalise_value(number))
+    return format_value(normal)
 
 
 class ReplayTable:
