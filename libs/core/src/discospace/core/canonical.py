@@ -22,6 +22,11 @@ def is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def not_finite(value: object) -> bool:
+    """True for a float that is NaN or infinite: a value no property, id or table may hold."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def value_kind(value: object) -> str:
     """The kind of a scalar: "booleans", "numbers" or "strings" (plural: it names groups)."""
     if isinstance(value, bool):

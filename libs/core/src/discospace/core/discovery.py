@@ -5,13 +5,12 @@ sorted, experiments sorted, sample store), so registering the same space twice g
 and reordering properties in the file does not change it.
 """
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
-from discospace.core.canonical import canonical_json, normalise_value, short_hash
+from discospace.core.canonical import canonical_json, normalise_value, not_finite, short_hash
 from discospace.core.errors import DiscospaceError, MeasurementSpaceError, SpecError
 from discospace.core.experiment import ExperimentCatalog, parameterized_experiment_id
 from discospace.core.measurement_space import MeasurementSpace
@@ -76,7 +75,7 @@ class DiscoverySpace:
                 )
         for ref in self.experiments:
             for name, value in ref.parameterization.items():
-                if isinstance(value, float) and not math.isfinite(value):
+                if not_finite(value):
                     raise MeasurementSpaceError(
                         f"experiment '{ref.experiment}' of actuator '{ref.actuator}' sets "
                         f"'{name}' to {value}, which is not a finite number"

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from discospace.core.canonical import Value, format_value, normalise_value, value_kind
+from discospace.core.canonical import Value, format_value, normalise_value, not_finite, value_kind
 from discospace.core.errors import DomainError
 from discospace.core.property_domains import UNIFORM, DomainKind, Probability, PropertyDomain
 from discospace.core.spec import ProbabilitySpec, PropertySpec
@@ -79,7 +79,7 @@ def _domain_from_values(spec: PropertySpec) -> PropertyDomain:
 def _check_values(name: str, values: tuple[Value, ...]) -> None:
     seen: set[Value] = set()
     for value in values:
-        if isinstance(value, float) and not math.isfinite(value):
+        if not_finite(value):
             raise _fail(name, f"has the value {value}, which is not a finite number")
         if value in seen:
             raise _fail(name, f"lists the value {format_value(value)} twice")

@@ -7,7 +7,6 @@ importable but not installed as an entry point (a plugin under development, a te
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from discospace.actuator.plugin import ENTRY_POINT_GROUP, AnyActuator, is_isolated
+from discospace.core.canonical import not_finite
 
 
 class ActuatorConfigError(ValueError):
@@ -104,7 +104,7 @@ def _check_catalog(actuator: AnyActuator) -> None:
             )
         seen.add(spec.experiment)
         for name, value in spec.optional_properties.items():
-            if isinstance(value, float) and not math.isfinite(value):
+            if not_finite(value):
                 raise ActuatorConfigError(
                     f"Actuator '{actuator.name}' gives experiment '{spec.experiment}' the "
                     f"default {name} = {value}, which is not a finite number."

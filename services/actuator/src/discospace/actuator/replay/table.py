@@ -28,7 +28,13 @@ from discospace.actuator.replay.config import (
 )
 from discospace.actuator.replay.seeding import choose
 from discospace.core import ExperimentSpec
-from discospace.core.canonical import Value, canonical_json, format_value, normalise_value
+from discospace.core.canonical import (
+    Value,
+    canonical_json,
+    format_value,
+    normalise_value,
+    not_finite,
+)
 from discospace.core.errors import SpecError
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 
@@ -236,7 +242,7 @@ def _property_cell(row: Row, column: str, mapped: ValueMap, source: str, number:
     property value (a timestamp, bytes or a struct of a Parquet column; infinity)."""
     try:
         value = mapped(row[column])
-        if isinstance(value, float) and not math.isfinite(value):
+        if not_finite(value):
             raise ValueError(f"{value} is not a finite number")
     except (TypeError, ValueError) as error:
         raise SpecError(f"table: {source}, column '{column}', row {number}: {error}") from None
