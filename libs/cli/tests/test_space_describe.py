@@ -46,6 +46,21 @@ def test_describing_the_seed_space_reports_80_entities_4_categorical_and_3_discr
     assert "Discrete properties (3)" in result.stdout
 
 
+def test_a_kind_of_property_the_space_lacks_gets_no_empty_table(tmp_path: Path) -> None:
+    space = tmp_path / "space.yaml"
+    space.write_text(
+        "sample_store: s\n"
+        "entity_space:\n  - {name: batch_size, values: [1, 2]}\n"
+        "measurement_space:\n  - {actuator: synthetic, experiment: benchmark}\n"
+    )
+
+    result = describe("-f", str(space))
+
+    assert result.exit_code == 0, result.output
+    assert "Discrete properties (1)" in result.stdout
+    assert "Categorical properties" not in result.stdout
+
+
 def test_the_description_lists_values_and_experiments() -> None:
     result = describe("--file", str(SEED_SPACE))
     for text in (

@@ -114,3 +114,15 @@ def test_text_that_is_not_valid_unicode_is_refused(tmp_path, name, text) -> None
         SpecError, match=r"holds text that is not valid Unicode \(.*a lone surrogate"
     ):
         load_space_spec(write(tmp_path, name, text))
+
+
+@pytest.mark.parametrize(
+    ("text", "name"), [("", "f.yaml"), ("# only a comment\n", "f.yaml"), ("null", "f.json")]
+)
+def test_a_file_without_a_document_is_refused_saying_so(text: str, name: str) -> None:
+    with pytest.raises(SpecError) as refused:
+        parse_document(text, name)
+
+    assert str(refused.value) == (
+        f"{name}: holds no document (it is empty, or only comments or null)"
+    )

@@ -211,8 +211,12 @@ def print_description(space: DiscoverySpace, console: Console, catalog: Catalog)
         + ", ".join(f"{n} {kind}" for kind, n in counts.items())
         + " properties",
     )
-    console.print(_properties_table("Categorical", _of_kind(entity_space, "categorical"), "values"))
-    console.print(_discrete_table(_of_kind(entity_space, "discrete")))
+    categorical = _of_kind(entity_space, "categorical")
+    if categorical:
+        console.print(_properties_table("Categorical", categorical, "values"))
+    discrete = _of_kind(entity_space, "discrete")
+    if discrete:
+        console.print(_discrete_table(discrete))
     others = _of_kind(entity_space, "continuous") + _of_kind(entity_space, "identifier")
     if others:
         console.print(_properties_table("Continuous and identifier", others, "range"))

@@ -211,6 +211,8 @@ def parse_document(
     except _LimitError as refused:
         where = f"line {refused.line}: " if refused.line is not None else ""
         raise SpecError(f"{source}: {where}{refused.problem}") from None
+    if data is None:
+        raise SpecError(f"{source}: holds no document (it is empty, or only comments or null)")
     return data
 
 
