@@ -231,8 +231,9 @@ def test_a_bad_time_field_is_a_validation_error_naming_the_problem() -> None:
 @pytest.mark.parametrize(
     ("text", "matches"),
     [
-        *[(text, True) for text in ("3ep", "3E4TOK", "1h20m40s", "0.1Dur", "45s")],
-        *[(text, False) for text in ("", "3", "ep", "3years", "1h20x")],
+        *[(text, True) for text in ("3ep", "3E4TOK", "1h20m40s", "0.1Dur", "45s", "1_000tok")],
+        *[(text, False) for text in ("", "3", "ep", "3years", "1h20x", "1__0ep", "_1ep")],
+        *[(text, False) for text in ("\uff13ep", "\u0663ep", "1\u0663h")],  # other scripts' digits
     ],
 )
 def test_the_json_schema_pattern_agrees_with_the_parser(text: str, matches: bool) -> None:
@@ -251,7 +252,49 @@ def test_fractions_of_duration_add_as_the_decimals_they_are_written_as() -> None
 
 
 def test_huge_counts_stay_exact() -> None:
-    assert Time(10**40, "tok") + Time(1, "tok") == Time(10**40 + 1, "tok")
+    assert Time(2**62, "tok") + Time(1, "tok") == Time(2**62 + 1, "tok")
+    assert Time(2**62 - 1, "tok") * 2 + "1tok" == Time(2**63 - 1, "tok")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Time.parse("9" * 320 + "s"),
+        lambda: Time.parse("9" * 320 + "m"),
+        lambda: Time.parse("1e400ep"),
+        lambda: Time(10**400, "tok"),
+        lambda: Time(2**62, "tok") * 2,
+        lambda: Time(1e308, "dur") + Time(1e308, "dur"),
+    ],
+)
+def test_a_time_beyond_a_64_bit_count_is_refused_in_one_sentence(make) -> None:
+    with pytest.raises(TimeError, match=r"is too large: a time holds at most 2\^63 - 1 \w+$"):
+        make()
+
+
+def test_a_conversion_rounds_once_even_through_a_coarser_unit() -> None:
+    from fractions import Fraction
+
+    from discospace.core.time_conversion import units_per
+
+    # 100 batches an epoch, 10 samples a batch, 1000 tokens a sample: no tokens_per_sample, so
+    # batches reach tokens through epochs
+    facts = TimeFacts(samples_per_epoch=1000, batch_size=10, tokens_per_epoch=1_000_000)
+
+    assert Time(550, "ba").to("tok", facts) == Time(5_500_000, "tok")
+    assert Time(1000, "tok").to("sp", facts) == Time(1, "sp")
+    assert Time(15_999, "tok").to("ba", facts) == Time(1, "ba")
+    assert units_per("ba", "tok", facts) == 10_000
+    assert units_per("TOK", "Ba", facts) == Fraction(1, 10_000)
+
+
+def test_equality_reads_text_as_the_orderings_do() -> None:
+    assert Time(5, "ep") == "5ep"
+    assert Time(5, "ep") == " 5 EP "
+    assert Time(5, "ep") != "5ba"
+    assert Time(5, "ep") != "not a time"
+    assert Time(5, "ep") != Time(5, "ba")
+    assert len({Time(5, "ep"), Time.parse("5ep"), Time(5, "ba")}) == 2
 
 
 def test_an_elapsed_time_in_a_coarser_unit_is_not_rounded_into_the_maximum_unit() -> None:

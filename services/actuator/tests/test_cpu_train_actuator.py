@@ -122,8 +122,8 @@ def test_an_unusable_property_makes_the_measurement_invalid_with_the_reason(chan
 @pytest.mark.parametrize(
     ("duration", "words"),
     [
-        ("3iter", "duration 3iter: 3iter cannot be converted to ba"),
-        ("0.5dur", "needs max_duration"),
+        ("3iter", "duration 3iter cannot be trained: give it in ba, ep, sp, tok, sec"),
+        ("0.5dur", "duration 0.5dur cannot be trained: give it in ba, ep, sp, tok, sec"),
         ("0ba", "duration must be above zero, not 0ba"),
         ("soon", "duration soon: 'soon' is not a time"),
     ],
@@ -244,12 +244,22 @@ def test_the_example_space_fits_the_catalog_and_three_of_its_entities_exceed_its
     ]
 
 
-@pytest.mark.parametrize("duration", ["0ba", "-3ba", "0sec"])
-def test_a_default_duration_every_measurement_would_refuse_is_refused_at_start(duration):
-    """It was accepted, and each entity then got an invalid result for the operator's mistake."""
+@pytest.mark.parametrize("actuator", ["cpu_train", "gpu_train"])
+@pytest.mark.parametrize(
+    ("duration", "sentence"),
+    [
+        *[(d, f"duration must be above zero, not {d}") for d in ("0ba", "-3ba", "0sec")],
+        *[
+            (d, f"duration {d} cannot be trained: give it in ba, ep, sp, tok, sec")
+            for d in ("0.5dur", "5iter")
+        ],
+    ],
+)
+def test_a_default_duration_every_measurement_would_refuse_is_refused_at_start(
+    actuator, duration, sentence
+):
+    """It was accepted, and each entity then got an invalid result for the operator's mistake
+    (a single run has no maximum for a dur to be a share of)."""
     with pytest.raises(ActuatorConfigError) as refused:
-        load_actuator("cpu_train", {"duration": duration})
-    assert str(refused.value) == (
-        "Parameters of actuator 'cpu_train': duration: "
-        f"duration must be above zero, not {duration}."
-    )
+        load_actuator(actuator, {"duration": duration})
+    assert str(refused.value) == f"Parameters of actuator '{actuator}': duration: {sentence}."

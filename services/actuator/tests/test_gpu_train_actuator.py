@@ -142,7 +142,7 @@ def test_more_than_one_gpu_is_invalid_with_the_reason():
         ({"dtype": "float64"}, "dtype must be one of bfloat16, float16, float32, not 'float64'"),
         ({"model_size": "xl"}, "model_size 'xl' is not a preset"),
         ({"number_gpus": 0}, "number_gpus must be a whole number of at least 1, not 0"),
-        ({"duration": "3iter"}, "duration 3iter: 3iter cannot be converted to ba"),
+        ({"duration": "3iter"}, "duration 3iter cannot be trained: give it in ba, ep, sp"),
     ],
 )
 def test_an_unusable_property_is_invalid_before_any_gpu_is_touched(change, words):

@@ -168,6 +168,17 @@ def test_a_result_whose_facts_cannot_convert_is_not_counted_and_says_why():
     assert stop is None
 
 
+def test_a_negative_count_is_not_counted_and_does_not_lower_the_tally():
+    space = space_of(experiment("batches", ("trained_batches",)))
+    runs = [result(values={"trained_batches": n}, experiment_id="batches") for n in (80, -50, 60)]
+
+    counted = tally("100ba", space, runs)
+
+    assert counted.trained == 140
+    assert counted.uncounted == 1
+    assert counted.first_problem == "batches: -50ba is below zero"
+
+
 def test_reused_results_cost_nothing_and_invalid_ones_count_what_they_report():
     space = space_of(TRAIN)
     results = [result(8, reused=True), result(8, is_valid=False), result(16)]

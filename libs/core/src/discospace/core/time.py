@@ -34,11 +34,16 @@ class TimeUnit(StrEnum):
 
 
 _UNITS = "|".join(unit.value for unit in TimeUnit)
+_DIGITS = r"\d(?:_?\d)*"
+"""Digits, grouped by single underscores as Python (and composer's float()) reads them: 1_000."""
 _NUMBER_AND_UNIT = re.compile(
-    rf"^(?P<value>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(?P<unit>{_UNITS})$", re.IGNORECASE
+    rf"^(?P<value>[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:e[+-]?{_DIGITS})?)"
+    rf"\s*(?P<unit>{_UNITS})$",
+    re.IGNORECASE | re.ASCII,
 )
 _TIMEDELTA = re.compile(
-    r"^(?=\d)(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$", re.IGNORECASE
+    r"^(?=\d)(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$",
+    re.IGNORECASE | re.ASCII,
 )
 _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 _EXACT = Context(prec=200)
@@ -50,14 +55,16 @@ def _any_case(word: str) -> str:
 
 
 TIME_PATTERN = (
-    r"^\s*(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*(?:"
+    r"^\s*(?:[+-]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)"
+    r"(?:[eE][+-]?[0-9](?:_?[0-9])*)?\s*(?:"
     + "|".join(_any_case(unit.value) for unit in TimeUnit)
-    + r")|(?=\d)(?:\d+[dD])?(?:\d+[hH])?(?:\d+[mM])?(?:\d+[sS])?)\s*$"
+    + r")|(?=[0-9])(?:[0-9]+[dD])?(?:[0-9]+[hH])?(?:[0-9]+[mM])?(?:[0-9]+[sS])?)\s*$"
 )
 """The JSON Schema pattern of a time string (ECMA-262: no inline flags, so cases are spelled)."""
 
 
-def _unit(unit: "TimeUnit | str") -> TimeUnit:
+def as_unit(unit: "TimeUnit | str") -> TimeUnit:
+    """A unit named in any case ("EP", " ba"); a `TimeError` naming the units for anything else."""
     try:
         return TimeUnit(str(unit).strip().lower())
     except ValueError:
@@ -65,16 +72,30 @@ def _unit(unit: "TimeUnit | str") -> TimeUnit:
         raise TimeError(f"'{unit}' is not a time unit: use one of {names}") from None
 
 
+MAX_TIME_VALUE = 2**63 - 1
+"""The largest amount of any unit (a signed 64-bit count: 10^18 tokens is far beyond any run);
+sums and products stay exact below it."""
+
+
 def _whole_or_fraction(value: int | float | Decimal, unit: TimeUnit, shown: str) -> int | float:
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         raise TimeError(f"a time value is a number, not {value!r}")
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise TimeError(f"{shown} is not a finite time")
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise TimeError(f"{shown} is not a finite time")
+    if not -MAX_TIME_VALUE <= value <= MAX_TIME_VALUE:
+        raise TimeError(f"{_abridged(shown)} is too large: a time holds at most 2^63 - 1 {unit}")
     if unit is TimeUnit.DURATION:
         return float(value)
     if value != int(value):
         raise TimeError(f"{shown} is not a whole number of {unit.value}: only dur takes fractions")
     return int(value)
+
+
+def _abridged(text: str, keep: int = 24) -> str:
+    """`text`, its middle left out when it is longer than `keep` characters."""
+    return text if len(text) <= keep else f"{text[: keep // 2]}...{text[-keep // 2 :]}"
 
 
 @dataclass(frozen=True)
@@ -85,7 +106,7 @@ class Time:
     unit: TimeUnit
 
     def __init__(self, value: int | float, unit: TimeUnit | str) -> None:
-        checked_unit = _unit(unit)
+        checked_unit = as_unit(unit)
         shown = f"{value}{checked_unit.value}"
         object.__setattr__(self, "unit", checked_unit)
         object.__setattr__(self, "value", _whole_or_fraction(value, checked_unit, shown))
@@ -100,7 +121,7 @@ class Time:
         clean = text.strip()
         match = _NUMBER_AND_UNIT.match(clean)
         if match:
-            unit = _unit(match["unit"])
+            unit = as_unit(match["unit"])
             return cls(_whole_or_fraction(_decimal(match["value"]), unit, clean), unit)
         delta = _TIMEDELTA.match(clean)
         if delta and any(delta.groupdict().values()):
@@ -161,6 +182,18 @@ class Time:
         shown = f"{self} / {number} = {quotient.normalize():f}{self.unit.value}"
         return Time(_whole_or_fraction(quotient, self.unit, shown), self.unit)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a time of the same unit and value, or to its text ("5ep"), as the
+        orderings read it; a time of another unit is not equal (the orderings refuse it)."""
+        if isinstance(other, str):
+            try:
+                other = Time.parse(other)
+            except TimeError:
+                return False
+        if not isinstance(other, Time):
+            return NotImplemented
+        return self.unit is other.unit and self.value == other.value
+
     def __lt__(self, other: object) -> bool:
         return self.value < self._same_unit(other, "compare").value
 
@@ -180,7 +213,7 @@ class Time:
         tokens_per_epoch, tokens_per_sample, max_duration. Reductions round down."""
         from discospace.core.time_conversion import convert, merge_facts
 
-        return convert(self, _unit(unit), merge_facts(facts, known))
+        return convert(self, as_unit(unit), merge_facts(facts, known))
 
     def fraction_of(
         self, max_duration: "Time | str", facts: "TimeFacts | None" = None, **known: Any

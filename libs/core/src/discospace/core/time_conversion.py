@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from discospace.core.errors import TimeConversionError, TimeError
-from discospace.core.time import Time, TimeUnit
+from discospace.core.time import Time, TimeUnit, as_unit
 
 EP, BA, SP, TOK, DUR = (TimeUnit.EPOCH, TimeUnit.BATCH, TimeUnit.SAMPLE, TimeUnit.TOKEN,
                         TimeUnit.DURATION)  # fmt: skip
@@ -62,20 +62,23 @@ def _batches_per_epoch(facts: TimeFacts) -> int:
     return math.ceil(facts.samples_per_epoch / facts.batch_size)  # type: ignore[operator]
 
 
-Rule = Callable[[int, TimeFacts], int]
+Ratio = Callable[[TimeFacts], Fraction]
 
-_LINKS: dict[tuple[TimeUnit, TimeUnit], tuple[tuple[str, ...], Rule]] = {
-    (EP, BA): (("samples_per_epoch", "batch_size"), lambda v, f: v * _batches_per_epoch(f)),
-    (BA, EP): (("samples_per_epoch", "batch_size"), lambda v, f: v // _batches_per_epoch(f)),
-    (EP, SP): (("samples_per_epoch",), lambda v, f: v * f.samples_per_epoch),  # type: ignore[operator]
-    (SP, EP): (("samples_per_epoch",), lambda v, f: v // f.samples_per_epoch),  # type: ignore[operator]
-    (BA, SP): (("batch_size",), lambda v, f: v * f.batch_size),  # type: ignore[operator]
-    (SP, BA): (("batch_size",), lambda v, f: v // f.batch_size),  # type: ignore[operator]
-    (EP, TOK): (("tokens_per_epoch",), lambda v, f: v * f.tokens_per_epoch),  # type: ignore[operator]
-    (TOK, EP): (("tokens_per_epoch",), lambda v, f: v // f.tokens_per_epoch),  # type: ignore[operator]
-    (SP, TOK): (("tokens_per_sample",), lambda v, f: v * f.tokens_per_sample),  # type: ignore[operator]
-    (TOK, SP): (("tokens_per_sample",), lambda v, f: v // f.tokens_per_sample),  # type: ignore[operator]
+_LINKS: dict[tuple[TimeUnit, TimeUnit], tuple[tuple[str, ...], Ratio]] = {
+    (EP, BA): (("samples_per_epoch", "batch_size"), lambda f: Fraction(_batches_per_epoch(f))),
+    (BA, EP): (("samples_per_epoch", "batch_size"), lambda f: Fraction(1, _batches_per_epoch(f))),
+    (EP, SP): (("samples_per_epoch",), lambda f: Fraction(f.samples_per_epoch)),  # type: ignore[arg-type]
+    (SP, EP): (("samples_per_epoch",), lambda f: Fraction(1, f.samples_per_epoch)),
+    (BA, SP): (("batch_size",), lambda f: Fraction(f.batch_size)),  # type: ignore[arg-type]
+    (SP, BA): (("batch_size",), lambda f: Fraction(1, f.batch_size)),
+    (EP, TOK): (("tokens_per_epoch",), lambda f: Fraction(f.tokens_per_epoch)),  # type: ignore[arg-type]
+    (TOK, EP): (("tokens_per_epoch",), lambda f: Fraction(1, f.tokens_per_epoch)),
+    (SP, TOK): (("tokens_per_sample",), lambda f: Fraction(f.tokens_per_sample)),  # type: ignore[arg-type]
+    (TOK, SP): (("tokens_per_sample",), lambda f: Fraction(1, f.tokens_per_sample)),
 }
+"""How many of the second unit make one of the first; a path multiplies its links' ratios, so a
+conversion rounds once, at its end, even through a coarser unit (550ba is 5,500,000tok at 100
+batches and 10^6 tokens an epoch, not 5 whole epochs' worth)."""
 
 
 _FINENESS = {TOK: 1, SP: 2, BA: 3, EP: 4}
@@ -99,7 +102,8 @@ def _missing(path: list[tuple[TimeUnit, TimeUnit]], facts: TimeFacts) -> list[st
 
 
 def _convert_counted(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
-    """Conversion between whole units by the shortest path whose facts are all known."""
+    """Conversion between whole units by the shortest path whose facts are all known, rounded
+    down once, at the end."""
     paths = sorted(_paths(time.unit, unit), key=lambda p: (len(_missing(p, facts)), len(p)))
     if not paths:
         raise TimeConversionError(
@@ -109,10 +113,14 @@ def _convert_counted(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
     missing = _missing(paths[0], facts)
     if missing:
         raise TimeConversionError(f"converting {time} to {unit.value} needs {', '.join(missing)}")
-    value = int(time.value)
-    for link in paths[0]:
-        value = _LINKS[link][1](value, facts)
-    return Time(value, unit)
+    return Time(math.floor(int(time.value) * _path_ratio(paths[0], facts)), unit)
+
+
+def _path_ratio(path: list[tuple[TimeUnit, TimeUnit]], facts: TimeFacts) -> Fraction:
+    ratio = Fraction(1)
+    for link in path:
+        ratio *= _LINKS[link][1](facts)
+    return ratio
 
 
 def _require_max(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
@@ -153,7 +161,7 @@ def units_per(source: TimeUnit | str, target: TimeUnit | str, facts: TimeFacts) 
     """How many ``target`` make one ``source``, exactly: 1ep is 125ba and 1ba is 1/125ep at 125
     batches per epoch; ``dur`` goes through max_duration. Raises ``TimeConversionError`` naming
     what is missing, as ``convert`` does."""
-    source, target = TimeUnit(source), TimeUnit(target)
+    source, target = as_unit(source), as_unit(target)
     if source is target:
         return Fraction(1)
     if DUR in (source, target):
@@ -165,14 +173,14 @@ def units_per(source: TimeUnit | str, target: TimeUnit | str, facts: TimeFacts) 
         if source is DUR:
             return maximum.value * units_per(maximum.unit, target, facts)
         return units_per(source, maximum.unit, facts) / maximum.value
-    _check_links(source, target, facts)
-    if _FINENESS[target] < _FINENESS[source]:
-        return Fraction(_convert_counted(Time(1, source), target, facts).value)
-    return 1 / Fraction(_convert_counted(Time(1, target), source, facts).value)
+    return _path_ratio(_known_path(source, target, facts), facts)
 
 
-def _check_links(source: TimeUnit, target: TimeUnit, facts: TimeFacts) -> None:
-    """Raises ``TimeConversionError`` when no link or a missing fact keeps the units apart."""
+def _known_path(
+    source: TimeUnit, target: TimeUnit, facts: TimeFacts
+) -> list[tuple[TimeUnit, TimeUnit]]:
+    """The shortest path of links whose facts are all known; a ``TimeConversionError`` when no
+    link or a missing fact keeps the units apart."""
     paths = sorted(_paths(source, target), key=lambda p: (len(_missing(p, facts)), len(p)))
     if not paths:
         raise TimeConversionError(f"no conversion links {source.value} and {target.value}")
@@ -181,3 +189,4 @@ def _check_links(source: TimeUnit, target: TimeUnit, facts: TimeFacts) -> None:
         raise TimeConversionError(
             f"converting {source.value} to {target.value} needs {', '.join(missing)}"
         )
+    return paths[0]

@@ -25,7 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from threadpoolctl import threadpool_limits
 
 from discospace.actuator.cpu_train.memory import MIB, estimated_peak_mb
-from discospace.actuator.cpu_train.plan import PlanError, TrainConfig, train_config, whole_number
+from discospace.actuator.cpu_train.plan import (
+    PlanError,
+    TrainConfig,
+    run_length,
+    train_config,
+    whole_number,
+)
 from discospace.actuator.cpu_train.training import TrainResult, train
 from discospace.actuator.plugin import MeasurementTask, Outcome
 from discospace.core import ExperimentSpec, Time
@@ -62,12 +68,10 @@ class CpuTrainParameters(BaseModel):
 
     @field_validator("duration")
     @classmethod
-    def _above_zero(cls, duration: Time) -> Time:
+    def _trainable(cls, duration: Time) -> Time:
         """A default every measurement would fail on is refused at start, not recorded as an
         invalid result of each entity."""
-        if duration.value <= 0:
-            raise ValueError(f"duration must be above zero, not {duration}")
-        return duration
+        return run_length(duration)
 
 
 class CpuTrainActuator:

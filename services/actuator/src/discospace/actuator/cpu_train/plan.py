@@ -93,6 +93,22 @@ def train_config(properties: Mapping[str, Value], dtypes: tuple[str, ...]) -> Tr
     )
 
 
+RUN_UNITS = (TimeUnit.BATCH, TimeUnit.EPOCH, TimeUnit.SAMPLE, TimeUnit.TOKEN, TimeUnit.SECOND)
+"""The units a run's `duration` may take: a single run has no maximum for `dur` to be a share
+of, and `iter` counts nothing the model trains."""
+
+
+def run_length(duration: Time) -> Time:
+    """`duration` when a run can train it; a `ValueError` sentence otherwise (a worker refuses
+    such a default at start rather than record every entity as invalid)."""
+    if duration.unit not in RUN_UNITS:
+        units = ", ".join(unit.value for unit in RUN_UNITS)
+        raise ValueError(f"duration {duration} cannot be trained: give it in {units}")
+    if duration.value <= 0:
+        raise ValueError(f"duration must be above zero, not {duration}")
+    return duration
+
+
 def stop_after(
     duration: Value | None, *, batch_size: int, max_length: int, samples_per_epoch: int
 ) -> tuple[int | None, float | None]:
@@ -103,10 +119,8 @@ def stop_after(
     if not isinstance(duration, str):
         raise PlanError(f"duration must be a time such as 50ba or 30sec, not {duration!r}")
     try:
-        time = Time.parse(duration)
+        time = run_length(Time.parse(duration))
         if time.unit is TimeUnit.SECOND:
-            if time.value <= 0:
-                raise PlanError(f"duration must be above zero, not {duration}")
             return None, float(time.value)
         batches = time.to(
             TimeUnit.BATCH,
@@ -116,6 +130,6 @@ def stop_after(
         )
     except TimeError as error:
         raise PlanError(f"duration {duration}: {error}") from None
-    if time.value <= 0:
-        raise PlanError(f"duration must be above zero, not {duration}")
+    except ValueError as error:
+        raise PlanError(str(error)) from None
     return max(1, int(batches.value)), None

@@ -19,9 +19,15 @@ import asyncio
 import math
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from discospace.actuator.cpu_train.plan import PlanError, TrainConfig, train_config, whole_number
+from discospace.actuator.cpu_train.plan import (
+    PlanError,
+    TrainConfig,
+    run_length,
+    train_config,
+    whole_number,
+)
 from discospace.actuator.cpu_train.training import FINAL_LOSS_WINDOW
 from discospace.actuator.gpu_train.backend import (
     NO_CUDA,
@@ -68,6 +74,12 @@ class GpuTrainParameters(BaseModel):
     sample_interval_s: float = Field(
         default=0.1, gt=0, le=10, description="How often NVML is read during a run."
     )
+
+    @field_validator("duration")
+    @classmethod
+    def _trainable(cls, duration: Time) -> Time:
+        """A default every measurement would fail on is refused at start (as cpu_train's)."""
+        return run_length(duration)
 
 
 class GpuTrainActuator:

@@ -7,7 +7,7 @@ results have trained that much in total. Each result is converted on its own, wi
   1. A count among its values: `trained_epochs` or `target_epoch` (the replay's epochs trained)
      in ep, `trained_batches` in ba, `trained_samples` in sp, `trained_tokens` in tok.
   2. The `duration` it was asked to train (the entity's value, else the experiment's option), a
-     time such as `20ba`, `1ep` or `0.5dur` (what `cpu_train` and `gpu_train` train exactly; their
+     time such as `20ba`, `1ep` or `2000tok` (what `cpu_train` and `gpu_train` train exactly; their
      untimed warm-up step is not counted).
   3. A rate times the runtime among its values: `train_samples_per_second` x `train_runtime` in
      sp, `train_tokens_per_second` x `train_runtime` in tok, rounded to a whole number.
@@ -102,6 +102,9 @@ def trained_by(result: PairResult, options: Mapping[str, Value], unit: TimeUnit)
     facts = facts_of({**options, **result.entity_values, **result.values})
     problems = []
     for amount in stated:
+        if amount.value < 0:  # a count no run can have: it would lower the tally
+            problems.append(f"{amount} is below zero")
+            continue
         try:
             return amount.value * units_per(amount.unit, unit, facts)
         except TimeError as error:
