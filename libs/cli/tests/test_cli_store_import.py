@@ -121,6 +121,24 @@ def test_one_bad_row_stops_the_import_before_anything_is_published(
     assert message.endswith("--skip-invalid-rows to import the other rows")
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_row_too_large_for_a_message_stops_the_import_before_anything_is_published(
+    tmp_path: Path, registered: Registered, dry_run: bool
+) -> None:
+    link = FakeLink(registered())
+    # a column of text only (as a log would be), so the cell is a value, not a refused row
+    path = write(tmp_path, HEADER + f"1,llama-7b,short,,\n2,llama-7b,{'x' * 1_100_000},,\n")
+
+    with pytest.raises(CliError) as refused:
+        run(link, path, dry_run=dry_run)
+
+    assert link.published == []
+    assert str(refused.value).startswith("row 2: its result would be a message of ")
+    assert str(refused.value).endswith(
+        "-byte limit of a message; nothing was imported: shorten its cells"
+    )
+
+
 def test_skip_invalid_rows_imports_the_others_and_counts_the_refused(
     tmp_path: Path, registered: Registered
 ) -> None:

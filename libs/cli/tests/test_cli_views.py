@@ -114,12 +114,14 @@ def _parquet(frame: pd.DataFrame) -> bytes:
 def _export(request: httpx.Request) -> httpx.Response:
     """The file in the format asked for, with the media type the projector gives it."""
     fmt = request.url.params["format"]
+    limit = request.url.params.get("limit")
+    rows = ENTITIES if limit is None else ENTITIES.head(int(limit))  # in the store's order
     if fmt == "parquet":
-        content, media = _parquet(ENTITIES), "application/vnd.apache.parquet"
+        content, media = _parquet(rows), "application/vnd.apache.parquet"
     elif fmt == "csv":
-        content, media = ENTITIES.to_csv(index=False).encode(), "text/csv; charset=utf-8"
+        content, media = rows.to_csv(index=False).encode(), "text/csv; charset=utf-8"
     else:
-        content, media = ENTITIES.to_json(orient="records").encode(), "application/json"
+        content, media = rows.to_json(orient="records").encode(), "application/json"
     return httpx.Response(200, content=content, headers={"content-type": media})
 
 
@@ -361,6 +363,14 @@ def test_space_show_sorts_the_table_largest_first_with_missing_values_last() -> 
     assert largest_first.exit_code == 0, largest_first.output
     assert "out of memory" in _table_rows(largest_first.stdout)[0]  # 4 GPUs before 2
     assert "1234.5" in _table_rows(smallest_first.stdout)[0]
+
+
+def test_space_show_with_sort_and_limit_shows_the_first_rows_of_the_order() -> None:
+    unsorted = cli("space", "show", SPACE_ID, "--limit", "1")
+    largest = cli("space", "show", SPACE_ID, "--sort", "number_gpus", "--limit", "1")
+
+    assert ["1234.5" in row for row in _table_rows(unsorted.stdout)] == [True]
+    assert ["out of memory" in row for row in _table_rows(largest.stdout)] == [True]
 
 
 def test_space_show_sorting_by_a_column_it_does_not_have_names_the_columns() -> None:

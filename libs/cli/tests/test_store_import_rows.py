@@ -166,6 +166,14 @@ def test_a_row_outside_the_space_is_refused_with_its_number_and_why(
         ("1,llama-7b,10,true,OOM", "row 1 is marked valid but gives the invalid_reason 'OOM'"),
         ("1,llama-7b,10,maybe,", "row 1 cannot be read: is_valid 'maybe' is not true or false"),
         ("1,llama-7b,inf,,", "row 1 cannot be read: throughput inf is not a finite number"),
+        (
+            f"1,llama-7b,{2**63},,",
+            f"row 1 cannot be read: throughput {2**63} is beyond a 64-bit whole number",
+        ),
+        (
+            "1,llama-7b," + "9" * 5000 + ",,",
+            "row 1 cannot be read: throughput 999999999999... (5000 digits) is beyond a 64-bit",
+        ),
     ],
 )
 def test_a_row_that_cannot_be_a_result_is_refused_in_one_sentence(
@@ -199,6 +207,77 @@ def test_an_invalid_result_keeps_its_reason_and_an_invalid_reason_alone_makes_it
         (False, "recorded as invalid in the imported file"),
         (True, None),
     ]
+
+
+def test_a_missing_value_word_as_the_invalid_reason_is_no_reason(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(
+        tmp_path,
+        "batch_size,model_name,throughput,invalid_reason\n"
+        "8,llama-7b,4210.5,NA\n"  # as R's write.csv writes a missing value
+        "4,llama-7b,3900,nan\n"
+        "2,llama-7b,,OOM\n",
+    )
+
+    events = events_of(frame, target())
+
+    assert [(e.is_valid, e.invalid_reason) for e in events] == [
+        (True, None),
+        (True, None),
+        (False, "OOM"),
+    ]
+
+
+def test_a_long_invalid_reason_is_shortened_as_an_actuators_is(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(tmp_path, f"batch_size,model_name,invalid_reason\n8,llama-7b,{'x' * 5000}\n")
+
+    [event] = events_of(frame, target())
+
+    assert event.invalid_reason is not None
+    assert 100 < len(event.invalid_reason) <= 500
+
+
+def test_text_in_a_column_of_numbers_is_refused_not_stored_as_text(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(
+        tmp_path,
+        'batch_size,model_name,throughput\n1,llama-7b,999\n2,llama-7b,"1,000"\n4,llama-7b,-\n',
+    )
+    to = target()
+
+    mapped = map_rows(frame, plan_for(frame, to), to)
+
+    assert [r.values for r in mapped.results] == [{"throughput": 999}]
+    assert [r.reason for r in mapped.refused] == [
+        "row 2 cannot be read: throughput '1,000' is not a number, as the column's other cells are",
+        "row 3 cannot be read: throughput '-' is not a number, as the column's other cells are",
+    ]
+
+
+def test_rows_ending_in_a_delimiter_keep_their_columns(tmp_path: Path, target: Target) -> None:
+    frame = csv(tmp_path, "batch_size,model_name,throughput\n8,llama-7b,300,\n4,llama-7b,200,\n")
+
+    [first, second] = events_of(frame, target())
+
+    assert (first.entity_values["batch_size"], first.values) == (8, {"throughput": 300})
+    assert (second.entity_values["batch_size"], second.values) == (4, {"throughput": 200})
+
+
+def test_a_row_with_more_fields_than_the_header_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text("batch_size,model_name,throughput\n8,llama-7b,300,12\n")
+
+    with pytest.raises(CliError) as refused:
+        read_table(path)
+
+    assert str(refused.value) == (
+        f"{path}: a row holds more fields than the header names columns; nothing was imported: "
+        "give every extra field a column name, or remove it"
+    )
 
 
 def test_a_second_row_of_one_entity_is_refused_naming_the_first(

@@ -148,11 +148,12 @@ def map_rows(
     ``on_row(number)`` is told of each row read (a progress line)."""
     mapped = MappedRows()
     first_row_of: dict[str, int] = {}
+    numeric = numeric_targets(frame, plan)
     for number, cells in enumerate(_rows(frame, plan), start=1):
         if on_row is not None:
             on_row(number)
         try:
-            result = _result(number, cells, plan, target)
+            result = _result(number, cells, plan, target, numeric)
         except _RowRefusedError as refusal:
             mapped.refused.append(RefusedRow(number, f"row {number} {refusal}"))
             continue
@@ -181,12 +182,32 @@ def _rows(frame: pd.DataFrame, plan: ColumnPlan) -> Iterator[dict[str, Any]]:
         yield {column: cells[index] for column, cells in columns.items()}
 
 
+def numeric_targets(frame: pd.DataFrame, plan: ColumnPlan) -> frozenset[str]:
+    """The targets whose column holds a number in some row: a text cell there ("1,000", "-")
+    is refused, not stored as text that would turn the whole column into text in the views."""
+    numeric = set()
+    for name, column in plan.targets.items():
+        for cell in frame[column].tolist():
+            try:
+                value = target_value(cell)
+            except CellError:
+                continue
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                numeric.add(name)
+                break
+    return frozenset(numeric)
+
+
 def _result(
-    number: int, cells: Mapping[str, Any], plan: ColumnPlan, target: ImportTarget
+    number: int,
+    cells: Mapping[str, Any],
+    plan: ColumnPlan,
+    target: ImportTarget,
+    numeric: frozenset[str] = frozenset(),
 ) -> RowResult:
     entity = _entity(cells, plan, target)
     try:
-        values = _values(cells, plan)
+        values = _values(cells, plan, numeric)
         is_valid = validity(cells[plan.is_valid]) if plan.is_valid else None
         why = reason(cells[plan.invalid_reason]) if plan.invalid_reason else None
         seconds = duration(cells[plan.duration]) if plan.duration else 0.0
@@ -216,13 +237,17 @@ def _entity(cells: Mapping[str, Any], plan: ColumnPlan, target: ImportTarget) ->
         raise _RowRefusedError(f"is not an entity of space {target.space_id}: {error}") from None
 
 
-def _values(cells: Mapping[str, Any], plan: ColumnPlan) -> dict[str, Value]:
+def _values(
+    cells: Mapping[str, Any], plan: ColumnPlan, numeric: frozenset[str] = frozenset()
+) -> dict[str, Value]:
     values = {}
     for name, column in plan.targets.items():
         try:
             value = target_value(cells[column])
         except CellError as error:
             raise CellError(f"{name} {error}") from None
+        if isinstance(value, str) and name in numeric:
+            raise CellError(f"{name} {value!r} is not a number, as the column's other cells are")
         if value is not None:
             values[name] = value
     return values

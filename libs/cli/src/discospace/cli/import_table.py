@@ -18,6 +18,7 @@ import hashlib
 import io
 import math
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from discospace.cli.errors import CliError
 from discospace.core.canonical import Value, normalise_number
+from discospace.events.envelope import shortened
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,6 +41,8 @@ _CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _NOT_A_VALUE = frozenset({"nan", "na", "n/a", "null", "none", "<na>"})
 _WHOLE = re.compile(r"[+-]?[0-9]+")
+MIN_WHOLE, MAX_WHOLE = -(2**63), 2**63 - 1
+"""The whole numbers a stored value may be (the store's Int64; Python reads longer text)."""
 _TRUE = frozenset({"true", "yes", "1", "valid"})
 _FALSE = frozenset({"false", "no", "0", "invalid"})
 
@@ -98,14 +102,23 @@ def _parse(path: Path, data: bytes) -> pd.DataFrame:
     try:
         if suffix in _PARQUET_SUFFIXES:
             return pd.read_parquet(io.BytesIO(data))
-        return pd.read_csv(
-            io.BytesIO(data),
-            sep=_CSV_SUFFIXES[suffix],
-            dtype=str,
-            keep_default_na=False,
-            na_values=[""],
-            compression="gzip" if compressed else None,
-        )
+        with warnings.catch_warnings():
+            # a row with more fields than the header: pandas would drop them (index_col=False)
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(
+                io.BytesIO(data),
+                sep=_CSV_SUFFIXES[suffix],
+                dtype=str,
+                keep_default_na=False,
+                na_values=[""],
+                index_col=False,  # rows ending in a delimiter: never a shifted index column
+                compression="gzip" if compressed else None,
+            )
+    except pd.errors.ParserWarning:
+        raise CliError(
+            f"{path}: a row holds more fields than the header names columns; nothing was "
+            "imported: give every extra field a column name, or remove it"
+        ) from None
     except Exception as error:  # pandas and pyarrow raise many kinds
         kind = "Parquet" if suffix in _PARQUET_SUFFIXES else "CSV"
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
@@ -260,7 +273,10 @@ def _value_of_text(text: str) -> Value | None:
     if text.lower() in _NOT_A_VALUE:
         return None
     if _WHOLE.fullmatch(text):
-        return int(text)
+        digits = len(text.lstrip("+-"))
+        if digits > 19:  # int() of thousands of digits is refused by Python itself
+            raise CellError(f"{text[:12]}... ({digits} digits) is beyond a 64-bit whole number")
+        return _finite(int(text))
     try:
         number = float(text)
     except ValueError:
@@ -272,8 +288,11 @@ def _value_of_text(text: str) -> Value | None:
 
 
 def _finite(number: int | float) -> int | float:
+    """`number` when the store can hold it: finite, and a whole number within 64 bits."""
     if isinstance(number, float) and not math.isfinite(number):
         raise CellError(f"{number} is not a finite number")
+    if isinstance(number, int) and not MIN_WHOLE <= number <= MAX_WHOLE:
+        raise CellError(f"{number} is beyond a 64-bit whole number")
     return number
 
 
@@ -301,5 +320,9 @@ def duration(cell: Any) -> float:
 
 
 def reason(cell: Any) -> str | None:
-    """An ``invalid_reason`` cell as text; None when empty."""
-    return None if is_missing(cell) else " ".join(str(cell).split())
+    """An ``invalid_reason`` cell as text, shortened as an actuator's reason is; None when
+    empty or a missing-value word (``NA`` as R writes it, ``nan``, ``null``...)."""
+    if is_missing(cell):
+        return None
+    text = " ".join(str(cell).split())
+    return None if text.lower() in _NOT_A_VALUE else shortened(text)

@@ -138,9 +138,11 @@ def show(
         if fmt is not Format.table:
             _write(client.export(space_id, include.value, fmt.value, limit), output, fmt)
             return
-        frame = client.entities(space_id, include.value, limit)
+        # sorted, the limit keeps the first rows of the order, so every row is read first
+        frame = client.entities(space_id, include.value, None if sort else limit)
     if sort is not None:
         frame = _sorted(frame, sort, ascending)
+        frame = frame if limit is None else frame.head(limit)
     title = f"Space {space_id}: {include.value} entities"
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     rendered = table(title, plain(rows), [str(c) for c in frame.columns])

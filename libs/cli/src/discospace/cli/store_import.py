@@ -57,10 +57,11 @@ from discospace.cli.settings import CliSettings, settings_of
 from discospace.cli.views import print_json
 from discospace.events import (
     EventDecodeError,
+    EventTooLargeError,
     MeasurementCompleted,
     SpaceRegistered,
     decode,
-    encode,
+    encode_within,
     utc_now,
 )
 from discospace.runtime.replay import Record, existing_partitions, read_up_to, reader
@@ -233,7 +234,15 @@ def _messages(
     progress = Progress("preparing the results")
     for result in results:
         event = completed_event(result, target, source, now)
-        messages.append((event.key(), encode(event)))
+        try:
+            messages.append((event.key(), encode_within(event)))
+        except EventTooLargeError as error:
+            progress.close()
+            raise CliError(
+                f"row {result.row}: its result would be a message of {error.size} bytes, over "
+                f"the {error.limit}-byte limit of a message; nothing was imported: shorten its "
+                "cells"
+            ) from None
         progress.update(len(messages), len(results))
     progress.close()
     return messages
