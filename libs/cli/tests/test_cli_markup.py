@@ -129,3 +129,11 @@ def test_an_error_naming_a_bracketed_property_prints_it_as_written(tmp_path: Pat
     result = cli("space", "describe", "-f", str(path))
     assert result.exit_code == 2
     assert f"property '{MARKUP}' has no values and no range" in result.stderr
+
+
+def test_a_whole_number_in_a_column_with_gaps_prints_whole_and_others_to_six_digits() -> None:
+    from discospace.cli.views import cell
+
+    assert str(cell(85_899_345_920.0)) == "85899345920"  # bytes, in a float column with a NaN
+    assert str(cell(1234.56789)) == "1234.57"
+    assert str(cell(float("nan"))) == "-"

@@ -415,6 +415,20 @@ def test_space_plot_lines_average_per_x_and_count_entities_per_line() -> None:
     assert lines(frame, "batch_size", "speed", "size") == {"a": ([1, 4], [15.0, 40.0], 3)}
 
 
+def test_space_plot_leaves_out_entities_without_x_and_says_so_when_none_has_one() -> None:
+    from discospace.cli.space_plot import lines
+
+    frame = pd.DataFrame({"batch_size": [None, 2.0], "speed": [10.0, 20.0]})
+    nothing = pd.DataFrame({"batch_size": [None, None], "speed": [10.0, 20.0]})
+
+    assert lines(frame, "batch_size", "speed", None) == {"all": ([2.0], [20.0], 1)}
+    with pytest.raises(CliError) as refused:
+        lines(nothing, "batch_size", "speed", None)
+    assert str(refused.value) == (
+        "no measured entity with a value for 'speed' has one for 'batch_size'"
+    )
+
+
 def test_space_plot_of_a_column_the_table_lacks_is_one_line(tmp_path: Path) -> None:
     result = cli(
         "space",

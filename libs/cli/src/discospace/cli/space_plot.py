@@ -69,6 +69,10 @@ def lines(
     rows = rows.assign(**{y: numbers})
     if rows.empty:
         raise CliError(f"no measured entity has a value for {y!r} yet")
+    rows = rows.dropna(subset=[c for c in (x, line) if c is not None])
+    if rows.empty:
+        given = f"{x!r} and {line!r}" if line else repr(x)
+        raise CliError(f"no measured entity with a value for {y!r} has one for {given}")
     groups = rows.groupby(line, sort=True) if line else [("all", rows)]
     series = {}
     for label, group in groups:

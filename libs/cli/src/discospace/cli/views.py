@@ -44,6 +44,8 @@ def cell(value: Any) -> Text:
     if isinstance(value, datetime):
         return Text(value.strftime("%Y-%m-%d %H:%M"))
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:  # a whole number in a column with gaps
+            return Text(str(int(value)))
         return Text(f"{value:.6g}")
     if isinstance(value, Mapping):
         return Text(", ".join(f"{k}={v}" for k, v in value.items()))

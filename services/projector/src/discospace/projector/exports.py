@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
+import math
 from collections.abc import Callable
+from datetime import datetime
 from typing import Literal, get_args
 
 import pandas as pd
@@ -37,8 +40,22 @@ def _csv(table: pd.DataFrame) -> bytes:
 
 
 def _json(table: pd.DataFrame) -> bytes:
-    text = table.to_json(orient="records", force_ascii=False, double_precision=15)
-    return (text or "[]").encode()
+    """Each number as its shortest exact text (pandas' writer keeps 15 decimal places, so
+    1.23456789e-10 would be 0.000000000123457), missing values (and any infinity, which JSON
+    cannot write) as null."""
+    cells = table.astype(object)
+    cells = cells.where(table.notna() & ~cells.isin([math.inf, -math.inf]), None)
+    rows = cells.to_dict("records")
+    return json.dumps(rows, ensure_ascii=False, allow_nan=False, default=_json_value).encode()
+
+
+def _json_value(value: object) -> object:
+    """A cell `json` cannot write itself: a timestamp as ISO 8601, a numpy scalar as its value."""
+    if isinstance(value, pd.Timestamp | datetime):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} cannot be written as JSON")
 
 
 def _parquet(table: pd.DataFrame) -> bytes:
