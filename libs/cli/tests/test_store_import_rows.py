@@ -7,6 +7,7 @@ import gzip
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -395,6 +396,30 @@ def test_csv_gzip_and_parquet_files_give_the_same_events(tmp_path: Path, target:
 
     assert found[0] == found[1] == found[2]
     assert [e["values"] for e in found[0]] == [{"throughput": 10.5}, {}]
+
+
+def test_a_parquet_index_column_and_decimal_columns_are_read_as_values(
+    tmp_path: Path, target: Target
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    indexed = pd.DataFrame({"batch_size": [2], "model_name": ["llama-7b"], "throughput": [1.0]})
+    indexed.set_index("batch_size").to_parquet(tmp_path / "indexed.parquet")
+    decimals = pa.table(
+        {
+            "batch_size": pa.array([Decimal("4")], pa.decimal128(5, 0)),
+            "model_name": ["llama-7b"],
+            "throughput": pa.array([Decimal("1.50")], pa.decimal128(5, 2)),
+        }
+    )
+    pq.write_table(decimals, tmp_path / "decimals.parquet")
+
+    [by_index] = events_of(read_table(tmp_path / "indexed.parquet").frame, target())
+    [by_decimal] = events_of(read_table(tmp_path / "decimals.parquet").frame, target())
+
+    assert (by_index.entity_values["batch_size"], by_index.values) == (2, {"throughput": 1.0})
+    assert (by_decimal.entity_values["batch_size"], by_decimal.values) == (4, {"throughput": 1.5})
 
 
 def test_the_file_hash_is_of_its_bytes(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,10 @@ def _parse(path: Path, data: bytes) -> pd.DataFrame:
         )
     try:
         if suffix in _PARQUET_SUFFIXES:
-            return pd.read_parquet(io.BytesIO(data))
+            frame = pd.read_parquet(io.BytesIO(data))
+            # a column pandas wrote as the index (to_parquet after set_index) is a column here
+            named = any(name is not None for name in frame.index.names)
+            return frame.reset_index() if named else frame
         with warnings.catch_warnings():
             # a row with more fields than the header: pandas would drop them (index_col=False)
             warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -252,7 +256,10 @@ def is_missing(cell: Any) -> bool:
 
 
 def constitutive_value(cell: Any) -> Any:
-    """A cell of a constitutive property, for its domain to read ("4" -> 4 where numeric)."""
+    """A cell of a constitutive property, for its domain to read ("4" -> 4 where numeric; a
+    Parquet decimal as the number it holds)."""
+    if isinstance(cell, Decimal):
+        return normalise_number(float(cell))
     return cell.strip() if isinstance(cell, str) else cell
 
 
@@ -266,6 +273,8 @@ def target_value(cell: Any) -> Value | None:
         return cell
     if isinstance(cell, int | float):
         return _finite(cell)
+    if isinstance(cell, Decimal):  # a Parquet decimal column
+        return _finite(float(cell))
     raise CellError(f"{cell!r} is not a number, true/false or text")
 
 
