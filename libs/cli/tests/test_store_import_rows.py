@@ -422,6 +422,57 @@ def test_a_parquet_index_column_and_decimal_columns_are_read_as_values(
     assert (by_decimal.entity_values["batch_size"], by_decimal.values) == (4, {"throughput": 1.5})
 
 
+def test_an_identifier_read_from_csv_names_the_entity_yaml_and_parquet_name(
+    tmp_path: Path,
+) -> None:
+    from discospace.core import ExperimentSpec, PropertySpec, SpaceSpec
+    from discospace.core.discovery import DiscoverySpace
+    from discospace.events import new_event
+
+    benchmark = ExperimentSpec(
+        actuator="synthetic",
+        experiment="benchmark",
+        target_properties=("throughput",),
+        required_properties=("batch_size", "model_name"),
+    )
+    spec = SpaceSpec(
+        sample_store="s",
+        entity_space=(
+            PropertySpec(name="batch_size", values=(1, 2, 4, 8)),
+            PropertySpec(name="model_name", type="identifier"),
+        ),
+        measurement_space=(ExperimentRef(actuator="synthetic", experiment="benchmark"),),
+    )
+    space = DiscoverySpace.from_spec(spec)
+    to = import_target(
+        new_event(
+            SpaceRegistered,
+            submission_id="s",
+            space_id=space.id,
+            spec=spec,
+            experiments=(benchmark,),
+        ),
+        None,
+    )
+    text = "batch_size,model_name,throughput\n1,7,10\n2,true,10\n4,007,3\n8,7.0,3\n"
+    (tmp_path / "runs.csv").write_text(text)
+    pd.DataFrame({"batch_size": [1], "model_name": [7], "throughput": [10]}).to_parquet(
+        tmp_path / "runs.parquet"
+    )
+    table = read_table(tmp_path / "runs.csv")
+    parquet = read_table(tmp_path / "runs.parquet")
+
+    from_csv = map_rows(table.frame, plan_for(table.frame, to), to, typed=table.typed)
+    from_parquet = map_rows(parquet.frame, plan_for(parquet.frame, to), to, typed=parquet.typed)
+
+    assert [r.entity.as_dict()["model_name"] for r in from_csv.results] == [7, True, "007", 7]
+    assert from_csv.results[0].entity.id == from_parquet.results[0].entity.id
+    assert (
+        from_csv.results[0].entity.id
+        == space.entity_space.normalise({"batch_size": 1, "model_name": 7}).id
+    )
+
+
 def test_the_file_hash_is_of_its_bytes(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("batch_size,model_name,throughput\n1,llama-7b,1\n")
     (tmp_path / "b.csv").write_text("batch_size,model_name,throughput\n1,llama-7b,2\n")

@@ -29,6 +29,7 @@ from discospace.cli.import_table import (
     ColumnPlan,
     constitutive_value,
     duration,
+    identifier_value,
     is_missing,
     reason,
     target_value,
@@ -70,6 +71,13 @@ class ImportTarget:
     @property
     def targets(self) -> tuple[str, ...]:
         return self.experiment.experiment.target_properties
+
+    @property
+    def identifiers(self) -> frozenset[str]:
+        """The space's identifier properties (their domain keeps any value as given)."""
+        return frozenset(
+            prop.name for prop in self.entity_space.properties if prop.domain.kind == "identifier"
+        )
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,7 @@ def map_rows(
     plan: ColumnPlan,
     target: ImportTarget,
     on_row: Callable[[int], None] | None = None,
+    typed: bool = True,
 ) -> MappedRows:
     """Every row of ``frame`` as a result or a refusal (see the module docstring);
     ``on_row(number)`` is told of each row read (a progress line)."""
@@ -153,7 +162,7 @@ def map_rows(
         if on_row is not None:
             on_row(number)
         try:
-            result = _result(number, cells, plan, target, numeric)
+            result = _result(number, cells, plan, target, numeric, typed)
         except _RowRefusedError as refusal:
             mapped.refused.append(RefusedRow(number, f"row {number} {refusal}"))
             continue
@@ -204,8 +213,9 @@ def _result(
     plan: ColumnPlan,
     target: ImportTarget,
     numeric: frozenset[str] = frozenset(),
+    typed: bool = True,
 ) -> RowResult:
-    entity = _entity(cells, plan, target)
+    entity = _entity(cells, plan, target, typed)
     try:
         values = _values(cells, plan, numeric)
         is_valid = validity(cells[plan.is_valid]) if plan.is_valid else None
@@ -224,13 +234,20 @@ def _result(
     return RowResult(number, entity, is_valid, values, invalid_reason, seconds)
 
 
-def _entity(cells: Mapping[str, Any], plan: ColumnPlan, target: ImportTarget) -> Entity:
+def _entity(
+    cells: Mapping[str, Any], plan: ColumnPlan, target: ImportTarget, typed: bool = True
+) -> Entity:
+    """The row's entity; in a file of text cells (CSV), an identifier's value is read as YAML
+    reads it (`identifier_value`): its domain, unlike the others, keeps any value as given."""
     point = {}
     for name, column in plan.constitutive.items():
         cell = cells[column]
         if is_missing(cell):
             raise _RowRefusedError(f"has no value for the property {name}")
-        point[name] = constitutive_value(cell)
+        value = constitutive_value(cell)
+        if not typed and isinstance(value, str) and name in target.identifiers:
+            value = identifier_value(value)
+        point[name] = value
     try:
         return target.entity_space.normalise(point)
     except EntityError as error:

@@ -59,6 +59,8 @@ class Table:
     name: str
     sha256: str
     frame: pd.DataFrame
+    typed: bool = False
+    """Parquet: cells carry their types. CSV: every cell is text (see `identifier_value`)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ def read_table(path: Path) -> Table:
     frame.columns = [str(column).strip() for column in frame.columns]
     if frame.empty:
         raise CliError(f"{path}: holds no rows of measurements")
-    return Table(path.name, hashlib.sha256(data).hexdigest(), frame)
+    typed = path.name.lower().endswith(_PARQUET_SUFFIXES)
+    return Table(path.name, hashlib.sha256(data).hexdigest(), frame, typed)
 
 
 def _parse(path: Path, data: bytes) -> pd.DataFrame:
@@ -261,6 +264,22 @@ def constitutive_value(cell: Any) -> Any:
     if isinstance(cell, Decimal):
         return normalise_number(float(cell))
     return cell.strip() if isinstance(cell, str) else cell
+
+
+def identifier_value(text: str) -> Value:
+    """A CSV cell of an identifier property as YAML reads an unquoted scalar, so that a row
+    names the entity a space file or an actuator names: text that is a number as written in
+    its shortest form ("7", "2.5", "7.0"; not "007" or "1e3") is that number, "true"/"false" a
+    boolean, anything else text."""
+    if text in ("true", "True", "TRUE", "false", "False", "FALSE"):  # YAML 1.2's booleans
+        return text.lower() == "true"
+    if _WHOLE.fullmatch(text) and str(int(text)) == text.lstrip("+") and len(text) <= 19:
+        return int(text)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) and repr(number) == text else text
 
 
 def target_value(cell: Any) -> Value | None:

@@ -210,7 +210,9 @@ def _read_rows(
     names, experiment_id = target.entity_space.names, target.experiment_id
     plan = plan_columns(columns, names, target.targets, experiment_id, request.renames)
     progress = Progress(f"reading {table.name}")
-    mapped = map_rows(table.frame, plan, target, lambda n: progress.update(n, len(table.frame)))
+    mapped = map_rows(
+        table.frame, plan, target, lambda n: progress.update(n, len(table.frame)), table.typed
+    )
     progress.close()
     if mapped.refused and not request.skip_invalid_rows:
         raise CliError(_refusal_sentence(mapped))
