@@ -93,6 +93,30 @@ def test_a_hook_that_cannot_work_fails_its_job_with_its_sentence(world, hooks):
     assert failed.reason.endswith("hook 'refuse' found no valid row of job 'probe'")
 
 
+def test_a_result_too_large_for_a_message_fails_its_job_instead_of_blocking_the_explorer(
+    world, hooks
+):
+    """Published, its PipelineJobCompleted would be refused by the size check again and again,
+    and the explorer, retrying it under its lock, would decide nothing else."""
+
+    def huge(context: HookContext) -> dict[str, JsonValue]:
+        return {"rows": ["x" * 1000] * 1100}
+
+    w = world(hooks={**hooks, "huge": huge})
+    jobs = {"probe": [_walk("probe")], "refine": [{"name": "big", "kind": "hook", "hook": "huge"}]}
+    w.request("op-1", w.register(), {"stages": jobs}, seed=1)
+
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.job == "big"
+    assert job.reason.startswith("its result is ")
+    assert job.reason.endswith(
+        " bytes as a message, over the 1048576-byte limit of a message: give the job fewer "
+        "entities, or split it into several jobs"
+    )
+    assert [e.job for e in w.of(PipelineJobCompleted, "op-1")] == ["probe"]
+    assert w.of(OperationFailed, "op-1")
+
+
 def test_a_space_the_registry_refuses_fails_the_job_with_the_registry_reason(world):
     w = world()
     longer = {"actuator": "Bench", "experiment": "bench", "parameterization": {"steps": 50}}

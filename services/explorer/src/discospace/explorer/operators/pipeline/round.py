@@ -19,6 +19,7 @@ from discospace.core.errors import PipelineError
 from discospace.core.pipelines import PipelineSpec
 from discospace.core.spec import SpaceSpec
 from discospace.events import (
+    EventTooLargeError,
     OperationCancelRequested,
     OperationCompleted,
     OperationCounts,
@@ -29,6 +30,7 @@ from discospace.events import (
     PipelineJobFailed,
     PipelineJobStarted,
     SpaceSubmitted,
+    encode_within,
 )
 from discospace.explorer.domain.conducting import ChildView, Conduct, Conducted, ConductorView
 from discospace.explorer.domain.operation import JobEnd
@@ -93,8 +95,15 @@ class Round:
                     PipelineJobCompleted, self.started, self.now, about, **fields, trial=trial,
                     result=outcome,
                 )  # fmt: skip
+                encode_within(event)
         except ValidationError:
             reason = "its result is not JSON (a hook must return JSON values)"
+            return self.end(stage, job, trial, Failure(reason), optional)
+        except EventTooLargeError as error:  # published, it would be refused again and again
+            reason = (
+                f"its result is {error.size} bytes as a message, over the {error.limit}-byte "
+                "limit of a message: give the job fewer entities, or split it into several jobs"
+            )
             return self.end(stage, job, trial, Failure(reason), optional)
         self.emit(event)
         return event
