@@ -517,3 +517,17 @@ def test_watching_a_pipeline_shows_the_jobs_of_its_running_trial_below_it() -> N
     follow(lambda: next(answers), 0.5, Console(file=out, width=200), lambda _: None, expand)
     assert expanded == ["op-t-trial-1"]
     assert "held_out_loss=2.4 (min_len=50)" in out.getvalue()
+
+
+def test_trials_are_ranked_by_their_objective_even_when_the_pipeline_has_its_own() -> None:
+    """As the explorer ranks them: the pipeline's objective (the most tokens per second) would
+    name the highest loss the best trial."""
+    from discospace.client.pipelines import best_trial, pipeline_objective, trial_points
+
+    own = {"property": "train_tokens_per_second", "direction": "max"}
+    progress = TRIALS.model_copy(update={"parameters": {**TRIALS.parameters, "objective": own}})
+
+    best = best_trial(trial_points(progress), pipeline_objective(progress))
+
+    assert best is not None
+    assert (best.trial, best.objective) == (1, 2.4)

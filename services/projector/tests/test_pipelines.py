@@ -283,3 +283,19 @@ def test_an_operation_that_is_not_a_pipeline_has_no_jobs(pipeline_story) -> None
     progress = shown(pipeline_story.history, "op-p-probe_walk")
     assert progress is not None
     assert progress.jobs == []
+
+
+def test_trials_are_ranked_by_their_own_objective_whatever_the_pipelines(pipeline_options) -> None:
+    """As the explorer ranks them: with its own objective (here the lowest memory first), the
+    pipeline's best trial is still the one with the most tokens per second."""
+    from discospace.events import OperationParameters
+    from discospace.projector.pipelines import pipeline_objective
+
+    memory = Objective(property="peak_gpu_memory_mib", direction="min")
+    with_trials = OperationParameters(options=_trials_options(pipeline_options), objective=memory)
+    without = OperationParameters(options=pipeline_options, objective=memory)
+
+    assert pipeline_objective(with_trials) == Objective(
+        property="train_tokens_per_second", direction="max"
+    )
+    assert pipeline_objective(without) == memory

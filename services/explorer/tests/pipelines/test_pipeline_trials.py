@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from discospace.core import PropertySpec, SpaceSpec
+from discospace.core import Objective, PropertySpec, SpaceSpec
 from discospace.events import (
+    MeasurementCompleted,
     MeasurementReused,
     OperationCompleted,
     OperationFailed,
@@ -113,6 +114,25 @@ def test_the_pipeline_ends_with_the_best_trial(world, base_space):
         e.result for e in w.of(PipelineJobCompleted, best["operation_id"]) if e.job == "score"
     ]
     assert best["objective"] == min(row["results"]["loss"] for row in score["rows"])
+
+
+def test_each_trial_pipeline_searches_for_the_trials_objective_not_the_pipelines(world, base_space):
+    """With tokens per second as the pipeline's objective, each trial's jobs would pick their
+    best by speed, and the trial's loss would be the fastest entity's, not its lowest."""
+    w, space = _space(world(), base_space)
+    options = recipe(count=2)
+    options["trials"]["objective"]["job"] = "probe"  # an operation: its best_values count
+    w.request("op-1", space, options, seed=3, objective={"property": "tps", "direction": "max"})
+
+    children = [e for e in w.of(OperationRequested) if e.parent_operation_id == "op-1"]
+    assert [c.parameters.objective for c in children] == [
+        Objective(property="loss", direction="min")
+    ] * 2
+    for trial in _trials(w):
+        probe = f"{trial.result['operation_id']}-probe"
+        losses = [e.values["loss"] for e in w.of(MeasurementCompleted, probe) if e.is_valid]
+        assert len(losses) > 1
+        assert trial.result["objective"] == min(losses)
 
 
 def test_the_same_seed_chooses_the_same_trials(world, base_space):

@@ -45,7 +45,7 @@ def compare(
         str | None,
         typer.Option(
             "--objective",
-            help="The property to compare (default: the pipeline's objective, else its trials').",
+            help="The property to compare (default: its trials' objective, else the pipeline's).",
             show_default=False,
         ),
     ] = None,

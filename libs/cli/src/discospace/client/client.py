@@ -250,7 +250,7 @@ class Client:
         """A pipeline's probe-versus-evaluate comparison (`discospace.client.pipelines`): the
         statistics of each target before and after, and the objective of the unrefined
         baseline (the probe stage's jobs, or the `baseline` jobs) against the best after
-        refinement. `objective` defaults to the pipeline's (else its trials'); a property
+        refinement. `objective` defaults to its trials' (else the pipeline's); a property
         name is minimised unless `direction` (or the pipeline's objective on the same
         property) says otherwise. `pairs`: (before-prefix, after-prefix) of targets that name
         one statistic before and after processing (`raw_x` and `kept_x` by default)."""

@@ -16,7 +16,7 @@ results, for any targets, whatever the actuator:
   before pairs with the same target after, else with its name under the after-prefix of a
   `pairs` entry whose before-prefix it has: by default `raw_<x>` (a statistic of the data as it
   was) pairs with `kept_<x>` (the same statistic of what the recipe kept).
-- The objective (the pipeline's, else its trials', else one asked for): the unrefined baseline
+- The objective (one asked for, else its trials', else the pipeline's): the unrefined baseline
   is the best value of the baseline jobs (the probe stage's, or the jobs named), the best after
   refinement the best value of the execute and evaluate stages' jobs; the change between them
   and whether it is better. An objective `<experiment>.<target>` reads only that experiment's
@@ -203,15 +203,16 @@ def best_trial(trials: Sequence[TrialPoint], objective: Objective | None) -> Tri
 
 
 def pipeline_objective(progress: OperationProgress) -> Objective | None:
-    """The pipeline's objective: its parameters', else its trials'."""
-    raw = progress.parameters.get("objective")
-    if isinstance(raw, Mapping):
-        return Objective.model_validate(raw)
+    """The objective its trials are ranked by, as the explorer ranks them; without trials, its
+    parameters'."""
     try:
         spec = parse_pipeline(progress.parameters.get("options") or {})
     except DiscospaceError:
-        return None
-    return spec.trials.objective.objective() if spec.trials else None
+        spec = None
+    if spec is not None and spec.trials:
+        return spec.trials.objective.objective()
+    raw = progress.parameters.get("objective")
+    return Objective.model_validate(raw) if isinstance(raw, Mapping) else None
 
 
 def measured_jobs(

@@ -216,11 +216,12 @@ def added_counts(children: Iterable[ChildProgress]) -> OperationCountsView:
 
 
 def pipeline_objective(parameters: OperationParameters) -> Objective | None:
-    """The pipeline's objective: its parameters', else its trials'."""
-    if parameters.objective is not None:
-        return parameters.objective
+    """The objective its trials are ranked by, as the explorer ranks them; without trials, its
+    parameters'."""
     spec = pipeline_spec(parameters)
-    return spec.trials.objective.objective() if spec and spec.trials else None
+    if spec and spec.trials:
+        return spec.trials.objective.objective()
+    return parameters.objective
 
 
 def jobs_best(jobs: Sequence[PipelineJob], objective: Objective | None) -> BestSoFar | None:

@@ -125,12 +125,12 @@ class TrialsRound(Round):
         self, trials: TrialsSpec, values: Mapping[str, Scalar], job: str
     ) -> OperationParameters:
         """The child pipeline's parameters: its stages with the trial's values, its own seed,
-        and the trials' objective as its objective when the pipeline has none and the space
-        measures it (its jobs inherit it: their best is the trials' best)."""
+        and the trials' objective as its objective when the space measures it (its jobs
+        inherit it: their best is the trials' best, whatever the pipeline's own objective)."""
         stages = with_trial(self.view.parameters.options["stages"], values)
         objective = self.view.parameters.objective
         wanted = trials.objective.objective()
-        if objective is None and self.known(self.started.space_id).measures(wanted.property):
+        if self.known(self.started.space_id).measures(wanted.property):
             objective = wanted
         return self.view.parameters.model_copy(
             update={
