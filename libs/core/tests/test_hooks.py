@@ -201,6 +201,7 @@ def test_top_k_gives_the_k_best_entities_best_first() -> None:
         ],
         "entity_ids": ["e4", "e3", "e2"],
         "values": [40.0, 30.0, 20.0],
+        "best_values": {"tps": 40.0},
     }
 
 

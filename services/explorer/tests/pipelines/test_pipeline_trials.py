@@ -135,6 +135,32 @@ def test_each_trial_pipeline_searches_for_the_trials_objective_not_the_pipelines
         assert trial.result["objective"] == min(losses)
 
 
+def test_a_trials_objective_may_name_a_top_k_job(world, base_space, hooks):
+    from discospace.core.hooks import top_k
+
+    w, space = _space(world(hooks={**hooks, "top_k": top_k}), base_space)
+    options = recipe(count=2)
+    options["stages"]["refine"] = [
+        {
+            "name": "top",
+            "kind": "hook",
+            "hook": "top_k",
+            "args": {"job": "probe", "k": 1, "objective": {"property": "loss", "direction": "min"}},
+        }
+    ]
+    options["stages"]["evaluate"][0]["entities"] = "${top.entities}"
+    options["trials"]["objective"]["job"] = "top"
+    w.request("op-1", space, options, seed=3)
+
+    tops = {
+        e.operation_id: e.result["values"][0] for e in w.of(PipelineJobCompleted) if e.job == "top"
+    }
+    trials = [e.result for e in _trials(w)]
+    assert len(trials) == 2
+    assert [t["objective"] for t in trials] == [tops[t["operation_id"]] for t in trials]
+    assert w.of(OperationCompleted, "op-1")
+
+
 def test_the_same_seed_chooses_the_same_trials(world, base_space):
     chosen = []
     for seed in (3, 3, 4):

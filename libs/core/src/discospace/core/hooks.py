@@ -46,7 +46,7 @@ from discospace.core.experiment import observed_property_id
 from discospace.core.pipelines import HOOK_GROUP, Direction, as_objective, first_problem, hook_names
 from discospace.core.properties import ConstitutiveProperty, domain_from_spec
 from discospace.core.property_domains import PropertyDomain
-from discospace.core.results import Objective, objective_source, result_value
+from discospace.core.results import Objective, objective_source, result_value, target_of
 from discospace.core.spec import PropertySpec, Scalar, SpaceSpec
 
 __all__ = ["HOOK_GROUP", "Hook", "HookContext", "MeasuredRow", "hook_names", "load_hook"]
@@ -234,6 +234,8 @@ def top_k(context: HookContext) -> dict[str, JsonValue]:
         "entities": [dict(values[entity]) for entity in best],
         "entity_ids": list(best),
         "values": [scores[entity] for entity in best],
+        # the best's value, where a trials' objective naming this job reads a job's best
+        "best_values": {target_of(objective.property): scores[best[0]]},
     }
 
 
