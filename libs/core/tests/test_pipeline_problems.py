@@ -271,6 +271,10 @@ def test_a_trial_reference_outside_trials_or_to_another_property_is_refused() ->
         (changed("stages.evaluate.1.entities", None), "measure job 'longer' needs entities"),
         (changed("stages.refine.0.hook", None), "hook job 'pruned' needs hook"),
         (changed("trials.count", 0), "pipeline: trials.count: input should be greater than 0"),
+        (
+            changed("trials.count", 10**6),
+            "pipeline: trials.count: input should be less than or equal to 1000",
+        ),
         (changed("trials.optimizer", "grid"), "pipeline: trials.optimizer: input should be"),
         (changed("stages.refine.1.name", "probe"), "job name 'probe' is used twice"),
     ],
@@ -290,3 +294,16 @@ def test_an_operation_job_with_an_operator_the_explorer_does_not_run_is_refused(
     assert problem(options, operators=("optuna_tpe", "random_walk")) == (
         "operation job 'probe': operator 'random_wlak' is not known: use optuna_tpe, random_walk"
     )
+
+
+def test_a_listed_entity_holding_a_reference_is_checked_once_replaced_not_at_the_door() -> None:
+    entities = [{"model_size": "tiny", "batch_size": "${trial.batch_size}", "lr": 0.002}]
+    options = changed("stages.evaluate.1.entities", entities)
+    options["stages"]["evaluate"][1]["space"] = SPACE_ID
+    outside = changed("stages.evaluate.1.entities", [{**entities[0], "batch_size": 3}])
+    outside["stages"]["evaluate"][1]["space"] = SPACE_ID
+
+    assert problem(options) is None
+    found = problem(outside)
+    assert found is not None
+    assert found.startswith(f"measure job 'longer': entity 1 is not in space '{SPACE_ID}': ")

@@ -184,10 +184,16 @@ class TrialDomain(_Frozen):
         return PropertySpec(name=name, **self.model_dump(exclude_none=True))
 
 
+MAX_TRIALS = 1000
+"""The most trials a pipeline runs: each is a child pipeline the views list, and each choice
+reads every ended trial again (a search of thousands of recipes wants a model-based operator
+over a recipe space, not trials)."""
+
+
 class TrialsSpec(_Frozen):
     """Run the pipeline `count` times, each with recipe values the optimizer chooses."""
 
-    count: PositiveInt
+    count: PositiveInt = Field(le=MAX_TRIALS)
     optimizer: Literal["optuna_tpe", "random"] = "optuna_tpe"
     over: dict[str, TrialDomain] = Field(min_length=1)
     objective: TrialObjective
@@ -561,6 +567,8 @@ def _entities_problem(job: JobSpec, space: DiscoverySpace) -> str | None:
     if not job.entities:
         return f"measure job '{job.name}' lists no entity"
     for number, point in enumerate(job.entities, start=1):
+        if references(point):  # `${trial.lr}`, `${probe...}`: checked once replaced
+            continue
         why = space.entity_space.why_not(point)
         if why is not None:
             return f"measure job '{job.name}': entity {number} is not in space '{space.id}': {why}"
