@@ -531,3 +531,20 @@ def test_trials_are_ranked_by_their_objective_even_when_the_pipeline_has_its_own
 
     assert best is not None
     assert (best.trial, best.objective) == (1, 2.4)
+
+
+@pytest.mark.parametrize(
+    ("result", "shown"),
+    [
+        ({"objective": {"property": "loss", "direction": "min"}}, 'objective={"property": "loss"'),
+        ({"objective": "loss"}, "objective=loss"),
+        ({"objective": 2.5, "property": "loss"}, "loss=2.5"),
+    ],
+)
+def test_a_hook_result_whose_objective_is_no_number_is_shown_as_it_is(result, shown) -> None:
+    from discospace.cli.pipeline_views import result_text
+    from discospace.client.models import PipelineJob
+
+    job = PipelineJob(job="pick", stage="execute", kind="hook", status="completed", result=result)
+
+    assert result_text(job).startswith(shown)

@@ -59,8 +59,9 @@ def result_text(job: "PipelineJob") -> str:
     result = job.result
     if not result:
         return _child_best(job)
-    if "objective" in result:
-        shown = f"{result.get('property', 'objective')}={number(result['objective'])}"
+    objective = result.get("objective")
+    if isinstance(objective, int | float) and not isinstance(objective, bool):  # a trial's value
+        shown = f"{result.get('property', 'objective')}={number(objective)}"
         recipe = result.get("values")
         return shown + (f" ({values_text(recipe)})" if isinstance(recipe, Mapping) else "")
     if isinstance(result.get("best_values"), Mapping):
