@@ -270,3 +270,30 @@ def test_a_narrowed_continuous_range_stays_continuous_with_whole_number_ends() -
         SpaceSpec.model_validate(result["space"]).model_dump_json()
     )
     assert DiscoverySpace.from_spec(again).entity_space.properties[0].domain.kind == "continuous"
+
+
+def test_k_sigma_never_leaves_the_space_it_narrows_when_the_rows_lie_outside_it() -> None:
+    """Rows of another space (a job on a wider one): the narrowed space stays inside SPACE."""
+    outside = (
+        row("o1", 32, 1.5, 12, "tiny", 50.0),
+        row("o2", 64, 1.7, 14, "tiny", 60.0),
+    )
+    result = k_sigma(context({"job": "probe", "k": 1, "objective": MAX_TPS}, outside))
+    space = DiscoverySpace.from_spec(SpaceSpec.model_validate(result["space"]))
+    whole = DiscoverySpace.from_spec(SPACE).entity_space
+
+    assert properties(result)["batch_size"]["values"] == (16,)  # the listed value nearest
+    assert properties(result)["lr"]["values"] == (1,)  # the domain's end, not the mean 1.6
+    assert properties(result)["layers"] == {"name": "layers", "range": (8, 10), "interval": 2}
+    inside = [whole.why_not(entity.as_dict()) for entity in space.entity_space.sequential()]
+    assert inside == [None] * len(inside)
+
+
+def test_k_sigma_with_a_huge_k_keeps_the_whole_space() -> None:
+    spread = (row("a", 1, 0.1, 0, "tiny", 30.0), row("b", 16, 0.9, 8, "tiny", 40.0))
+    # k * sigma overflows to infinity for every property
+    args = {"job": "probe", "k": 1e308, "objective": MAX_TPS, "good_fraction": 1}
+    result = k_sigma(context(args, spread))
+
+    assert properties(result)["batch_size"]["values"] == (1, 2, 4, 8, 16)
+    assert properties(result)["layers"] == {"name": "layers", "range": (0, 10), "interval": 2}

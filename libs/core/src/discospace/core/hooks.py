@@ -364,19 +364,28 @@ def _narrow(
         return _narrow_continuous(spec, domain, low, high, mean)
     if domain.explicit_values is not None:
         listed = [float(v) for v in domain.values]
-        kept = [v for v in listed if low <= v <= high] or sorted(set(seen))
+        kept = [v for v in listed if low <= v <= high] or _seen_or_nearest(listed, seen, mean)
         return _with_values(spec, [normalise_value(v) for v in kept]), (min(kept), max(kept))
     return _narrow_grid(spec, domain, (low, high), seen)
+
+
+def _seen_or_nearest(listed: Sequence[float], seen: Sequence[float], mean: float) -> list[float]:
+    """The listed values the good entities had; else (their rows lie outside the space) the
+    listed value nearest their mean: a narrowed space never leaves the space it refines."""
+    had = set(seen)
+    return [v for v in listed if v in had] or [min(listed, key=lambda v: (abs(v - mean), v))]
 
 
 def _narrow_continuous(
     spec: PropertySpec, domain: PropertyDomain, low: float, high: float, mean: float
 ) -> Narrowed:
-    low, high = max(low, float(domain.low or 0)), min(high, float(domain.high or 0))
+    floor, ceiling = float(domain.low or 0), float(domain.high or 0)
+    low, high = max(low, floor), min(high, ceiling)
     if low < high:
         update = {"range": (low, high), "type": "continuous"}  # whole-number ends stay continuous
         return _checked(spec.model_copy(update=update)), (low, high)
-    return _with_values(spec, [normalise_value(mean)]), (mean, mean)
+    point = min(max(mean, floor), ceiling)  # the mean, inside the domain
+    return _with_values(spec, [normalise_value(point)]), (point, point)
 
 
 def _narrow_grid(
@@ -388,10 +397,14 @@ def _narrow_grid(
     def index(value: float) -> Decimal:
         return (Decimal(str(value)) - start) / step
 
-    first = max(0, math.ceil(index(bounds[0])))
-    final = min(int(domain.size) - 1, math.floor(index(bounds[1])))
-    if first > final:
-        first, final = round(index(min(seen))), round(index(max(seen)))
+    last = int(domain.size) - 1
+    lowest_point = float(start)
+    highest_point = float(start + last * step)
+    low, high = max(bounds[0], lowest_point), min(bounds[1], highest_point)  # also: k * sigma = inf
+    first = max(0, math.ceil(index(low)))
+    final = min(last, math.floor(index(high)))
+    if first > final:  # no grid point within k sigma: the points the good entities had
+        first, final = (min(max(round(index(v)), 0), last) for v in (min(seen), max(seen)))
     lowest, highest, beyond = (
         normalise_value(float(start + i * step)) for i in (first, final, final + 1)
     )
