@@ -62,7 +62,12 @@ GOOD: dict[str, Any] = {
             }
         ],
         "evaluate": [
-            {"name": "best", "kind": "hook", "hook": "top_k", "args": {"job": "search", "k": 3}},
+            {
+                "name": "best",
+                "kind": "hook",
+                "hook": "top_k",
+                "args": {"job": "search", "k": 3, "objective": {"property": "tps"}},
+            },
             {
                 "name": "longer",
                 "kind": "measure",
@@ -307,3 +312,37 @@ def test_a_listed_entity_holding_a_reference_is_checked_once_replaced_not_at_the
     found = problem(outside)
     assert found is not None
     assert found.startswith(f"measure job 'longer': entity 1 is not in space '{SPACE_ID}': ")
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (
+            {"job": "probe", "k": "wide"},
+            "hook job 'narrowed': hook 'k_sigma' args: k: input should be a valid number",
+        ),
+        ({"job": "probe", "kk": 1}, "hook job 'narrowed': hook 'k_sigma' args: kk: is not a known"),
+    ],
+)
+def test_args_a_shipped_hook_would_refuse_are_refused_before_the_probe_runs(
+    args: dict[str, Any], sentence: str
+) -> None:
+    found = problem(changed("stages.refine.1.args", args))
+
+    assert found is not None
+    assert found.startswith(sentence), found
+
+
+def test_hook_args_holding_a_reference_are_checked_once_it_is_replaced() -> None:
+    assert problem(changed("stages.refine.1.args", {"job": "probe", "k": "${trial.lr}"})) is None
+
+
+def test_a_trials_objective_its_job_does_not_measure_is_refused_before_any_trial() -> None:
+    misspelt = changed("trials.objective.property", "tsp")
+    observed = changed("trials.objective.property", "train.tps")
+
+    assert problem(misspelt) is None  # without the catalog, targets are unknown
+    assert problem(misspelt, catalog=CATALOG) == (
+        "the trials' objective 'tsp' is no target job 'longer' measures: its targets are tps"
+    )
+    assert problem(observed, catalog=CATALOG) is None

@@ -221,10 +221,23 @@ def test_a_failed_trial_is_recorded_and_the_others_go_on(world, base_space):
 def test_no_trial_with_a_value_fails_the_pipeline(world, base_space):
     w, space = _space(world(), base_space)
     options = recipe(count=2)
-    options["trials"]["objective"]["property"] = "energy"
+    options["trials"]["objective"] = {"job": "top", "property": "energy"}  # a hook's result
     w.request("op-1", space, options, seed=3)
     [failed] = w.of(OperationFailed, "op-1")
     assert failed.reason == (
         "none of the 2 trials gave a value of 'energy': the last failed: "
-        "trial 1: job 'score' gave no value of 'energy'"
+        "trial 1: job 'top' gave no value of 'energy'"
     )
+
+
+def test_a_trials_objective_its_job_does_not_measure_fails_before_any_trial(world, base_space):
+    w, space = _space(world(), base_space)
+    options = recipe(count=2)
+    options["trials"]["objective"]["property"] = "energy"
+    w.request("op-1", space, options, seed=3)
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason.endswith(
+        "the trials' objective 'energy' is no target job 'score' measures: its targets are "
+        "loss, tps"
+    )
+    assert not w.of(PipelineJobStarted, "op-1")

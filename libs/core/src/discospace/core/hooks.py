@@ -43,7 +43,14 @@ from discospace.core.canonical import normalise_value
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.errors import DiscospaceError, PipelineError
 from discospace.core.experiment import observed_property_id
-from discospace.core.pipelines import HOOK_GROUP, Direction, as_objective, first_problem, hook_names
+from discospace.core.pipelines import (
+    HOOK_GROUP,
+    Direction,
+    as_objective,
+    first_problem,
+    hook_names,
+    references,
+)
 from discospace.core.properties import ConstitutiveProperty, domain_from_spec
 from discospace.core.property_domains import PropertyDomain
 from discospace.core.results import Objective, objective_source, result_value, target_of
@@ -129,6 +136,27 @@ class TopKArgs(_Args):
 
 
 A = TypeVar("A", bound=_Args)
+
+SHIPPED_ARGS: dict[str, type[_Args]] = {
+    "k_sigma": KSigmaArgs,
+    "prune_invalid": _Args,
+    "top_k": TopKArgs,
+}
+"""The args each shipped hook takes: checked before a pipeline runs, not after its probe."""
+
+
+def args_problem(hook: str, args: Mapping[str, JsonValue]) -> str | None:
+    """Why a shipped hook would refuse `args`, in one sentence; None for args it takes, for a
+    hook it does not know (a plugin checks its own), and for args holding a reference (they
+    are known once it is replaced)."""
+    model = SHIPPED_ARGS.get(hook)
+    if model is None or references(dict(args)):
+        return None
+    try:
+        model.model_validate(dict(args))
+    except ValidationError as error:
+        return first_problem(error, dict(args), f"hook '{hook}' args")
+    return None
 
 
 def _args(model: type[A], hook: str, context: HookContext) -> A:

@@ -43,7 +43,7 @@ from discospace.core.experiment import ExperimentCatalog
 from discospace.core.loading import problem_text
 from discospace.core.operation_rules import operator_problem
 from discospace.core.properties import domain_from_spec
-from discospace.core.results import Objective
+from discospace.core.results import Objective, target_of
 from discospace.core.spec import ExperimentRef, ProbabilitySpec, PropertySpec, Scalar, SpaceSpec
 
 HOOK_GROUP = "discospace.hooks"
@@ -423,7 +423,11 @@ def pipeline_problem(
     try:
         spec = parse_pipeline(spec_options)
         space = space if isinstance(space, DiscoverySpace) else DiscoverySpace.from_spec(space)
-        return _measure_problem(spec, space, catalog) or _trials_problem(spec, space)
+        return (
+            _measure_problem(spec, space, catalog)
+            or _trials_problem(spec, space)
+            or _trials_objective_problem(spec, space, catalog)
+        )
     except DiscospaceError as error:
         return str(error)
 
@@ -434,13 +438,15 @@ def pipeline_shape_problem(
     operators: Collection[str] | None = None,
 ) -> str | None:
     """Why the pipeline is malformed whatever its space, in one sentence, or None: its shape,
-    unknown hooks (and operators, when given), references to no job, itself or a later job."""
+    unknown hooks (and operators, when given), references to no job, itself or a later job,
+    args a shipped hook would refuse."""
     try:
         spec = parse_pipeline(spec_options)
         return (
             _hooks_problem(spec, hooks)
             or _operators_problem(spec, operators)
             or _order_problem(spec)
+            or _hook_args_problem(spec)
         )
     except DiscospaceError as error:
         return str(error)
@@ -451,6 +457,17 @@ def _hooks_problem(spec: PipelineSpec, hooks: Collection[str]) -> str | None:
         if job.kind == "hook" and job.hook not in hooks:
             known = ", ".join(sorted(hooks)) or "none is installed"
             return f"hook job '{job.name}' uses hook '{job.hook}', which is not known: use {known}"
+    return None
+
+
+def _hook_args_problem(spec: PipelineSpec) -> str | None:
+    """Args a shipped hook would refuse, found before the pipeline spends its probe."""
+    from discospace.core.hooks import args_problem  # hooks reads this module
+
+    for _, job in ordered_jobs(spec):
+        problem = job.kind == "hook" and job.hook and args_problem(job.hook, job.args or {})
+        if problem:
+            return f"hook job '{job.name}': {problem}"
     return None
 
 
@@ -597,6 +614,35 @@ def _trials_problem(spec: PipelineSpec, space: DiscoverySpace) -> str | None:
                 f"{prop.domain.describe()} in space '{space.id}'"
             )
     return None
+
+
+def _trials_objective_problem(
+    spec: PipelineSpec, space: DiscoverySpace, catalog: ExperimentCatalog | None
+) -> str | None:
+    """The trials' objective must be a target its job measures (an operation or measure job
+    on the pipeline's space; a hook's result or another space's is known only when it runs):
+    a misspelt one would run every trial and then fail for want of a value."""
+    if spec.trials is None or catalog is None:
+        return None
+    objective = spec.trials.objective
+    job = next((job for _, job in ordered_jobs(spec) if job.name == objective.job), None)
+    if job is None or job.kind == "hook" or job.operator == "pipeline":
+        return None
+    if not _on_pipeline_space(job, space):
+        return None
+    refs = [job.experiment] if job.kind == "measure" and job.experiment else space.experiments
+    targets: set[str] = set()
+    for ref in refs:
+        try:
+            targets.update(catalog.resolve(ref).experiment.target_properties)
+        except DiscospaceError:  # said by the measure job's own check, or the registry's
+            return None
+    if target_of(objective.property) in targets:
+        return None
+    return (
+        f"the trials' objective '{objective.property}' is no target job '{job.name}' measures: "
+        f"its targets are {', '.join(sorted(targets))}"
+    )
 
 
 def trial_space(space: SpaceSpec, values: Mapping[str, Scalar]) -> SpaceSpec:
