@@ -346,3 +346,24 @@ def test_a_trials_objective_its_job_does_not_measure_is_refused_before_any_trial
         "the trials' objective 'tsp' is no target job 'longer' measures: its targets are tps"
     )
     assert problem(observed, catalog=CATALOG) is None
+
+
+def test_a_job_whose_child_would_take_the_id_of_a_nested_pipelines_child_is_refused() -> None:
+    walk = {"kind": "operation", "operator": "random_walk"}
+    nested = {"options": {"stages": {"probe": [{"name": "y", **walk}]}}}
+    options = {
+        "stages": {
+            "probe": [
+                {"name": "x", "kind": "operation", "operator": "pipeline", "parameters": nested}
+            ],
+            "execute": [{"name": "x-y", **walk}],
+        }
+    }
+    apart = copy.deepcopy(options)
+    apart["stages"]["execute"][0]["name"] = "x_y"
+
+    assert problem(options) == (
+        "job 'y' of job 'x' and job 'x-y' would both run as child operation '<pipeline>-x-y': "
+        "rename one"
+    )
+    assert problem(apart) is None

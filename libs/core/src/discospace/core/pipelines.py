@@ -447,6 +447,7 @@ def pipeline_shape_problem(
             or _operators_problem(spec, operators)
             or _order_problem(spec)
             or _hook_args_problem(spec)
+            or _child_id_problem(spec)
         )
     except DiscospaceError as error:
         return str(error)
@@ -458,6 +459,50 @@ def _hooks_problem(spec: PipelineSpec, hooks: Collection[str]) -> str | None:
             known = ", ".join(sorted(hooks)) or "none is installed"
             return f"hook job '{job.name}' uses hook '{job.hook}', which is not known: use {known}"
     return None
+
+
+def _child_id_problem(spec: PipelineSpec) -> str | None:
+    """Two jobs, one of them in a nested pipeline, whose child operations would have one id:
+    a child's id is its pipeline's and its job's name joined by '-', so job 'x-y' and job 'y'
+    of a pipeline job 'x' both ask for '<pipeline>-x-y', and the second would take the first's
+    result as its own."""
+    seen: dict[str, str] = {}
+    for suffix, who in _child_suffixes(spec):
+        earlier = seen.setdefault(suffix, who)
+        if earlier != who:
+            return (
+                f"{earlier} and {who} would both run as child operation '<pipeline>-{suffix}': "
+                "rename one"
+            )
+    return None
+
+
+def _child_suffixes(spec: PipelineSpec, within: str = "") -> Iterator[tuple[str, str]]:
+    """(id suffix, which job) of every child operation the pipeline's jobs and the jobs of
+    the pipelines they run (written out, without references) would ask for."""
+    of = f" of job '{within}'" if within else ""
+    if spec.trials is not None:
+        for trial in range(spec.trials.count):
+            yield f"trial-{trial}", f"trial {trial}{of}"
+            yield from _prefixed(f"trial-{trial}", _child_suffixes(_untried(spec), within))
+        return
+    for _, job in ordered_jobs(spec):
+        yield job.name, f"job '{job.name}'{of}"
+        nested = job.operator == "pipeline" and job.parameters.get("options")
+        if isinstance(nested, dict) and not references(nested):
+            try:
+                inner = parse_pipeline(nested)
+            except DiscospaceError:  # said when the nested pipeline starts
+                continue
+            yield from _prefixed(job.name, _child_suffixes(inner, job.name))
+
+
+def _prefixed(prefix: str, suffixes: Iterator[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    return ((f"{prefix}-{suffix}", who) for suffix, who in suffixes)
+
+
+def _untried(spec: PipelineSpec) -> PipelineSpec:
+    return spec.model_copy(update={"trials": None})
 
 
 def _hook_args_problem(spec: PipelineSpec) -> str | None:
