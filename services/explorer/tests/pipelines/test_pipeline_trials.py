@@ -241,3 +241,30 @@ def test_a_trials_objective_its_job_does_not_measure_fails_before_any_trial(worl
         "loss, tps"
     )
     assert not w.of(PipelineJobStarted, "op-1")
+
+
+def test_a_restarted_explorer_reads_ended_trials_values_from_their_results(
+    world, base_space, monkeypatch
+):
+    """Choosing them again would cost an optimizer's round per ended trial, each told of the
+    trials before it: quadratic in the trials, under the explorer's lock."""
+    import discospace.explorer.operators.pipeline.conductor as conductor
+
+    w, space = _space(world(), base_space)
+    w.request("op-1", space, recipe(count=6), seed=3)
+    [fourth] = [e for e in _trials(w) if e.trial == 3]
+    w.log = w.log[: w.log.index(fourth) + 1]  # the explorer stopped once trial 3 ended
+    chosen: list[int] = []
+    real = conductor.trial_values
+
+    def counted(trials, seed, number, told):
+        chosen.append(number)
+        return real(trials, seed, number, told)
+
+    monkeypatch.setattr(conductor, "trial_values", counted)
+
+    decided = w.restart()
+
+    started = [e.job for e in decided if isinstance(e, PipelineJobStarted)]
+    assert started[0] == "trial-4"
+    assert chosen == [4]  # trials 0 to 3 ended: their values are in their results

@@ -113,9 +113,16 @@ class TrialsRound(Round):
     def outcome(
         self, trials: TrialsSpec, number: int, end: JobEnd, ended: dict[int, TrialOutcome]
     ) -> TrialOutcome:
-        values = self.values(trials, number, ended)
+        """An ended trial: its values as its result recorded them (choosing them again would
+        cost an optimizer's round for every ended trial in every round), else chosen again."""
         if isinstance(end, PipelineJobFailed):
-            return TrialOutcome(number, values, None)
+            return TrialOutcome(number, self.values(trials, number, ended), None)
+        recorded = end.result.get("values")
+        values = (
+            dict(recorded)
+            if isinstance(recorded, dict) and set(recorded) == set(trials.over)
+            else self.values(trials, number, ended)
+        )
         objective = end.result.get("objective")
         return TrialOutcome(
             number, values, float(objective) if isinstance(objective, int | float) else None
