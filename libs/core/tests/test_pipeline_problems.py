@@ -367,3 +367,15 @@ def test_a_job_whose_child_would_take_the_id_of_a_nested_pipelines_child_is_refu
         "rename one"
     )
     assert problem(apart) is None
+
+
+def test_a_reference_to_a_key_its_jobs_result_will_not_have_is_refused() -> None:
+    options = changed("stages.execute.0.space", "${narrowed.spaceid}")
+    plugin = changed("stages.refine.1.hook", "my_hook")
+
+    assert problem(options) == (
+        "job 'search' reads ${narrowed.spaceid}, but the result of job 'narrowed' has no "
+        "'spaceid': it has space, narrowed, space_id"
+    )
+    plugin["stages"]["execute"][0]["space"] = "${narrowed.anything}"  # only running it tells
+    assert pipeline_problem(plugin, SPACE, (*HOOKS, "my_hook")) is None

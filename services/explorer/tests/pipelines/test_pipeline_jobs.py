@@ -220,3 +220,42 @@ def test_a_job_may_run_a_pipeline_whose_measurements_a_hook_cannot_read(world):
     assert w.of(OperationCompleted, "op-1-nested-walk")
     [failed] = w.of(PipelineJobFailed, "op-1")
     assert failed.reason == "job 'nested' ran a pipeline: its measurements are its jobs'"
+
+
+def test_each_jobs_result_has_the_keys_the_door_checks_references_against(world, hooks):
+    """`result_keys` is what the door refuses `${job.key}` by: it must be what jobs give."""
+    from discospace.core.hooks import k_sigma, prune_invalid, top_k
+    from discospace.core.pipelines import MEASURE_RESULT, OPERATION_RESULT, SHIPPED_HOOK_RESULTS
+
+    shipped = {"k_sigma": k_sigma, "prune_invalid": prune_invalid, "top_k": top_k}
+    w = world(hooks={**hooks, **shipped})
+    loss = {"property": "loss", "direction": "min"}
+    walk = {"number_entities": 6, "batch_size": 2}
+    longer = {"actuator": "Bench", "experiment": "bench", "parameterization": {"steps": 50}}
+
+    def hook(name: str, used: str, **args: Any) -> dict[str, Any]:
+        return {"name": name, "kind": "hook", "hook": used, "args": {"job": "probe", **args}}
+
+    probe = {"name": "probe", "kind": "operation", "operator": "random_walk", "parameters": walk}
+    again = {"name": "again", "kind": "measure", "entities": "${top.entities}"}
+    options = {
+        "stages": {
+            "probe": [probe],
+            "refine": [
+                hook("pruned", "prune_invalid"),
+                hook("narrowed", "k_sigma", objective=loss),
+            ],
+            "execute": [hook("top", "top_k", k=2, objective=loss)],
+            "evaluate": [{**again, "experiment": longer}],
+        }
+    }
+    w.request("op-1", w.register(), options, seed=1)
+
+    results = {e.job: set(e.result) for e in w.of(PipelineJobCompleted, "op-1")}
+    assert results == {
+        "probe": set(OPERATION_RESULT),
+        "pruned": set(SHIPPED_HOOK_RESULTS["prune_invalid"]),
+        "narrowed": set(SHIPPED_HOOK_RESULTS["k_sigma"]),
+        "top": set(SHIPPED_HOOK_RESULTS["top_k"]),
+        "again": set(MEASURE_RESULT),
+    }

@@ -526,16 +526,62 @@ def _operators_problem(spec: PipelineSpec, operators: Collection[str] | None) ->
     return None
 
 
+OPERATION_RESULT = (
+    "operation_id",
+    "space_id",
+    "operator",
+    "stop_reason",
+    "best_entity_id",
+    "best_entity_values",
+    "best_values",
+    "counts",
+)
+"""The keys of an `operation` job's result (the explorer's `results.operation_result`)."""
+MEASURE_RESULT = (*OPERATION_RESULT, "experiment", "entities", "entity_ids", "rows")
+"""The keys of a `measure` job's result (the explorer's `results.measure_result`)."""
+SHIPPED_HOOK_RESULTS: dict[str, tuple[str, ...]] = {
+    "k_sigma": ("space", "narrowed", "space_id"),
+    "prune_invalid": ("space", "pruned", "space_id"),
+    "top_k": ("entities", "entity_ids", "values", "best_values"),
+}
+"""The keys of a shipped hook's result (`space_id` is the registered `space`'s)."""
+
+
+def result_keys(job: JobSpec) -> tuple[str, ...] | None:
+    """The keys `job`'s result will have; None when only running it tells (a plugin hook, a
+    nested pipeline, whose result is its own)."""
+    if job.kind == "measure":
+        return MEASURE_RESULT
+    if job.kind == "operation":
+        return OPERATION_RESULT
+    return SHIPPED_HOOK_RESULTS.get(job.hook or "")
+
+
+def _key_problem(reader: str, reference: Reference, jobs: Mapping[str, JobSpec]) -> str | None:
+    """A reference to a key its job's result will not have (`${narrowed.spaceid}`)."""
+    job = jobs.get(reference.job)
+    keys = None if job is None or not reference.path else result_keys(job)
+    if keys is None or reference.path[0] in keys:
+        return None
+    return (
+        f"job '{reader}' reads {reference.text}, but the result of job '{job.name}' "  # type: ignore[union-attr]
+        f"has no '{reference.path[0]}': it has {', '.join(keys)}"
+    )
+
+
 def _order_problem(spec: PipelineSpec) -> str | None:
     """A job that reads a job that does not exist, itself, or one that runs after it; and a
     `${trial...}` outside trials or naming a property trials are not over."""
     jobs = ordered_jobs(spec)
     position = {job.name: index for index, (_, job) in enumerate(jobs)}
     reads = {job.name: read_jobs(job) for _, job in jobs}
+    by_name = {job.name: job for _, job in jobs}
     for index, (_, job) in enumerate(jobs):
         problem = _trial_reference_problem(job, spec.trials)
         for name in reads[job.name]:
             problem = problem or _read_problem(job.name, name, index, position, reads)
+        for reference in job_references(job):
+            problem = problem or _key_problem(job.name, reference, by_name)
         if problem:
             return problem
     if spec.trials is not None and spec.trials.objective.job not in position:
