@@ -326,3 +326,13 @@ def test_units_per_is_the_exact_ratio_between_two_units() -> None:
 
 
 _SP_BA = {"samples_per_epoch": 1000, "batch_size": 8}
+
+
+def test_a_time_times_a_fraction_of_duration_and_times_sum_as_composer_has_them() -> None:
+    assert Time(2, "ep") * Time(0.5, "dur") == Time(1, "ep")
+    assert Time(2, "ep") * "0.5dur" == "1ep"
+    assert sum([Time(1, "ep"), Time(2, "ep")]) == Time(3, "ep")
+    with pytest.raises(TimeError, match="only by a number or a dur"):
+        Time(2, "ep") * Time(1, "ba")
+    with pytest.raises(TimeError, match="different units"):
+        sum([Time(1, "ep"), Time(2, "ba")])

@@ -157,10 +157,23 @@ class Time:
         subtrahend = _decimal(repr(self._same_unit(other, "subtract").value))
         return Time(_number(_EXACT.subtract(_decimal(repr(self.value)), subtrahend)), self.unit)
 
+    def __radd__(self, other: object) -> "Time":
+        """`sum(times)` starts from 0: a zero adds nothing; anything else adds as `+` does."""
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return self + other
+
     def __neg__(self) -> "Time":
         return Time(-self.value, self.unit)
 
     def __mul__(self, factor: object) -> "Time":
+        """Times a number, or a fraction of a duration (`2ep * 0.5dur` is `1ep`, as composer
+        has it)."""
+        if isinstance(factor, Time | str):
+            fraction = _coerce(factor)
+            if fraction.unit is not TimeUnit.DURATION:
+                raise TimeError(f"cannot multiply {self} by {fraction}: only by a number or a dur")
+            factor = fraction.value
         number = _factor(factor, "multiply")
         product = _EXACT.multiply(_decimal(repr(self.value)), _decimal(repr(number)))
         shown = f"{self} * {number} = {product.normalize():f}{self.unit.value}"
