@@ -119,6 +119,40 @@ def test_an_operator_proposing_a_point_outside_the_space_fails_the_operation(
     assert failed.counts.measured == 2
 
 
+class Buggy:
+    """An operator with a bug: its second proposal divides by zero."""
+
+    name: ClassVar[str] = "buggy"
+
+    def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
+        return None
+
+    def propose(self, view: OperationView) -> Proposal:
+        if view.in_flight:
+            return Wait()
+        if view.outcomes:
+            return Measure(({"batch_size": 1 // 0, "number_gpus": 1},))
+        return Measure(({"batch_size": 1, "number_gpus": 1},))
+
+
+def test_an_operators_bug_fails_its_operation_and_every_other_goes_on(
+    loop, small_space, make_request
+):
+    sim = _with(loop(small_space, behaviour=_fits_up_to_4), Buggy())
+    sim.send(make_request(small_space, op="op-bug", operator="buggy"))
+    sim.send(make_request(small_space, op="op-walk", number_entities=3, seed=1))
+    sim.run()
+
+    [failed] = sim.decisions(OperationFailed)
+    assert failed.operation_id == "op-bug"
+    assert (
+        failed.reason
+        == "operator 'buggy' failed: ZeroDivisionError: integer division or modulo by zero"
+    )
+    [completed] = sim.decisions(OperationCompleted)
+    assert (completed.operation_id, completed.counts.measured) == ("op-walk", 3)
+
+
 def test_an_operator_that_waits_while_nothing_is_in_flight_fails_the_operation(
     loop, small_space, make_request
 ):

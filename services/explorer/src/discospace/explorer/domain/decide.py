@@ -147,6 +147,14 @@ def _emit(state: OperationState, decided: Decided, event: Decision) -> None:
     decided.events.append(event)
 
 
+def failure_text(error: Exception) -> str:
+    """An operator's error as the end of a sentence: a `DiscospaceError` says it already; any
+    other (a bug) is named by its type, so its operation fails and every other goes on."""
+    if isinstance(error, DiscospaceError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
 def _run(
     state: OperationState,
     spaces: dict[str, SpaceEntry],
@@ -167,8 +175,8 @@ def _run(
     running = _Running(state, space, operator, engine.timing, now, decided, store)
     try:
         running.step()
-    except DiscospaceError as error:
-        running.fail(f"operator '{operator.name}' failed: {error}")
+    except Exception as error:  # an operator's bug fails its operation, never the explorer
+        running.fail(f"operator '{operator.name}' failed: {failure_text(error)}")
 
 
 class _Running:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeAlias
 
-from discospace.core import DiscospaceError
 from discospace.events import (
     MeasurementCompleted,
     MeasurementReused,
@@ -45,7 +44,7 @@ from discospace.explorer.domain.conducting import (
     Conductor,
     ConductorView,
 )
-from discospace.explorer.domain.decide import Decided, Engine, begin, decide
+from discospace.explorer.domain.decide import Decided, Engine, begin, decide, failure_text
 from discospace.explorer.domain.operation import OperationState, evolve
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.sample_store import SampleStores
@@ -261,8 +260,8 @@ def _conduct(
     assert started is not None
     try:
         conduct = conductor.conduct(_view(state, operation, started, engine, now))
-    except DiscospaceError as error:
-        reason = f"operator '{conductor.name}' failed: {error}"
+    except Exception as error:  # a conductor's bug fails its operation, never the explorer
+        reason = f"operator '{conductor.name}' failed: {failure_text(error)}"
         failed = OperationFailed.caused_by(
             started, now, operation_id=operation.operation_id, reason=reason
         )

@@ -208,7 +208,10 @@ class LiveExplorer:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._rescheduled.wait(), timeout=delay)
                 continue
-            await self._tick()
+            try:
+                await self._tick()
+            except Exception:  # the timer keeps every other operation's deadlines and retries
+                logger.exception("a timed decision round failed; the timer goes on")
 
     async def _tick(self) -> None:
         async with self._lock:
