@@ -168,7 +168,8 @@ async def test_the_explorer_runs_a_random_walk_with_retries_to_completion_over_k
         "invalid": 1,
     }
     retries = [r for r in player.requests() if r.attempt == 2]
-    assert [r.points for r in retries] == [
+    # in the order their failures arrived: either, on a loaded machine
+    assert sorted((r.points for r in retries), key=str) == [
         ({"batch_size": 2, "number_gpus": 1},),
         ({"batch_size": 2, "number_gpus": 2},),
     ]

@@ -135,6 +135,49 @@ def test_a_space_with_two_workloads_is_refused(make_space):
     assert "'dataset' must have exactly one value" in (ZeusBso().check(parameters(), entry) or "")
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "sentence"),
+    [
+        ("beta", "inf", "zeus_bso option 'beta': Input should be a finite number"),
+        ("beta", 1e308, "zeus_bso option 'beta': Input should be less than or equal to 1000000"),
+        ("prior_mean", "nan", "zeus_bso option 'prior_mean': Input should be a finite number"),
+        ("max_power", 1e308, "zeus_bso option 'max_power': Input should be less than or equal"),
+    ],
+)
+def test_an_option_no_decision_could_use_is_refused(space, option, value, sentence):
+    """beta 1e308 made an infinite cost limit, which no request can carry; max_power 1e308
+    overflowed the bandit; a NaN prior made every posterior mean NaN."""
+    problem = ZeusBso().check(parameters(**{option: value}), space)
+    assert problem is not None
+    assert problem.startswith(sentence)
+
+
+@pytest.mark.parametrize(
+    ("recurrence", "missing"),
+    [
+        (PropertySpec(name="recurrence", values=(0, 1, 2)), 3),
+        (PropertySpec(name="recurrence", values=(1, 2, 3, 4, 5, 6)), 0),
+    ],
+)
+def test_a_recurrence_domain_too_short_for_the_runs_is_refused(make_space, recurrence, missing):
+    entry = known_space(make_space((*PROPERTIES[:3], recurrence), (RUN,)))
+    assert isinstance(entry, KnownSpace)
+    assert ZeusBso().check(parameters(), entry) == (
+        "zeus_bso needs 'recurrence' to hold 0, 1, 2, ... up to at least 5 (one entity per run, "
+        f"6 runs to converge, retries beyond): it does not hold {missing}"
+    )
+
+
+def test_a_space_whose_experiment_reports_no_run_is_refused(make_space):
+    other = RUN.model_copy(update={"target_properties": ("time_to_accuracy", "loss")})
+    entry = known_space(make_space(PROPERTIES, (other,)))
+    assert isinstance(entry, KnownSpace)
+    assert ZeusBso().check(parameters(), entry) == (
+        "zeus_bso needs runs that report time_to_accuracy, energy_to_accuracy and converged: "
+        "experiment 'train_to_target' does not measure energy_to_accuracy, converged"
+    )
+
+
 # -- propose -------------------------------------------------------------------------------
 
 

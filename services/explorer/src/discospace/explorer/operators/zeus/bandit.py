@@ -128,7 +128,10 @@ def pooled_cv2(rewards: Mapping[int, Sequence[float]]) -> float:
         average = math.fsum(finite) / len(finite)
         if average == 0.0:
             continue
-        spread += math.fsum((r - average) ** 2 for r in finite) / average**2
+        if abs(average) < 1e150:
+            spread += math.fsum((r - average) ** 2 for r in finite) / average**2
+        else:  # the same, without squaring a number whose square is no float
+            spread += math.fsum(((r - average) / average) ** 2 for r in finite)
         degrees += len(finite) - 1
     return spread / degrees if degrees else 0.0
 

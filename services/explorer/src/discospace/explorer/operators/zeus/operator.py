@@ -81,6 +81,23 @@ TIME, ENERGY, CONVERGED, TRAINED_LIMIT, EPOCHS = (
 )
 
 
+def _experiment_problem(space: KnownSpace) -> str | None:
+    """A space zeus_bso reads every result of as a run: one experiment, reporting a run's
+    time and energy to the target and whether it converged."""
+    if len(space.experiments) != 1:
+        ids = ", ".join(experiment.id for experiment in space.experiments)
+        return f"zeus_bso reads every result as a run of one experiment: the space measures {ids}"
+    [experiment] = space.experiments
+    targets = experiment.experiment.target_properties
+    missing = [t for t in (TIME, ENERGY, CONVERGED) if t not in targets]
+    if missing:
+        return (
+            f"zeus_bso needs runs that report {TIME}, {ENERGY} and {CONVERGED}: experiment "
+            f"'{experiment.id}' does not measure {', '.join(missing)}"
+        )
+    return None
+
+
 class ZeusBso:
     """The Zeus batch-size optimizer over a recurring job's batch sizes and power limits."""
 
@@ -96,6 +113,9 @@ class ZeusBso:
             zeus_space(space.entity_space, options)
         except DiscospaceError as error:
             return str(error)
+        problem = _experiment_problem(space)
+        if problem is not None:
+            return problem
         if parameters.single_measurement:
             return (
                 "zeus_bso measures repeated runs of one job: set single_measurement to false so "

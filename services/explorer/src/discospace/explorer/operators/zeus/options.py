@@ -47,23 +47,23 @@ BATCH_SIZE, POWER_LIMIT, RECURRENCE = ZEUS_BATCH_SIZE, ZEUS_POWER_LIMIT, ZEUS_RE
 class ZeusOptions(BaseModel):
     """The options of a `zeus_bso` operation."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     eta: float = Field(default=0.5, ge=0.0, le=1.0)
-    beta: float = Field(default=2.0, gt=0.0)
-    num_pruning_rounds: int = Field(default=2, ge=0)
-    mab_num_explorations: int = Field(default=2, ge=0)
-    window_size: int = Field(default=0, ge=0)
-    prior_mean: float = 0.0
-    prior_precision: float = Field(default=0.0, ge=0.0)
+    beta: float = Field(default=2.0, gt=0.0, le=1e6)
+    num_pruning_rounds: int = Field(default=2, ge=0, le=1000)
+    mab_num_explorations: int = Field(default=2, ge=0, le=10**6)
+    window_size: int = Field(default=0, ge=0, le=10**6)
+    prior_mean: float = Field(default=0.0, ge=-1e100, le=1e100)
+    prior_precision: float = Field(default=0.0, ge=0.0, le=1e100)
     posterior: Literal["robust", "zeus"] = "robust"
-    pseudo_count: float = Field(default=ROBUST_PSEUDO_COUNT, ge=0.0)
+    pseudo_count: float = Field(default=ROBUST_PSEUDO_COUNT, ge=0.0, le=1e6)
     warm_start: bool = True
     shared_across: tuple[str, ...] = ("gpu_model",)
     default_batch_size: int
-    recurrences: int | None = Field(default=None, ge=1)
-    max_power: float | None = Field(default=None, gt=0.0)
-    max_epochs: int | None = Field(default=None, ge=1)
+    recurrences: int | None = Field(default=None, ge=1, le=10**6)
+    max_power: float | None = Field(default=None, gt=0.0, le=1e6)
+    max_epochs: int | None = Field(default=None, ge=1, le=10**6)
 
     @classmethod
     def parse(cls, options: dict[str, Any]) -> ZeusOptions:
@@ -122,4 +122,18 @@ def zeus_space(space: EntitySpace, options: ZeusOptions) -> ZeusSpace:
     max_power = options.max_power or float(max(power_limits))
     job = Job(batch_sizes, options.default_batch_size, power_limits, max_power)
     recurrences = options.recurrences or 2 * len(batch_sizes) * len(power_limits)
+    _check_runs(space, recurrences)
     return ZeusSpace(job, zeus_fixed_values(space), recurrences)
+
+
+def _check_runs(space: EntitySpace, recurrences: int) -> None:
+    """Run i is the entity with recurrence i: 0, 1, 2, ... at least up to the runs that must
+    converge (a space that stops short fails the job part-way, its runs paid for)."""
+    domain = space.get_property(RECURRENCE).domain
+    for run in range(recurrences):
+        if domain.normalise(run) is None:
+            raise DiscospaceError(
+                f"zeus_bso needs '{RECURRENCE}' to hold 0, 1, 2, ... up to at least "
+                f"{recurrences - 1} (one entity per run, {recurrences} runs to converge, "
+                f"retries beyond): it does not hold {run}"
+            )

@@ -271,8 +271,8 @@ def next_plan(
     batch_size = _next_batch_size(settings, job, history, in_flight, rng)
     if batch_size is None:
         return None
-    limit = None if math.isinf(history.min_cost) else settings.beta * history.min_cost
-    return Plan(batch_size, history.limits.get(batch_size), limit)
+    limit = settings.beta * history.min_cost  # infinite: no cost yet, or one beyond any float
+    return Plan(batch_size, history.limits.get(batch_size), limit if math.isfinite(limit) else None)
 
 
 def _next_batch_size(
