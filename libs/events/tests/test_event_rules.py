@@ -179,6 +179,20 @@ def test_incoherent_operation_parameters_are_refused(fields: dict[str, Any], pro
         OperationParameters.model_validate(fields)
 
 
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{"beta": 1e309}', "options.beta"),
+        ('{"grid": {"lr": [0.1, -1e999]}}', r"options.grid.lr\[1\]"),
+    ],
+)
+def test_options_read_from_json_refuse_a_number_that_is_not_finite(text: str, where: str) -> None:
+    """JSON's 1e309 reads as infinity, which JsonValue lets through; written out again it would
+    be null, so another replica would read other options than the one that decided."""
+    with pytest.raises(ValidationError, match=f"{where} is not a finite number"):
+        OperationParameters.model_validate_json(f'{{"options": {text}}}')
+
+
 def test_a_duration_stopping_rule_reads_the_time_notation() -> None:
     parameters = OperationParameters.model_validate({"stopping": {"max_duration": "1h20m40s"}})
     assert str(parameters.stopping.max_duration) == "4840sec"

@@ -12,6 +12,7 @@ change is additive, so the events keep their schema version.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt, model_validator
@@ -153,6 +154,9 @@ class OperationParameters(Record):
             raise ValueError("no_improvement and target_value stopping rules need an objective")
         if "objectives" in self.options:
             raise ValueError("objectives are given twice: as objectives and options.objectives")
+        where = _not_finite_at(self.options, "options")
+        if where is not None:  # JSON values escape allow_inf_nan; written out, they are null
+            raise ValueError(f"{where} is not a finite number")
         return self
 
     def objectives_to_optimise(self) -> list[Objective]:
@@ -160,3 +164,17 @@ class OperationParameters(Record):
         if self.objectives is not None:
             return list(self.objectives)
         return [self.objective] if self.objective is not None else []
+
+
+def _not_finite_at(value: JsonValue, where: str) -> str | None:
+    """Where in `value` a NaN or an infinity is (as `options.a.b[2]`), or None."""
+    todo: list[tuple[str, JsonValue]] = [(where, value)]
+    while todo:
+        path, node = todo.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return path
+        if isinstance(node, dict):
+            todo.extend((f"{path}.{key}", item) for key, item in node.items())
+        elif isinstance(node, list):
+            todo.extend((f"{path}[{index}]", item) for index, item in enumerate(node))
+    return None
