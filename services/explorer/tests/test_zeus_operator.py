@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -379,3 +380,17 @@ def test_the_engine_refuses_an_operation_without_a_default_batch_size(
     failed = sim.decisions(OperationFailed)
     assert failed
     assert "default_batch_size" in failed[0].reason
+
+
+def test_the_operator_keeps_the_folds_of_a_bounded_number_of_operations(space):
+    """Operations a stopping rule or a cancel ended are never finished by the operator: their
+    folds must not pile up for the life of the process."""
+    from discospace.explorer.operators.zeus.operator import OPERATIONS_KEPT
+
+    operator = ZeusBso()
+    for number in range(OPERATIONS_KEPT + 10):
+        operator.propose(replace(view(space), operation_id=f"op-{number}"))
+
+    assert len(operator._read) == OPERATIONS_KEPT
+    assert "op-0" not in operator._read
+    assert f"op-{OPERATIONS_KEPT + 9}" in operator._read

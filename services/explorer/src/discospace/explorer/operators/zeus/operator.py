@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from pydantic import ValidationError
 
@@ -165,7 +165,7 @@ class ZeusBso:
         if elsewhere is None:
             runs = _runs_elsewhere(view.store_elsewhere, knobs, options)
             elsewhere = elsewhere_of(runs)
-            self._elsewhere[view.operation_id] = elsewhere
+            _keep(self._elsewhere, view.operation_id, elsewhere)
         if elsewhere is NOWHERE or not elsewhere.usable:
             return knobs
         return replace(knobs, job=replace(knobs.job, elsewhere=elsewhere))
@@ -176,9 +176,23 @@ class ZeusBso:
         read = self._read.get(view.operation_id)
         if read is None or not read.prefix_of(view.outcomes):
             read = _Read(HistoryFold(settings, knobs.job))
-            self._read[view.operation_id] = read
+            _keep(self._read, view.operation_id, read)
         read.extend(view.outcomes)
         return read.fold.history()
+
+
+OPERATIONS_KEPT = 64
+"""Operations whose fold and runs elsewhere are kept between rounds: an operation that ended
+without this operator finishing it (a stopping rule, a cancel) is dropped once 64 newer ones
+came; one dropped while it runs is folded afresh from its view."""
+
+V = TypeVar("V")
+
+
+def _keep(cache: dict[str, V], operation_id: str, value: V) -> None:
+    if operation_id not in cache and len(cache) >= OPERATIONS_KEPT:
+        del cache[next(iter(cache))]  # the oldest
+    cache[operation_id] = value
 
 
 @dataclass
