@@ -98,7 +98,8 @@ class Job:
     default_batch_size: int
     power_limits: tuple[int, ...]
     max_power: float
-    """The highest power limit times the number of GPUs: the price of time in the cost."""
+    """The price of time in the cost (W): the `max_power` option, else the highest power
+    limit of the space."""
     elsewhere: Elsewhere = NOWHERE
     """Runs of the same workload on another GPU (`warm.py`): when usable, no pruning walk."""
 
