@@ -87,7 +87,7 @@ chaos: setup ## chaos suite, full form: overlapping walks while every service is
 bench: setup ## benchmarks; each prints its figures
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-bench-optimizers: test-setup ## optimizer benchmarks on the published traces (Zeus, fms); tables in benchmarks/results/
+bench-optimizers: test-setup ## the four optimizer benchmarks on the published traces (zeus, zeus-robust, fms, fms-cross-space; about 10 min); tables in benchmarks/results/
 	$(VENV)/bin/discospace bench optimizers
 
 clean: down ## remove the virtual environment and local state

@@ -63,7 +63,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 need_java() {
   command -v java >/dev/null 2>&1 ||
-    die "Java >= 17 is needed to run Kafka and was not found; install a JDK (apt-get install openjdk-17-jre-headless) or set KAFKA_BOOTSTRAP_SERVERS to an existing cluster."
+    die "Java >= 17 is needed to run Kafka and was not found; install a JDK (apt-get install openjdk-17-jdk-headless: the secure broker's ACL tool needs its compiler) or set KAFKA_BOOTSTRAP_SERVERS to an existing cluster."
   local major
   major="$(java -version 2>&1 | sed -n -E '1s/.*version "([0-9]+)(\.[0-9]+)?.*/\1/p')"
   [[ "$major" =~ ^[0-9]+$ && "$major" -ge 17 ]] ||
