@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from discospace.cli.errors import CliError
@@ -72,7 +73,7 @@ class ImportTarget:
     def targets(self) -> tuple[str, ...]:
         return self.experiment.experiment.target_properties
 
-    @property
+    @cached_property
     def identifiers(self) -> frozenset[str]:
         """The space's identifier properties (their domain keeps any value as given)."""
         return frozenset(

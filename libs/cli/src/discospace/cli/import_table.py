@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from discospace.cli.errors import CliError
-from discospace.core.canonical import Value, normalise_number
+from discospace.core.canonical import Value, normalise_number, not_finite
 from discospace.events.envelope import shortened
 
 if TYPE_CHECKING:
@@ -317,7 +317,7 @@ def _value_of_text(text: str) -> Value | None:
 
 def _finite(number: int | float) -> int | float:
     """`number` when the store can hold it: finite, and a whole number within 64 bits."""
-    if isinstance(number, float) and not math.isfinite(number):
+    if not_finite(number):
         raise CellError(f"{number} is not a finite number")
     if isinstance(number, int) and not MIN_WHOLE <= number <= MAX_WHOLE:
         raise CellError(f"{number} is beyond a 64-bit whole number")

@@ -36,8 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from discospace.client.models import OperationProgress, OperationResult, PipelineJob
 from discospace.core import Objective, as_number, target_of
-from discospace.core.errors import DiscospaceError
-from discospace.core.pipelines import parse_pipeline
+from discospace.core.pipelines import ranking_objective
 from discospace.core.results import objective_source
 from discospace.core.spec import Scalar
 
@@ -205,14 +204,9 @@ def best_trial(trials: Sequence[TrialPoint], objective: Objective | None) -> Tri
 def pipeline_objective(progress: OperationProgress) -> Objective | None:
     """The objective its trials are ranked by, as the explorer ranks them; without trials, its
     parameters'."""
-    try:
-        spec = parse_pipeline(progress.parameters.get("options") or {})
-    except DiscospaceError:
-        spec = None
-    if spec is not None and spec.trials:
-        return spec.trials.objective.objective()
     raw = progress.parameters.get("objective")
-    return Objective.model_validate(raw) if isinstance(raw, Mapping) else None
+    own = Objective.model_validate(raw) if isinstance(raw, Mapping) else None
+    return ranking_objective(progress.parameters.get("options") or {}, own)
 
 
 def measured_jobs(

@@ -548,8 +548,8 @@ SHIPPED_HOOK_RESULTS: dict[str, tuple[str, ...]] = {
 
 
 def result_keys(job: JobSpec) -> tuple[str, ...] | None:
-    """The keys `job`'s result will have; None when only running it tells (a plugin hook, a
-    nested pipeline, whose result is its own)."""
+    """The keys `job`'s result will have; None when only running it tells (a plugin hook). A
+    nested pipeline's job is an `operation` job: its result has an operation's keys."""
     if job.kind == "measure":
         return MEASURE_RESULT
     if job.kind == "operation":
@@ -734,6 +734,17 @@ def _trials_objective_problem(
         f"the trials' objective '{objective.property}' is no target job '{job.name}' measures: "
         f"its targets are {', '.join(sorted(targets))}"
     )
+
+
+def ranking_objective(options: Mapping[str, Any], objective: Objective | None) -> Objective | None:
+    """The objective a pipeline's trials are ranked by (its trials', as the explorer ranks them
+    and gives each trial's child pipeline); without trials, or options that are no pipeline,
+    `objective` (the pipeline's own)."""
+    try:
+        spec = parse_pipeline(options)
+    except DiscospaceError:
+        return objective
+    return spec.trials.objective.objective() if spec.trials else objective
 
 
 def trial_space(space: SpaceSpec, values: Mapping[str, Scalar]) -> SpaceSpec:

@@ -104,16 +104,8 @@ def _missing(path: list[tuple[TimeUnit, TimeUnit]], facts: TimeFacts) -> list[st
 def _convert_counted(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
     """Conversion between whole units by the shortest path whose facts are all known, rounded
     down once, at the end."""
-    paths = sorted(_paths(time.unit, unit), key=lambda p: (len(_missing(p, facts)), len(p)))
-    if not paths:
-        raise TimeConversionError(
-            f"{time} cannot be converted to {unit.value}: no conversion links "
-            f"{time.unit.value} and {unit.value}"
-        )
-    missing = _missing(paths[0], facts)
-    if missing:
-        raise TimeConversionError(f"converting {time} to {unit.value} needs {', '.join(missing)}")
-    return Time(math.floor(int(time.value) * _path_ratio(paths[0], facts)), unit)
+    path = _known_path(time.unit, unit, facts, str(time))
+    return Time(math.floor(int(time.value) * _path_ratio(path, facts)), unit)
 
 
 def _path_ratio(path: list[tuple[TimeUnit, TimeUnit]], facts: TimeFacts) -> Fraction:
@@ -177,16 +169,18 @@ def units_per(source: TimeUnit | str, target: TimeUnit | str, facts: TimeFacts) 
 
 
 def _known_path(
-    source: TimeUnit, target: TimeUnit, facts: TimeFacts
+    source: TimeUnit, target: TimeUnit, facts: TimeFacts, shown: str = ""
 ) -> list[tuple[TimeUnit, TimeUnit]]:
     """The shortest path of links whose facts are all known; a ``TimeConversionError`` when no
-    link or a missing fact keeps the units apart."""
+    link or a missing fact keeps the units apart, naming `shown` (the time converted) if given,
+    else the units."""
     paths = sorted(_paths(source, target), key=lambda p: (len(_missing(p, facts)), len(p)))
     if not paths:
-        raise TimeConversionError(f"no conversion links {source.value} and {target.value}")
+        lead = f"{shown} cannot be converted to {target.value}: " if shown else ""
+        raise TimeConversionError(f"{lead}no conversion links {source.value} and {target.value}")
     missing = _missing(paths[0], facts)
     if missing:
         raise TimeConversionError(
-            f"converting {source.value} to {target.value} needs {', '.join(missing)}"
+            f"converting {shown or source.value} to {target.value} needs {', '.join(missing)}"
         )
     return paths[0]

@@ -12,11 +12,11 @@ change is additive, so the events keep their schema version.
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt, model_validator
 
+from discospace.core.canonical import not_finite
 from discospace.core.results import Objective
 from discospace.core.sampling import Strategy
 from discospace.core.time import Time
@@ -171,7 +171,7 @@ def _not_finite_at(value: JsonValue, where: str) -> str | None:
     todo: list[tuple[str, JsonValue]] = [(where, value)]
     while todo:
         path, node = todo.pop()
-        if isinstance(node, float) and not math.isfinite(node):
+        if not_finite(node):
             return path
         if isinstance(node, dict):
             todo.extend((f"{path}.{key}", item) for key, item in node.items())

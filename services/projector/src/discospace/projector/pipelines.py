@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from discospace.core import DiscospaceError, Objective, as_number, target_of
-from discospace.core.pipelines import PipelineSpec, parse_pipeline
+from discospace.core.pipelines import PipelineSpec, parse_pipeline, ranking_objective
 from discospace.events import OperationParameters
 from discospace.projector.models import (
     BestSoFar,
@@ -218,10 +218,7 @@ def added_counts(children: Iterable[ChildProgress]) -> OperationCountsView:
 def pipeline_objective(parameters: OperationParameters) -> Objective | None:
     """The objective its trials are ranked by, as the explorer ranks them; without trials, its
     parameters'."""
-    spec = pipeline_spec(parameters)
-    if spec and spec.trials:
-        return spec.trials.objective.objective()
-    return parameters.objective
+    return ranking_objective(parameters.options, parameters.objective)
 
 
 def jobs_best(jobs: Sequence[PipelineJob], objective: Objective | None) -> BestSoFar | None:
