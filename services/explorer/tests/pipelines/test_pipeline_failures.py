@@ -18,7 +18,9 @@ from discospace.events import (
     PipelineJobFailed,
     PipelineJobStarted,
     SamplesRequested,
+    encode_within,
 )
+from discospace.events.envelope import MAX_MESSAGE_BYTES, MAX_OPERATION_REASON_CHARS
 
 
 def _walk(name: str, **fields: Any) -> dict[str, Any]:
@@ -115,6 +117,27 @@ def test_a_result_too_large_for_a_message_fails_its_job_instead_of_blocking_the_
     )
     assert [e.job for e in w.of(PipelineJobCompleted, "op-1")] == ["probe"]
     assert w.of(OperationFailed, "op-1")
+
+
+def test_a_hook_error_larger_than_a_message_fails_its_job_with_the_reason_cut_short(world, hooks):
+    """The job's failure, then the pipeline's, quote the hook's error: uncut, neither would fit
+    a message, and the explorer would retry publishing the first under its lock forever."""
+
+    def loud(context: HookContext) -> dict[str, JsonValue]:
+        raise ValueError("x" * 2 * MAX_MESSAGE_BYTES)
+
+    w = world(hooks={**hooks, "loud": loud})
+    jobs = {"probe": [_walk("probe")], "refine": [{"name": "loud", "kind": "hook", "hook": "loud"}]}
+    w.request("op-1", w.register(), {"stages": jobs}, seed=1)
+
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.reason.startswith("hook 'loud' failed: ValueError: xxx")
+    assert len(job.reason) == MAX_OPERATION_REASON_CHARS
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason.startswith("job 'loud' (refine) failed: hook 'loud' failed: ValueError")
+    assert len(failed.reason) == MAX_OPERATION_REASON_CHARS
+    for event in w.log:
+        encode_within(event)
 
 
 def test_a_space_the_registry_refuses_fails_the_job_with_the_registry_reason(world):

@@ -27,6 +27,13 @@ MAX_REASON_CHARS = 500
 an ellipsis."""
 
 
+MAX_OPERATION_REASON_CHARS = 4_000
+"""The longest text an operation's or a pipeline job's end carries from an operator or a hook
+(a failure's reason, a stop detail): reasons nest (a pipeline's names its job's, which names
+its child operation's), so this is longer than `MAX_REASON_CHARS`, and short enough that the
+event always fits the smallest message limit a service takes (64 KiB)."""
+
+
 def shortened(text: str, limit: int = MAX_REASON_CHARS) -> str:
     """`text`, cut to `limit` characters (with "…"), as every reason in an event is."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

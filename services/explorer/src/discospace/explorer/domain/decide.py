@@ -32,8 +32,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from discospace.core import DiscospaceError, ParameterizedExperiment
-from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
+from discospace.events import (
+    MAX_MESSAGE_BYTES,
+    EventTooLargeError,
+    OperationCompleted,
+    OperationFailed,
+    SamplesRequested,
+    encode_within,
+)
 from discospace.events.common import PropertyValues
+from discospace.events.envelope import MAX_OPERATION_REASON_CHARS, shortened
 from discospace.explorer.domain.entity_progress import (
     EntityProgress,
     Ready,
@@ -57,9 +65,19 @@ from discospace.explorer.domain.operator import (
 from discospace.explorer.domain.pairs import InFlight, PairResult, RetryDue, RetryPolicy
 from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
-from discospace.explorer.domain.starting import WaitForSpace, cancelled_before_start, start
+from discospace.explorer.domain.starting import (
+    WaitForSpace,
+    cancelled_before_start,
+    refuse,
+    start,
+)
 from discospace.explorer.domain.stopping import Stop, deadline, rule_met
 from discospace.explorer.domain.training import TrainingTally
+
+MAX_DRAW = 2_000
+"""The most entities one `SamplesRequested` asks the sampler for: its answer (`SamplesDrawn`)
+lists every entity drawn, so a larger window (`batch_size`) is asked for in several requests.
+2,000 entity ids are about 40 kB as a message, within the smallest message limit (64 KiB)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +99,12 @@ class Engine:
 
     operators: OperatorRegistry
     timing: Timing = Timing()
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    """The largest decision it may publish (the explorer's `max_message_bytes`). A decision
+    over it would be refused by the publisher every time, and decisions are published in
+    order: one would stop every operation. So a decision that would not fit fails its
+    operation instead (`_emit`), and the text operators write into ends is cut short
+    (`MAX_OPERATION_REASON_CHARS`), so a failure always fits."""
 
 
 @dataclass
@@ -127,8 +151,9 @@ def begin(
     again); True when it runs: started and not finished."""
     if state.requested is None or state.finished is not None:
         return False
+    limit = engine.max_message_bytes
     if state.started is None and state.cancel is not None:
-        _emit(state, decided, cancelled_before_start(state.requested, state.cancel, now))
+        _emit(state, decided, cancelled_before_start(state.requested, state.cancel, now), limit)
         return False
     if state.started is None:
         wait = timedelta(seconds=engine.timing.space_wait_s)
@@ -137,11 +162,20 @@ def begin(
         if isinstance(first, WaitForSpace):
             decided.wake(first.until)
             return False
-        _emit(state, decided, first)
+        try:
+            _emit(state, decided, first, limit)
+        except EventTooLargeError as error:
+            reason = f"its start would be too large to publish: {error}"
+            _emit(state, decided, refuse(state.requested, reason, now), limit)
     return state.finished is None
 
 
-def _emit(state: OperationState, decided: Decided, event: Decision) -> None:
+def _emit(state: OperationState, decided: Decided, event: Decision, limit: int) -> None:
+    """Fold `event` and add it to what is published; `EventTooLargeError`, with nothing
+    folded, when it would not fit a message. A failure always fits: its reason is cut short
+    where it is made."""
+    if not isinstance(event, OperationFailed):
+        encode_within(event, limit)
     evolve(state, event)
     state.unconfirmed.add(event.event_id)
     decided.events.append(event)
@@ -153,6 +187,15 @@ def failure_text(error: Exception) -> str:
     if isinstance(error, DiscospaceError):
         return str(error)
     return f"{type(error).__name__}: {error}"
+
+
+def operator_failure(name: str, error: Exception) -> str:
+    """Why an operator's round failed, as an operation's failure reason (cut short)."""
+    if isinstance(error, EventTooLargeError):
+        reason = f"operator '{name}' asked for a decision too large to publish: {error}"
+    else:
+        reason = f"operator '{name}' failed: {failure_text(error)}"
+    return shortened(reason, MAX_OPERATION_REASON_CHARS)
 
 
 def _run(
@@ -171,12 +214,12 @@ def _run(
         event = OperationFailed.caused_by(
             started, now, operation_id=state.operation_id, reason=reason
         )
-        return _emit(state, decided, event)
-    running = _Running(state, space, operator, engine.timing, now, decided, store)
+        return _emit(state, decided, event, engine.max_message_bytes)
+    running = _Running(state, space, operator, engine, now, decided, store)
     try:
         running.step()
     except Exception as error:  # an operator's bug fails its operation, never the explorer
-        running.fail(f"operator '{operator.name}' failed: {failure_text(error)}")
+        running.fail(operator_failure(operator.name, error))
 
 
 class _Running:
@@ -187,12 +230,13 @@ class _Running:
         state: OperationState,
         space: KnownSpace,
         operator: Operator,
-        timing: Timing,
+        engine: Engine,
         now: datetime,
         decided: Decided,
         store: SampleStores | None = None,
     ) -> None:
         assert state.started is not None
+        timing, self.limit = engine.timing, engine.max_message_bytes
         self.state, self.space, self.operator, self.store = state, space, operator, store
         self.started, self.now, self.decided = state.started, now, decided
         self.parameters = self.started.parameters
@@ -213,9 +257,9 @@ class _Running:
         if stop is not None:
             self.complete(stop)
             return
-        unsettled = self._unsettled()
-        self.follow_up(unsettled)
-        in_flight = self.state.draws.undrawn + len(unsettled)
+        self._settle()
+        self.follow_up()
+        in_flight = self.state.draws.undrawn + len(self.state.open)
         proposal = self.operator.propose(self._view(in_flight))
         in_flight += self.act(proposal, max(0, self.parameters.batch_size - in_flight))
         if in_flight == 0 and isinstance(proposal, Finish):
@@ -230,7 +274,9 @@ class _Running:
     def wind_down(self, until: datetime) -> None:
         """Cancelled: request nothing more; complete once nothing is in flight, or at `until`
         (the measurements still in flight then are counted cancelled)."""
-        waiting = self.state.draws.undrawn + sum(map(_in_flight, self._unsettled()))
+        self._settle()
+        progress = self.state.progress
+        waiting = self.state.draws.undrawn + sum(_in_flight(progress[e]) for e in self.state.open)
         if waiting == 0:
             self.complete(_cancelled(self.state))
         elif self.now >= until:
@@ -253,16 +299,26 @@ class _Running:
 
     # -- state ---------------------------------------------------------------------------------
 
-    def _unsettled(self) -> list[EntityProgress]:
-        """Progress of every entity not settled yet; those found settled leave `open`."""
-        unsettled = []
-        for entity in list(self.state.open):
-            progress = entity_progress(self.state, self.space, self.policy, entity)
+    def _settle(self) -> None:
+        """Read again the progress of the entities whose facts changed: those found settled
+        leave `open` (settled is final); the others' progress is kept, and whether a step of
+        theirs is to act on (`actionable`)."""
+        state = self.state
+        for entity in state.changed:
+            if entity not in state.open:
+                continue
+            progress = entity_progress(state, self.space, self.policy, entity)
             if progress.settled:
-                del self.state.open[entity]
+                del state.open[entity]
+                state.progress.pop(entity, None)
+                state.actionable.discard(entity)
+                continue
+            state.progress[entity] = progress
+            if any(isinstance(step, Ready | RetryDue) for step in progress.steps.values()):
+                state.actionable.add(entity)
             else:
-                unsettled.append(progress)
-        return unsettled
+                state.actionable.discard(entity)
+        state.changed.clear()
 
     def _tracker(self) -> ObjectiveTracker | None:
         objective = self.parameters.objective
@@ -315,10 +371,11 @@ class _Running:
 
     # -- decisions -----------------------------------------------------------------------------
 
-    def follow_up(self, unsettled: list[EntityProgress]) -> None:
+    def follow_up(self) -> None:
         """Retries that are due, and dependent experiments that became ready."""
-        for progress in sorted(unsettled, key=lambda p: p.entity_id):
-            values = self.state.entities.get(progress.entity_id)
+        for entity in sorted(self.state.actionable):
+            progress = self.state.progress[entity]
+            values = self.state.entities.get(entity)
             if values is None:
                 continue
             ready = [e for e in self.space.experiments if isinstance(progress.steps[e.id], Ready)]
@@ -355,14 +412,17 @@ class _Running:
         return 0
 
     def draw(self, count: int) -> int:
-        self.request(
-            count=count,
-            strategy=self.parameters.sampler,
-            seed=self.parameters.seed,
-            position=self.state.draws.asked,
-            group_by=self.parameters.group_by,
-            experiments=tuple(e.to_ref() for e in self.space.independent),
-        )
+        """Ask the sampler for `count` more entities, at most `MAX_DRAW` a request (each request
+        folds at once, so the next one's position follows it)."""
+        for first in range(0, count, MAX_DRAW):
+            self.request(
+                count=min(MAX_DRAW, count - first),
+                strategy=self.parameters.sampler,
+                seed=self.parameters.seed,
+                position=self.state.draws.asked,
+                group_by=self.parameters.group_by,
+                experiments=tuple(e.to_ref() for e in self.space.independent),
+            )
         return count
 
     def measure(
@@ -405,7 +465,7 @@ class _Running:
             single_measurement=self.parameters.single_measurement,
             **fields,
         )
-        _emit(self.state, self.decided, event)
+        _emit(self.state, self.decided, event, self.limit)
 
     def complete(self, stop: Stop) -> None:
         everything = self._everything()
@@ -427,7 +487,7 @@ class _Running:
             operation_id=self.state.operation_id,
             space_id=self.started.space_id,
             stop_reason=stop.reason,
-            stop_detail=f"{stop.detail}; {summary}",
+            stop_detail=f"{shortened(stop.detail, MAX_OPERATION_REASON_CHARS)}; {summary}",
             best_entity_id=best.entity_id if best else None,
             best_entity_values=best.entity_values if best else None,
             best_values=best.values if best else None,
@@ -436,17 +496,17 @@ class _Running:
             if isinstance(self.operator, Chooser)
             else None,
         )
-        _emit(self.state, self.decided, event)
+        _emit(self.state, self.decided, event, self.limit)
 
     def fail(self, reason: str) -> None:
         event = OperationFailed.caused_by(
             self.started,
             self.now,
             operation_id=self.state.operation_id,
-            reason=reason,
+            reason=shortened(reason, MAX_OPERATION_REASON_CHARS),
             counts=counts(self.state, self._everything()),
         )
-        _emit(self.state, self.decided, event)
+        _emit(self.state, self.decided, event, self.limit)
 
     def _everything(self) -> list[EntityProgress]:
         return [

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import singledispatch
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from discospace.core import entity_id, parameterized_experiment_id
 from discospace.core.spec import ExperimentRef
@@ -41,6 +41,9 @@ from discospace.events.common import OperationEvent, PropertyValues
 from discospace.explorer.domain.objective import ObjectiveTracker
 from discospace.explorer.domain.pairs import PairFacts, PairKey, PairResult
 from discospace.explorer.domain.training import TrainingTally
+
+if TYPE_CHECKING:
+    from discospace.explorer.domain.entity_progress import EntityProgress
 
 OperationInput: TypeAlias = (
     OperationRequested
@@ -135,6 +138,14 @@ class OperationState:
     """A pipeline's jobs, in the order they started (kept once finished: its parent reads them)."""
     kept: set[PairKey] | None = None
     """Once a child operation finished: the pairs of `outcomes`, which it keeps (None: not kept)."""
+    changed: set[str] = field(default_factory=set)
+    """Entities whose facts or values changed since the engine last read their progress: it
+    reads only those again, so a decision round costs what changed, not the whole window."""
+    progress: dict[str, EntityProgress] = field(default_factory=dict)
+    """Derived when deciding: the progress of each entity of `open`, as of its last change."""
+    actionable: set[str] = field(default_factory=set)
+    """Derived when deciding: the entities of `open` with a step to act on (a dependent
+    experiment ready, a retry due)."""
 
     @property
     def parent_id(self) -> str | None:
@@ -142,12 +153,17 @@ class OperationState:
         return self.requested.parent_operation_id if self.requested else None
 
     def pair(self, key: PairKey) -> PairFacts:
+        """The facts of a pair, to change: its entity's progress is read again."""
+        self.changed.add(key[0])
         return self.pairs.setdefault(key, PairFacts())
 
     def know(self, entity: str, values: PropertyValues | None = None) -> None:
         if entity not in self.entities:
             self.open[entity] = None
+            self.changed.add(entity)
         if values is not None:
+            if self.entities.get(entity) is None:
+                self.changed.add(entity)
             self.entities[entity] = values
         else:
             self.entities.setdefault(entity, None)
@@ -161,6 +177,8 @@ class OperationState:
         operation keeps its results (`keep_results`): its parent reads them."""
         for details in (self.requests, self.drawn, self.entities, self.pairs, self.open):
             details.clear()
+        for derived in (self.changed, self.progress, self.actionable):
+            derived.clear()
         self.seen.clear()
         self.unconfirmed.clear()
         if keep_results:

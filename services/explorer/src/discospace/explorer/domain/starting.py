@@ -22,7 +22,7 @@ from discospace.events import (
     OperationRequested,
 )
 from discospace.events import OperationStarted as Started
-from discospace.events.envelope import content_id
+from discospace.events.envelope import MAX_OPERATION_REASON_CHARS, content_id, shortened
 from discospace.explorer.domain.conducting import Conductor
 from discospace.explorer.domain.operator import Operator, OperatorRegistry
 from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
@@ -75,6 +75,8 @@ def start(
 
 
 def refuse(request: OperationRequested, reason: str, now: datetime) -> OperationFailed:
+    """The request refused, with `reason` (cut short: it may quote what the request held)."""
+    reason = shortened(reason, MAX_OPERATION_REASON_CHARS)
     return OperationFailed.caused_by(request, now, operation_id=request.operation_id, reason=reason)
 
 

@@ -35,6 +35,7 @@ from discospace.events import (
     SpaceRegistered,
     SpaceRejected,
     SpaceSubmitted,
+    encode_within,
 )
 from discospace.events.common import OperationEvent
 from discospace.explorer.domain.conducting import (
@@ -44,7 +45,7 @@ from discospace.explorer.domain.conducting import (
     Conductor,
     ConductorView,
 )
-from discospace.explorer.domain.decide import Decided, Engine, begin, decide, failure_text
+from discospace.explorer.domain.decide import Decided, Engine, begin, decide, operator_failure
 from discospace.explorer.domain.operation import OperationState, evolve
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.sample_store import SampleStores
@@ -260,8 +261,10 @@ def _conduct(
     assert started is not None
     try:
         conduct = conductor.conduct(_view(state, operation, started, engine, now))
+        for event in conduct.events:  # one too large to publish would stop every operation
+            encode_within(event, engine.max_message_bytes)
     except Exception as error:  # a conductor's bug fails its operation, never the explorer
-        reason = f"operator '{conductor.name}' failed: {failure_text(error)}"
+        reason = operator_failure(conductor.name, error)
         failed = OperationFailed.caused_by(
             started, now, operation_id=operation.operation_id, reason=reason
         )

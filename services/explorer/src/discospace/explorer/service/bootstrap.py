@@ -59,7 +59,7 @@ def bootstrap(
         "submitted to the registry.",
     )
     publish = routed(to_operations, to_space_submissions)
-    engine = Engine(operators, settings.timing)
+    engine = Engine(operators, settings.timing, settings.max_message_bytes)
     metrics = ExplorerMetrics.create(service.metrics.registry)
     positions = ReadPositions()
     service.broker.add_middleware(positions.middleware)

@@ -32,6 +32,7 @@ from discospace.events import (
     SpaceSubmitted,
     encode_within,
 )
+from discospace.events.envelope import MAX_OPERATION_REASON_CHARS, shortened
 from discospace.explorer.domain.conducting import ChildView, Conduct, Conducted, ConductorView
 from discospace.explorer.domain.operation import JobEnd
 from discospace.explorer.domain.spaces import KnownSpace
@@ -86,9 +87,10 @@ class Round:
         event: JobEnd
         try:
             if isinstance(outcome, Failure):
+                reason = shortened(outcome.reason, MAX_OPERATION_REASON_CHARS)
                 event = derived(
                     PipelineJobFailed, self.started, self.now, about, **fields, trial=trial,
-                    reason=outcome.reason, optional=optional,
+                    reason=reason, optional=optional,
                 )  # fmt: skip
             else:
                 event = derived(
@@ -253,6 +255,7 @@ class Round:
         return running
 
     def fail(self, reason: str) -> None:
+        reason = shortened(reason, MAX_OPERATION_REASON_CHARS)
         self.emit(
             OperationFailed.caused_by(
                 self.started, self.now, operation_id=self.id, reason=reason, counts=self.counts()
