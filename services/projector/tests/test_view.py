@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,7 +17,14 @@ from discospace.core.canonical import canonical_json
 from discospace.projector.errors import ViewError
 from discospace.projector.queries import MeasurementRow
 from discospace.projector.spaces import SpaceLayout, observed_columns, space_states
-from discospace.projector.view import VIEWS, entity_table, in_causal_order, parse_include
+from discospace.projector.exports import export
+from discospace.projector.view import (
+    VIEWS,
+    entity_table,
+    in_causal_order,
+    parse_include,
+    whole_numbers_kept,
+)
 
 COLUMNS = [
     "entity_id",
@@ -284,3 +293,30 @@ def test_a_space_sampled_in_full_is_not_walked_for_never_sampled_entities(story,
     table = entity_table(layout, rows[:1], [], VIEWS)
     assert list(table["status"]) == ["measured", "unsampled"]
     assert list(table["entity_id"]) == [entities[0].id, entities[1].id]
+
+
+def test_a_column_of_whole_numbers_with_gaps_stays_whole_numbers(story, folded) -> None:
+    """pandas makes a column with a gap floats: 60000 was exported as 60000.0."""
+    table = _table(folded, story.space_a.space_id)
+    memory = table["peak_gpu_memory_mib"]
+    assert memory.isna().any()  # the unmeasured and unsampled rows
+    assert str(memory.dtype) == "Int64"
+    assert ",60000,measured," in export(table, "csv").decode()
+    assert {row["peak_gpu_memory_mib"] for row in json.loads(export(table, "json"))} == {
+        60000,
+        None,
+    }
+    assert table["train_tokens_per_second"].dtype == "float64"  # real numbers stay real
+
+
+def test_whole_numbers_beyond_two_to_the_53_keep_every_digit() -> None:
+    rows = [{"n": 2**53 + 1, "big": 2**70}, {"n": None, "big": None}]
+    table = whole_numbers_kept(pd.DataFrame(rows, columns=["n", "big"]), rows)
+    assert table["n"].tolist()[0] == 2**53 + 1
+    assert table["big"].tolist()[0] == 2**70
+    assert json.loads(export(table, "json"))[0] == {"n": 2**53 + 1, "big": 2**70}
+    assert export(table, "csv").decode().splitlines()[1] == f"{2**53 + 1},{2**70}"
+    parquet = pd.read_parquet(io.BytesIO(export(table, "parquet")))
+    assert parquet["n"].tolist()[0] == 2**53 + 1
+    assert parquet["big"][0] == str(2**70)  # Parquet's integers hold 64 bits: text
+    assert parquet["big"].isna()[1]

@@ -65,15 +65,19 @@ def _parquet(table: pd.DataFrame) -> bytes:
 
 
 def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with every column of mixed value types (e.g. 4 and "auto") turned to text.
+    """`table` with every column of mixed value types (e.g. 4 and "auto"), and every column
+    holding a whole number beyond 64 bits, turned to text.
 
-    Parquet columns hold one type; numbers of both kinds (int and float) stay numbers.
+    Parquet columns hold one type, and its integers 64 bits; numbers of both kinds (int and
+    float) stay numbers.
     """
     safe = table.copy()
     for name in safe.columns:
         column = safe[name]
+        if column.dtype != object:
+            continue
         kinds = {_kind(value) for value in column.dropna()}
-        if len(kinds) > 1:
+        if len(kinds) > 1 or "whole beyond 64 bits" in kinds:
             safe[name] = column.map(lambda v: None if pd.isna(v) else str(v)).astype(object)
     return safe
 
@@ -81,6 +85,8 @@ def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
 def _kind(value: object) -> str:
     if isinstance(value, bool):
         return "bool"
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return "whole beyond 64 bits"
     if isinstance(value, int | float):
         return "number"
     return type(value).__name__

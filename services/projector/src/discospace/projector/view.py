@@ -92,8 +92,31 @@ def entity_table(
     if "unsampled" in include:
         parts["unsampled"] = _unsampled_rows(layout, sampled, len(include) == 1, grid)
     cap = limit if limit is not None else len(sampled) + DEFAULT_UNSAMPLED_LIMIT
-    rows = (row for view in include for row in parts[view])
-    return pd.DataFrame(list(islice(rows, cap)), columns=list(layout.columns))
+    rows = list(islice((row for view in include for row in parts[view]), cap))
+    return whole_numbers_kept(pd.DataFrame(rows, columns=list(layout.columns)), rows)
+
+
+INT64 = range(-(2**63), 2**63)
+
+
+def whole_numbers_kept(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """`frame` with each column of whole numbers that has a gap (an unmeasured row) as whole
+    numbers: pandas makes such a column floats, so 60000 was exported as 60000.0, and a number
+    beyond 2^53 as another number. It becomes pandas' nullable `Int64` (int64 with nulls in
+    Parquet), or keeps its Python ints beyond 64 bits (`exports.arrow_safe` writes those as
+    text in Parquet)."""
+    for name in frame.columns:
+        if frame[name].dtype != "float64" or not frame[name].isna().any():
+            continue
+        values = [row.get(name) for row in rows]
+        present = [value for value in values if value is not None]
+        if not present or not all(type(value) is int for value in present):
+            continue
+        if all(value in INT64 for value in present):
+            frame[name] = pd.array(values, dtype="Int64")
+        else:
+            frame[name] = pd.Series(values, dtype=object, index=frame.index)
+    return frame
 
 
 def _partition(
