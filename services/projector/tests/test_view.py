@@ -15,9 +15,9 @@ import pytest
 from discospace.core import Entity, EntitySpace, ExperimentRef, PropertySpec, SpaceSpec
 from discospace.core.canonical import canonical_json
 from discospace.projector.errors import ViewError
+from discospace.projector.exports import export
 from discospace.projector.queries import MeasurementRow
 from discospace.projector.spaces import SpaceLayout, observed_columns, space_states
-from discospace.projector.exports import export
 from discospace.projector.view import (
     VIEWS,
     entity_table,
