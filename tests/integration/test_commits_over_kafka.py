@@ -22,7 +22,13 @@ from discospace.events import (
     new_event,
     written_type,
 )
-from discospace.runtime import Service, ServiceSettings, TransientError, create_service
+from discospace.runtime import (
+    Service,
+    ServiceSettings,
+    TransientError,
+    create_service,
+    hold_commit,
+)
 from discospace.runtime.committing import CLOSE_COMMIT_S
 from discospace.testing.clients import EventClient
 from discospace.testing.kafka import create_topics
@@ -250,3 +256,52 @@ async def test_events_no_handler_takes_are_committed_past_without_the_pipeline(
     assert ignored == 2
     assert through_pipeline == [1, 2]  # the broken submission and the announcement
     assert passed_over == [(topics.actuators, 0, 0), (topics.actuators, 0, 3)]
+
+
+class Holding(Handler):
+    """Holds the commit of one message (`hold_commit`), as the sampler's waiting request does."""
+
+    def __init__(self, holding: str) -> None:
+        super().__init__()
+        self.holding = holding
+        self.releases: list[Callable[[], None]] = []
+
+    async def on_actuator_registered(self, event: ActuatorRegistered) -> None:
+        self.handled.append(event.worker_id)
+        if event.worker_id == self.holding:
+            self.releases.append(hold_commit())
+
+
+async def test_a_held_message_is_not_committed_past_until_released_and_the_rest_flows_on(
+    kafka, kafka_bootstrap, one_partition
+):
+    topics = one_partition
+    handler = Holding("w2")
+    service = _service(kafka_bootstrap, topics, handler)
+    group = service.settings.consumer_group
+    async with service.app.start_lifespan_context():
+        await kafka.publish(*_announcements(6), topics=topics)
+        await eventually(lambda: len(handler.handled) == 6)  # past the held one meanwhile
+        await _until_committed(kafka_bootstrap, group, topics.actuators, 2)
+        await asyncio.sleep(0.3)
+        assert await _committed(kafka_bootstrap, group, topics.actuators) == 2
+        [release] = handler.releases
+        release()
+        await _until_committed(kafka_bootstrap, group, topics.actuators, 6)
+
+
+async def test_a_message_held_when_the_service_stops_is_handed_to_the_next_one_again(
+    kafka, kafka_bootstrap, one_partition
+):
+    topics = one_partition
+    handler = Holding("w2")
+    service = _service(kafka_bootstrap, topics, handler)
+    group = service.settings.consumer_group
+    async with service.app.start_lifespan_context():
+        await kafka.publish(*_announcements(5), topics=topics)
+        await eventually(lambda: len(handler.handled) == 5)
+    assert await _committed(kafka_bootstrap, group, topics.actuators) == 2
+
+    again = Handler()
+    async with _service(kafka_bootstrap, topics, again).app.start_lifespan_context():
+        await eventually(lambda: again.handled == ["w2", "w3", "w4"])

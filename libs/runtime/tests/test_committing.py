@@ -149,3 +149,63 @@ async def test_nothing_is_committed_without_a_consumer_yet() -> None:
     await commits.stop()
 
     assert commits.commits == 0
+
+
+async def test_a_held_message_keeps_its_partitions_commit_below_it_until_released() -> None:
+    """The messages after it are handled meanwhile; a crash delivers the held one again."""
+    consumer = FakeConsumer({A, B})
+    commits = OffsetCommits(lambda: consumer)
+    commits.done("t", 0, 0)
+    commits.done("t", 0, 1)
+    release = commits.hold("t", 0, 2)
+    for offset in range(2, 6):
+        commits.done("t", 0, offset)
+    commits.done("t", 1, 7)  # another partition is not held back
+    await asyncio.sleep(committing.COMMIT_EVERY_S * 3)
+
+    assert consumer.commits[-1] == {A: 2, B: 8}
+    assert commits.held == {A: 2}
+    assert commits.pending == {A: 6}, "what comes after the held message is kept for later"
+    commits.done("t", 0, 6)
+    await asyncio.sleep(committing.COMMIT_EVERY_S * 3)
+    assert all(commit.get(A, 2) == 2 for commit in consumer.commits), "never past the held one"
+
+    release()
+    release()  # twice does nothing more
+    await _settled(commits)
+    await commits.stop()
+    assert consumer.commits[-1] == {A: 7}
+    assert commits.held == {}
+
+
+async def test_of_two_held_messages_the_lower_one_bounds_the_commit() -> None:
+    consumer = FakeConsumer({A})
+    commits = OffsetCommits(lambda: consumer)
+    first = commits.hold("t", 0, 3)
+    second = commits.hold("t", 0, 5)
+    commits.done("t", 0, 9)
+    await asyncio.sleep(committing.COMMIT_EVERY_S * 2)
+    assert consumer.commits == [{A: 3}]
+
+    first()
+    await asyncio.sleep(committing.COMMIT_EVERY_S * 2)
+    assert consumer.commits[-1] == {A: 5}
+    second()
+    await _settled(commits)
+    await commits.stop()
+    assert consumer.commits[-1] == {A: 10}
+
+
+async def test_holds_of_revoked_partitions_are_dropped_and_their_release_does_nothing() -> None:
+    consumer = FakeConsumer({A})
+    commits = OffsetCommits(lambda: consumer)
+    release = commits.hold("t", 0, 3)
+    commits.done("t", 0, 4)
+    await CommitBeforeRevoke(commits).on_partitions_revoked({A})
+    assert commits.held == {}
+    assert commits.pending == {}
+
+    commits.hold("t", 0, 8)  # assigned again later, a new hold
+    release()  # the old one's release leaves the new hold alone
+    assert commits.held == {A: 8}
+    await commits.stop()

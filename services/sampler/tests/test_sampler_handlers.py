@@ -7,10 +7,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiokafka.errors import KafkaConnectionError
 from prometheus_client import CollectorRegistry
 
 from discospace.core import ExperimentRef
 from discospace.events import Event, MeasurementRequested, MeasurementReused, SamplesDrawn
+from discospace.sampler import handlers
 from discospace.sampler.domain import SamplerState
 from discospace.sampler.handlers import (
     SamplerDeps,
@@ -31,6 +33,8 @@ class Parts:
 
     clock: Any
     published: list[Event] = field(default_factory=list)
+    failures: list[Exception] = field(default_factory=list)
+    """Errors the next publishes raise, one each."""
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
@@ -45,6 +49,8 @@ class Parts:
         )
 
     async def publish(self, event: Event) -> None:
+        if self.failures:
+            raise self.failures.pop()
         self.published.append(event)
 
     def sample(self, name: str, **labels: str) -> float | None:
@@ -90,31 +96,39 @@ async def test_a_rival_request_read_after_the_first_of_its_index_is_counted_and_
     assert parts.sample("discospace_sampler_conflicting_requests_total") == 1
 
 
-async def test_the_handler_answers_a_waiting_request_only_once_its_pair_lands(clock, make):
+async def test_a_waiting_request_returns_at_once_and_its_task_answers_once_its_pair_lands(
+    clock, make
+):
+    """Waiting in the handler stopped the sampler's whole consumer: every other operation's
+    requests waited up to `in_flight_wait_s` too."""
     parts = Parts(clock)
     await on_space_event(make.registered(), parts.deps)
     await on_actuator_registered(make.pool("a100", "A100"), parts.deps)
-    first, second = (
-        make.request(
-            make.registered(), operation_id=op, points=({"batch_size": 2, "gpu_model": "A100"},)
-        )
-        for op in ("op-a", "op-b")
+    point, other = {"batch_size": 2, "gpu_model": "A100"}, {"batch_size": 4, "gpu_model": "A100"}
+    first, second, third = (
+        make.request(make.registered(), operation_id=op, points=(values,))
+        for op, values in (("op-a", point), ("op-b", point), ("op-c", other))
     )
-    for request in (first, second):
+    for request in (first, second, third):
         await on_request_read(request, parts.deps)
     await on_samples_requested(first, parts.deps)
 
-    answering = asyncio.create_task(on_samples_requested(second, parts.deps))
+    await asyncio.wait_for(on_samples_requested(second, parts.deps), 1)  # returns, waiting
+    [waiting] = parts.deps.waiting
+    await asyncio.wait_for(on_samples_requested(third, parts.deps), 1)  # answered meanwhile
     await asyncio.sleep(0.1)
-    pending = not answering.done()
-    await on_measurement_event(
-        make.completed({"batch_size": 2, "gpu_model": "A100"}, operation="op-a"), parts.deps
-    )
-    await asyncio.wait_for(answering, 2)
+    assert not waiting.done()
+    answered = {(type(e).__name__, e.operation_id) for e in parts.published}
+    assert ("MeasurementRequested", "op-c") in answered
+    assert ("MeasurementReused", "op-b") not in answered
 
-    assert pending
-    kinds = [(type(e).__name__, e.operation_id) for e in parts.published[2:]]
+    await on_measurement_event(make.completed(point, operation="op-a"), parts.deps)
+    await asyncio.wait_for(waiting, 2)
+    kinds = [
+        (type(e).__name__, e.operation_id) for e in parts.published if e.operation_id == "op-b"
+    ]
     assert sorted(kinds) == [("MeasurementReused", "op-b"), ("SamplesDrawn", "op-b")]
+    assert parts.deps.state.owed == {}
 
 
 async def test_a_request_waits_at_most_in_flight_wait_s_then_its_pair_is_measured(clock, make):
@@ -130,7 +144,35 @@ async def test_a_request_waits_at_most_in_flight_wait_s_then_its_pair_is_measure
         await on_request_read(request, parts.deps)
     await on_samples_requested(first, parts.deps)
 
-    await asyncio.wait_for(on_samples_requested(second, parts.deps), 2)
+    await asyncio.wait_for(on_samples_requested(second, parts.deps), 1)
+    await asyncio.wait_for(asyncio.gather(*parts.deps.waiting), 2)
 
     kinds = [(type(e).__name__, e.operation_id) for e in parts.published[2:]]
     assert sorted(kinds) == [("MeasurementRequested", "op-b"), ("SamplesDrawn", "op-b")]
+
+
+async def test_an_answer_the_waiting_task_could_not_publish_is_published_when_it_can(
+    clock, make, monkeypatch
+):
+    """The memo's follower hands the answer over; a failed publish is tried again by the task
+    that holds the request's offset (it was lost with the follower's message before)."""
+    monkeypatch.setattr(handlers, "PUBLISH_RETRY_S", 0.01)
+    parts = Parts(clock)
+    await on_space_event(make.registered(), parts.deps)
+    await on_actuator_registered(make.pool("a100", "A100"), parts.deps)
+    point = {"batch_size": 2, "gpu_model": "A100"}
+    first, second = (
+        make.request(make.registered(), operation_id=op, points=(point,)) for op in ("op-a", "op-b")
+    )
+    for request in (first, second):
+        await on_request_read(request, parts.deps)
+    await on_samples_requested(first, parts.deps)
+    await on_samples_requested(second, parts.deps)
+    [waiting] = parts.deps.waiting
+
+    parts.failures.append(KafkaConnectionError("the broker went away"))
+    await on_measurement_event(make.completed(point, operation="op-a"), parts.deps)
+    await asyncio.wait_for(waiting, 2)
+    assert [type(e).__name__ for e in parts.published if e.operation_id == "op-b"][-1] == (
+        "MeasurementReused"
+    )

@@ -10,7 +10,7 @@ retried without bound, any other a bounded number of times, then dead-lettered: 
 `idempotence` (seen event ids), `contracts` (`python -m discospace.runtime.contracts proto`).
 """
 
-from discospace.runtime.consuming import Consumer, WiringError, bind
+from discospace.runtime.consuming import Consumer, WiringError, bind, hold_commit
 from discospace.runtime.failures import RetryPolicy, TransientError, is_transient
 from discospace.runtime.idempotence import SeenEventIds
 from discospace.runtime.metrics import RuntimeMetrics
@@ -31,6 +31,7 @@ __all__ = [
     "WiringError",
     "bind",
     "create_service",
+    "hold_commit",
     "is_transient",
     "run",
     "serve",

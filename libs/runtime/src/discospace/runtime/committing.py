@@ -20,6 +20,12 @@ last message is done with, first waits for a commit in flight and commits what i
 another member is dropped (that member reads on from the last commit); a failure of the broker
 is tried again, with the offsets noted since merged in.
 
+A handler whose message's effects come later (the sampler's request whose pairs wait for a
+measurement in flight) holds its offset (`OffsetCommits.hold`, through `consuming.hold_commit`)
+and returns: the consumer goes on with the next messages, and the partition's commit stays
+below the held message until its release, so a crash delivers it again (with what came after
+it, which the handlers drop as duplicates or answer the same again).
+
 The events a handler published are not awaited on its path (`confirming.py`): a commit first
 takes the offsets to commit, then waits until every send made so far is confirmed (`settle`),
 so no offset is committed before the effects of its message are in the log. After a send that
@@ -66,6 +72,10 @@ class OffsetCommits:
         self._settle = settle
         """Waits for the service's sends made so far (`Unconfirmed.settle`)."""
         self._noted: dict[TopicPartition, int] = {}
+        self._held: dict[TopicPartition, list[int]] = {}
+        """Offsets of messages handled whose effects come later, per partition: the commit
+        stays at the lowest until it is released."""
+        self._committed: dict[TopicPartition, int] = {}
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -78,6 +88,33 @@ class OffsetCommits:
         self._wake.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="offset-commits")
+
+    def hold(self, topic: str, partition: int, offset: int) -> Callable[[], None]:
+        """Keep the partition's commit at most `offset` (the message there is delivered again
+        after a crash) until the returned release is called; releasing twice, or after the
+        partition moved to another member, does nothing."""
+        tp = TopicPartition(topic, partition)
+        self._held.setdefault(tp, []).append(offset)
+        held = self._held[tp]
+
+        def release() -> None:
+            if self._held.get(tp) is not held or offset not in held:
+                return
+            held.remove(offset)
+            if not held:
+                del self._held[tp]
+            if tp in self._noted:
+                self._wake.set()
+                if self._task is None or self._task.done():
+                    loop = asyncio.get_running_loop()
+                    self._task = loop.create_task(self._run(), name="offset-commits")
+
+        return release
+
+    @property
+    def held(self) -> dict[TopicPartition, int]:
+        """Per partition with a held message, the lowest held offset."""
+        return {tp: min(offsets) for tp, offsets in self._held.items()}
 
     @property
     def pending(self) -> dict[TopicPartition, int]:
@@ -102,9 +139,11 @@ class OffsetCommits:
             logger.warning("offsets not committed at stop (%s): delivered again", error)
 
     def forget(self, partitions: set[TopicPartition]) -> None:
-        """Drop what is noted for `partitions` (no longer this member's)."""
+        """Drop what is noted and held for `partitions` (no longer this member's)."""
         for partition in partitions:
             self._noted.pop(partition, None)
+            self._held.pop(partition, None)
+            self._committed.pop(partition, None)
 
     async def _run(self) -> None:
         clock = asyncio.get_running_loop().time
@@ -128,9 +167,18 @@ class OffsetCommits:
         consumer = self._consumer()
         if not self._noted or consumer is None:
             return
-        offsets, self._noted = self._noted, {}
+        noted, self._noted = self._noted, {}
         owned = consumer.assignment()
-        offsets = {tp: offset for tp, offset in offsets.items() if tp in owned}
+        offsets: dict[TopicPartition, int] = {}
+        for tp, offset in noted.items():
+            if tp not in owned:
+                continue
+            held = self._held.get(tp)
+            if held and min(held) < offset:  # committed up to the held message; the rest later
+                self._noted[tp] = offset
+                offset = min(held)
+            if self._committed.get(tp) != offset:
+                offsets[tp] = offset
         if not offsets:
             return
         try:
@@ -142,6 +190,7 @@ class OffsetCommits:
         try:
             await consumer.commit(offsets)
             self.commits += 1
+            self._committed.update(offsets)
         except (CommitFailedError, IllegalStateError) as error:
             # The partitions moved to another member, which reads on from the last commit.
             logger.info("offsets not committed, the group moved on (%s)", error)

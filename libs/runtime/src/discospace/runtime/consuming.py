@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import inspect
 import logging
@@ -258,8 +259,13 @@ class Consumer:
 
     async def _consume_unless_passed_over(self, message: Any) -> None:
         """FastStream's handling of one message, unless `_passed_over` dealt with it."""
-        if not self._passed_over(message):
+        if self._passed_over(message):
+            return
+        handling = _HANDLING.set((self.commits, message))
+        try:
             await self._consume_one(message)
+        finally:
+            _HANDLING.reset(handling)
 
     def _passed_over(self, record: object) -> bool:
         """Whether `record` is a valid event that none of the handlers takes, and so was dealt
@@ -376,3 +382,28 @@ class Consumer:
             with contextlib.suppress(IllegalStateError):
                 consumer.seek(TopicPartition(*partition), start)
         return True
+
+
+_HANDLING: contextvars.ContextVar[tuple[OffsetCommits | None, object] | None] = (
+    contextvars.ContextVar("discospace_handling", default=None)
+)
+"""The commits and the record of the message being handled, for `hold_commit`."""
+
+
+def hold_commit() -> Callable[[], None]:
+    """From a handler: keep its message's offset uncommitted after it returns, until the
+    returned release is called (`OffsetCommits.hold`). The consumer goes on with the next
+    messages meanwhile; a crash before the release delivers the message again. Call it last,
+    just before returning: a handler that raises after it would hold the partition's commit
+    until the service restarts. Outside a consumer group's handler it holds nothing."""
+    handling = _HANDLING.get()
+    if handling is None:
+        return _nothing_held
+    commits, record = handling
+    if commits is None or not isinstance(record, ConsumerRecord):
+        return _nothing_held
+    return commits.hold(record.topic, record.partition, record.offset)
+
+
+def _nothing_held() -> None:
+    return None

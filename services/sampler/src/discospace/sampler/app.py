@@ -5,7 +5,8 @@ followers: at start, before the broker consumes, every event of their topics up 
 end, once (`Service.follow`); then they read on from exactly there. So no request is answered
 before the memo and the first requests are known. A request is answered only when it is the
 first of its operation and request index in the log and its operation has not ended there
-(see `first.py`). A request's offset is committed only after every answer is published.
+(see `first.py`). A request's offset is committed only after every answer is published (a
+request whose pairs wait for a measurement in flight holds it meanwhile, see `handlers.py`).
 Handlers: `handlers.py`; their parts: `bootstrap.py`.
 """
 
@@ -56,4 +57,5 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
 
     requests = service.consumer(topics.operations, description="Requests for more samples.")
     requests(bind(on_samples_requested, deps))
+    service.before_shutdown(deps.stop_waiting)  # their offsets stay held: answered again
     return service

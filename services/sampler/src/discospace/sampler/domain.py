@@ -60,6 +60,10 @@ class SamplerState:
     failed_requests: dict[str, int] = field(default_factory=dict)
     """The highest attempt that failed, per request id of a measurement: a request read back at
     start is not in flight when that attempt of it, or a later one, failed."""
+    owed: dict[str, list[Answer]] = field(default_factory=dict)
+    """Answers of waiting pairs, per `SamplesRequested` event id, that the measurement they
+    waited for brought (a reuse, or a request sent in a failed holder's place): published by
+    that request's own waiting task (`handlers.py`), whose commit they are part of."""
 
 
 def evolve_space(state: SamplerState, event: SpaceRegistered) -> None:

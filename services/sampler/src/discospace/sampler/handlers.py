@@ -13,9 +13,14 @@ no broker.
 - `on_samples_requested`, in the sampler's group: answers a request when it is the first of its
   slot in the log and its operation has not ended there, once its space is known (waiting up
   to `space_wait_s` for one registered moments ago). A request with pairs waiting for a
-  measurement in flight returns only once every one is answered (or its operation ended), so
-  its offset is committed only then: a sampler that restarts meanwhile answers it again, with
-  the same ids.
+  measurement in flight holds its offset (`runtime.hold_commit`) and returns, so the consumer
+  answers the next requests meanwhile (waiting in the handler stopped every partition of the
+  sampler's consumer, all operations, for up to `in_flight_wait_s`). Its waiting task
+  publishes the answers the awaited measurement brings (`SamplerState.owed`: the memo's
+  follower puts them there, so a failed publish is tried again by the task that holds the
+  offset, not lost with the follower's message), sends what still waits after
+  `in_flight_wait_s` to a pool, then releases the offset: a sampler that restarts meanwhile
+  answers the request again, with the same ids.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from discospace.events import (
@@ -43,7 +48,9 @@ from discospace.events import (
 )
 from discospace.events.factory import Clock
 from discospace.events.topics import TopicNames
+from discospace.runtime import hold_commit
 from discospace.runtime.replay import replay
+from discospace.runtime.retrying import until_done
 from discospace.sampler.answers import Answer
 from discospace.sampler.domain import (
     SamplerState,
@@ -66,6 +73,8 @@ MeasurementEvent: TypeAlias = (
 )
 SPACE_POLL_S = 0.05
 WAITING_POLL_S = 0.05
+PUBLISH_RETRY_S = 1.0
+"""Pause before a waiting request's task publishes its answers again after a failure."""
 logger = logging.getLogger("discospace.sampler")
 
 
@@ -81,6 +90,15 @@ class SamplerDeps:
     space_wait_s: float
     first_request_wait_s: float
     in_flight_wait_s: float = 60.0
+    waiting: set[asyncio.Task[None]] = field(default_factory=set)
+    """The tasks of the requests whose pairs wait for a measurement in flight."""
+
+    async def stop_waiting(self) -> None:
+        """Cancel the waiting tasks (at stop): their requests' offsets stay uncommitted, so
+        the next sampler answers them."""
+        for task in list(self.waiting):
+            task.cancel()
+        await asyncio.gather(*self.waiting, return_exceptions=True)
 
 
 async def on_space_event(event: SpaceRegistered | SpaceRejected, deps: SamplerDeps) -> None:
@@ -102,7 +120,8 @@ async def on_measurement_event(event: MeasurementEvent, deps: SamplerDeps) -> No
         answers += land(deps.state, event, deps.clock())
     elif isinstance(event, MeasurementFailed):
         answers += fail(deps.state, event, deps.clock())
-    await _publish(answers, deps)
+    for answer in answers:  # published by the waiting request's task, which holds its offset
+        deps.state.owed.setdefault(answer.causation_id or "", []).append(answer)
 
 
 async def fold_requests_sent(deps: SamplerDeps, bootstrap_servers: str, topics: TopicNames) -> None:
@@ -161,17 +180,34 @@ async def on_samples_requested(event: SamplesRequested, deps: SamplerDeps) -> No
     answers = take(deps.state, decide(deps.state, event, deps.clock()))
     await asyncio.gather(*(deps.publish(answer) for answer in answers))
     deps.metrics.observe(answers)
-    await _wait_for_measurements_in_flight(event, deps)
+    if _waits(event, deps.state):
+        release = hold_commit()  # last: nothing below may raise
+        task = asyncio.create_task(_answer_waiting(event, deps, release))
+        deps.waiting.add(task)
+        task.add_done_callback(deps.waiting.discard)
 
 
-async def _wait_for_measurements_in_flight(event: SamplesRequested, deps: SamplerDeps) -> None:
-    """Hold the request (uncommitted) while pairs of it wait for another's measurement, for at
-    most `in_flight_wait_s`; then measure those pairs anyway, so no request blocks its
-    partition for as long as a measurement may run."""
+def _waits(event: SamplesRequested, state: SamplerState) -> bool:
+    """Whether pairs of the request wait, or answers they waited for are still to publish."""
+    return bool(state.in_flight.waiting_for(event.event_id) or state.owed.get(event.event_id))
+
+
+async def _answer_waiting(
+    event: SamplesRequested, deps: SamplerDeps, release: Callable[[], None]
+) -> None:
+    """Publish the answers the awaited measurements bring to the request's waiting pairs; at
+    most `in_flight_wait_s` after it was handled, send the pairs still waiting to a pool (so no
+    request waits for as long as a measurement may run); then release its offset. Cancelled
+    (the service stops), it releases nothing: the request is delivered again."""
     deadline = time.monotonic() + deps.in_flight_wait_s
-    while deps.state.in_flight.waiting_for(event.event_id):
+    state = deps.state
+    while _waits(event, state):
+        owed = state.owed.pop(event.event_id, [])
+        if owed:
+            await _publish_until_done(owed, event, deps)
+            continue
         if time.monotonic() >= deadline:
-            answers = stop_waiting(deps.state, event.event_id, deps.clock())
+            answers = stop_waiting(state, event.event_id, deps.clock())
             logger.info(
                 "request %d of operation %s waited %.0f s for measurements in flight: "
                 "%d pairs sent to a pool instead",
@@ -180,9 +216,18 @@ async def _wait_for_measurements_in_flight(event: SamplesRequested, deps: Sample
                 deps.in_flight_wait_s,
                 len(answers),
             )
-            await _publish(answers, deps)
-            return
+            state.owed.setdefault(event.event_id, []).extend(answers)
+            continue
         await asyncio.sleep(WAITING_POLL_S)
+    release()
+
+
+async def _publish_until_done(
+    answers: list[Answer], event: SamplesRequested, deps: SamplerDeps
+) -> None:
+    """Publish `answers`, again after each failure (the request's offset stays held)."""
+    doing = f"publishing answers to request {event.request_index} of {event.operation_id}"
+    await until_done(lambda: _publish(answers, deps), doing, PUBLISH_RETRY_S, logger)
 
 
 async def _publish(answers: list[Answer], deps: SamplerDeps) -> None:

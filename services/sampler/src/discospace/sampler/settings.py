@@ -28,8 +28,8 @@ class SamplerSettings(ServiceSettings):
         default=60.0,
         ge=0,
         description="How long a request whose pairs wait for measurements already in flight "
-        "(for another request) is held before those pairs are sent to a pool anyway: the bound "
-        "on how long one request can hold up its partition of the operations topic.",
+        "(for another request) waits before those pairs are sent to a pool anyway: the bound "
+        "on how long its offset is held uncommitted (other requests are answered meanwhile).",
     )
     first_request_wait_s: float = Field(
         default=10.0,
