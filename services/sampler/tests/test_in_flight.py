@@ -394,3 +394,15 @@ def test_a_started_measurement_learns_its_pool_when_its_request_is_read_back():
     in_flight.hold(KEY, "req-a", 1, "a100")
 
     assert in_flight.holder(KEY) == Holder("req-a", 1, "a100")
+
+
+def test_a_requests_failures_are_forgotten_once_it_completes(state, make):
+    """Else every failure a sampler ever read stays in memory for good."""
+    [_, requested] = _decide_and_take(state, _request(make, "op-a", POINT), make)
+    fail(state, _failed(requested, make, retryable=True), make.at)
+    assert state.failed_requests == {requested.request_id: 1}
+
+    completed = make.completed(POINT, operation="op-a")
+    assert completed.request_id == requested.request_id
+    land(state, completed, make.at)
+    assert state.failed_requests == {}

@@ -59,7 +59,8 @@ class SamplerState:
     requests: FirstRequests = field(default_factory=FirstRequests)
     failed_requests: dict[str, int] = field(default_factory=dict)
     """The highest attempt that failed, per request id of a measurement: a request read back at
-    start is not in flight when that attempt of it, or a later one, failed."""
+    start is not in flight when that attempt of it, or a later one, failed. Forgotten once the
+    request completes (the memo holds its key then)."""
     owed: dict[str, list[Answer]] = field(default_factory=dict)
     """Answers of waiting pairs, per `SamplesRequested` event id, that the measurement they
     waited for brought (a reuse, or a request sent in a failed holder's place): published by
@@ -123,6 +124,7 @@ def land(
 ) -> list[MeasurementReused]:
     """Fold a completion into the memo; the deferred reuses of the pairs that waited for it."""
     state.memo.record(event)
+    state.failed_requests.pop(event.request_id, None)  # the memo holds its key from now on
     found = state.memo.lookup(*_key(event))
     assert found is not None
     waiters = state.in_flight.land(_key(event))
