@@ -26,6 +26,7 @@ m1,2,8,lora,,4194304,
 """
 
 ENTITY = {"model_name": "m1", "number_gpus": 1, "batch_size": 4, "peft_method": "none"}
+NO_MEMORY = InvalidMeasurement(reason="the recorded row holds no value for 'peak_memory_mib'")
 
 
 def table_config(file: str = "runs.csv", **overrides: Any) -> dict[str, Any]:
@@ -98,7 +99,7 @@ async def test_a_property_with_a_default_is_an_optional_property(tmp_path: Path)
 
     assert spec.optional_properties == {"number_gpus": 2}
     assert "number_gpus" not in spec.required_properties
-    assert by_default == ValidMeasurement(values={"train_tokens_per_second": 200.0})
+    assert by_default == NO_MEMORY  # the row of 2 GPUs, which records no memory
     assert isinstance(overridden, ValidMeasurement)
     assert overridden.values["peak_memory_mib"] == 2.0
 
@@ -108,8 +109,11 @@ async def test_a_row_gives_its_targets_renamed_scaled_and_mapped(tmp_path: Path)
 
     outcome = await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
 
-    # the empty memory cell gives no value rather than a made-up one
-    assert outcome == ValidMeasurement(values={"train_tokens_per_second": 200.0})
+    # the empty memory cell: a valid result holds every target, and no value is made up
+    assert outcome == NO_MEMORY
+    complete = await measure(actuator, ENTITY)
+    assert isinstance(complete, ValidMeasurement)
+    assert complete.values["peak_memory_mib"] == 2.0  # renamed, scaled from bytes
 
 
 async def test_numbers_match_whatever_their_type(tmp_path: Path) -> None:
@@ -209,8 +213,11 @@ async def test_a_parquet_table_is_read_like_a_csv(tmp_path: Path) -> None:
     actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
 
     outcome = await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
+    complete = await measure(actuator, ENTITY)
 
-    assert outcome == ValidMeasurement(values={"train_tokens_per_second": 200.0})
+    assert outcome == NO_MEMORY
+    assert isinstance(complete, ValidMeasurement)
+    assert complete.values["peak_memory_mib"] == 2.0
 
 
 async def test_a_float32_parquet_column_matches_the_decimal_it_holds(tmp_path: Path) -> None:
@@ -268,3 +275,76 @@ def test_a_property_cell_that_cannot_be_a_value_is_refused_naming_column_and_row
     where = f"table: {tmp_path / 'runs.parquet'}, column '{column}', row {row}: "
     assert str(refused.value).startswith(where)
     assert problem in str(refused.value)
+
+
+def _replay_of(folder: Path, csv: str, **overrides: Any) -> ReplayActuator:
+    (folder / "runs.csv").write_text(csv)
+    path = folder / "replay.yaml"
+    path.write_text(yaml.safe_dump({"table": table_config(**overrides)}))
+    return ReplayActuator(ReplayParameters(config=path))
+
+
+async def test_text_in_a_column_of_numbers_makes_its_row_invalid_and_the_rest_stay_numbers(
+    tmp_path: Path,
+) -> None:
+    """One "OOM" cell made pandas read the column as text: every value was recorded as text,
+    and the scale to MiB was skipped."""
+    csv = CSV + "m1,4,4,,OOM,OOM,1.0\n"
+    actuator = _replay_of(tmp_path, csv, invalid_when=[])
+
+    numbers = await measure(actuator, ENTITY)
+    oom = await measure(actuator, {**ENTITY, "number_gpus": 4})
+
+    assert isinstance(numbers, ValidMeasurement)
+    assert numbers.values["peak_memory_mib"] == 2.0
+    assert numbers.values["train_tokens_per_second"] in (100, 110, 120)
+    assert oom == InvalidMeasurement(
+        reason="the recorded row holds 'OOM' for 'train_tokens_per_second', not a number"
+    )
+
+
+async def test_a_column_of_text_targets_stays_text(tmp_path: Path) -> None:
+    csv = "model,gpus,batch,peft,tokens_per_s,memory_bytes,runtime\nm1,1,4,,fast,big,1.0\n"
+    actuator = _replay_of(tmp_path, csv, invalid_when=[])
+    outcome = await measure(actuator, ENTITY)
+    assert outcome == ValidMeasurement(
+        values={"train_tokens_per_second": "fast", "peak_memory_mib": "big"}
+    )
+
+
+async def test_decimal_targets_are_numbers_and_a_timestamp_target_stops_the_worker_at_start(
+    tmp_path: Path,
+) -> None:
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {
+        "model": ["m1"],
+        "gpus": [1],
+        "batch": [4],
+        "peft": [None],
+        "tokens_per_s": pa.array([decimal.Decimal("100.50")], pa.decimal128(10, 2)),
+        "memory_bytes": [2097152],
+    }
+    pq.write_table(pa.table(columns), tmp_path / "runs.parquet")
+    config = table_config(file=str(tmp_path / "runs.parquet"))
+    outcome = await measure(
+        ReplayActuator(ReplayParameters.model_validate({"table": config})), ENTITY
+    )
+    assert outcome == ValidMeasurement(
+        values={"train_tokens_per_second": 100.5, "peak_memory_mib": 2.0}
+    )
+
+    columns["memory_bytes"] = pa.array([pd.Timestamp("2024-01-01")])
+    pq.write_table(pa.table(columns), tmp_path / "runs.parquet")
+    with pytest.raises(SpecError, match=r"column 'memory_bytes', row 1: Timestamp"):
+        ReplayActuator(ReplayParameters.model_validate({"table": config}))
+
+
+def test_a_duration_that_is_not_a_finite_number_of_seconds_is_no_wait(tmp_path: Path) -> None:
+    """An "inf" runtime slept until the worker's timeout, on every retry."""
+    csv = "model,gpus,batch,peft,tokens_per_s,memory_bytes,runtime\nm1,1,4,,1.0,1,inf\n"
+    actuator = _replay_of(tmp_path, csv, duration={"column": "runtime"})
+    assert actuator.replayer.replay(ENTITY, "req", 1).duration_s == 0.0

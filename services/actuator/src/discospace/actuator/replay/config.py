@@ -64,7 +64,8 @@ class ColumnProperty(_Frozen):
 
 
 class TargetColumn(_Frozen):
-    """A column that holds a target property; an empty cell gives no value."""
+    """A column that holds a target property; a row with an empty cell in it is an invalid
+    result (a valid one holds every target), unless an `invalid_when` rule says why first."""
 
     column: NonEmptyStr = Field(examples=["train_tokens_per_second"])
     name: NonEmptyStr | None = Field(default=None, description="Property name; the column's.")

@@ -7,12 +7,20 @@ configuration are repeated runs of it: measurement number `attempt` of a request
 them, chosen from (seed, request id, attempt), so a retry or another operation may see another
 run while the same request always sees the same one. An entity with no row is an invalid result,
 "no recorded measurement".
+
+Target cells: a valid result holds a value for every target, so a row with an empty target cell
+(and no `invalid_when` rule that catches it first) is an invalid result naming the target. In a
+column of numbers (one that holds any cell reading as a finite number), a number written as text
+("1e3", read as text when another cell is "OOM") is that number, scaled; other text ("OOM",
+"N/A") or infinity makes the row an invalid result quoting the cell. A Decimal is a float. A
+cell that is no scalar at all (a timestamp, bytes) stops the worker at start, naming the cell.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,7 +130,9 @@ class ReplayTable:
         self.config = config
         self.seed = seed
         self._maps = {p.property_name: (p.column, ValueMap(p.values)) for p in config.properties}
-        self._rows = _index(_decimal_floats(frame), self._maps, source)
+        frame = _decimal_floats(frame)
+        self._rows = _index(frame, self._maps, source)
+        self._numeric = _numeric_columns(config, frame, source)
 
     @classmethod
     def load(cls, config: TableReplay, base: Path, seed: int = 0) -> ReplayTable:
@@ -170,20 +180,34 @@ class ReplayTable:
         values: dict[str, Value] = {}
         for target in self.config.targets:
             cell = row[target.column]
-            if not is_empty(cell):
-                values[target.property_name] = _scaled(cell_value(cell), target.scale)
-        if not values:
-            return InvalidMeasurement(reason="the recorded row holds no target value")
+            if is_empty(cell):
+                return InvalidMeasurement(
+                    reason=f"the recorded row holds no value for '{target.property_name}'"
+                )
+            value = target_cell(cell)
+            if target.column in self._numeric:
+                number = _number(value)
+                if number is None:
+                    shown = format_value(value)[:80]
+                    return InvalidMeasurement(
+                        reason=f"the recorded row holds '{shown}' for "
+                        f"'{target.property_name}', not a number"
+                    )
+                value = number
+            values[target.property_name] = _scaled(value, target.scale)
         return ValidMeasurement(values=values)
 
     def duration_s(self, row: Row) -> float:
+        """The row's recorded duration, scaled; 0 when it holds none, or none that is a finite
+        number of seconds."""
         duration = self.config.duration
-        if duration is None:
+        if duration is None or is_empty(row[duration.column]):
             return 0.0
-        cell = cell_value(row[duration.column])
-        if isinstance(cell, bool) or not isinstance(cell, int | float):
+        seconds = _number(target_cell(row[duration.column]))
+        if seconds is None:
             return 0.0
-        return max(float(cell) * duration.scale, 0.0)
+        scaled = float(seconds) * duration.scale
+        return scaled if math.isfinite(scaled) and scaled > 0 else 0.0
 
 
 def pick(repeats: Repeats, seed: int, request_id: str, attempt: int, count: int) -> int:
@@ -191,6 +215,50 @@ def pick(repeats: Repeats, seed: int, request_id: str, attempt: int, count: int)
     if repeats == "cycle":
         return (choose(count, seed, "cycle", request_id) + attempt - 1) % count
     return choose(count, seed, "random", request_id, attempt)
+
+
+def target_cell(cell: object) -> Value:
+    """A non-empty target or duration cell as a value (a Decimal as a float); `TypeError` for
+    a cell that is no scalar (a timestamp, bytes)."""
+    if isinstance(cell, Decimal):
+        return float(cell)
+    return normalise_value(cell)
+
+
+def _number(value: Value) -> int | float | None:
+    """`value` as a finite number (text that reads as one too); None when it is none."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        value = normalise_value(number)
+        assert isinstance(value, int | float)
+    return value if math.isfinite(value) else None
+
+
+def _numeric_columns(config: TableReplay, frame: pd.DataFrame, source: str) -> set[str]:
+    """The target columns that hold numbers (any cell reading as a finite number); a
+    `SpecError` naming the first target or duration cell that is no scalar."""
+    columns = [target.column for target in config.targets]
+    if config.duration is not None:
+        columns.append(config.duration.column)
+    numeric: set[str] = set()
+    for column in dict.fromkeys(columns):
+        for number, cell in enumerate(frame[column].tolist(), start=1):
+            if is_empty(cell):
+                continue
+            try:
+                value = target_cell(cell)
+            except (TypeError, ValueError) as error:
+                raise SpecError(
+                    f"table: {source}, column '{column}', row {number}: {error}"
+                ) from None
+            if column not in numeric and _number(value) is not None:
+                numeric.add(column)
+    return numeric
 
 
 def _scaled(value: Value, scale: float) -> Value:
