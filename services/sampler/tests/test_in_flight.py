@@ -3,6 +3,7 @@ ask for it at once (hand-worked event sequences through the pure rules and one h
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -406,3 +407,27 @@ def test_a_requests_failures_are_forgotten_once_it_completes(state, make):
     assert completed.request_id == requested.request_id
     land(state, completed, make.at)
     assert state.failed_requests == {}
+
+
+def test_how_many_pairs_of_a_request_wait_is_kept_through_every_change():
+    """Counted as waiters come and go (every waiting request's task asks it 20 times a
+    second: scanning every waiter made that quadratic in the waiters)."""
+    in_flight = InFlight()
+    other = ("store-a", "e-2", "bench")
+    for key in (KEY, other):
+        in_flight.hold(key, "req-a")
+    for request in ("b", "c"):
+        for key in (KEY, other):
+            in_flight.wait(replace(_waiter(f"op-{request}", f"req-{request}"), key=key))
+    in_flight.wait(_waiter("op-b", "req-b"))  # again: counted once
+    assert (in_flight.waiting_for("ev-req-b"), in_flight.waiting_for("ev-req-c")) == (2, 2)
+
+    in_flight.fail(KEY, "req-a")  # hands back req-b's pair of KEY
+    assert (in_flight.waiting_for("ev-req-b"), in_flight.waiting_for("ev-req-c")) == (1, 2)
+    in_flight.end("op-c")
+    assert in_flight.waiting_for("ev-req-c") == 0
+    in_flight.land(other)
+    assert in_flight.waiting_for("ev-req-b") == 0
+    in_flight.wait(replace(_waiter("op-d", "req-d"), key=other))
+    in_flight.release("ev-req-d")
+    assert in_flight.waiting_for("ev-req-d") == 0

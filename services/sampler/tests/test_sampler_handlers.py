@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from aiokafka.errors import KafkaConnectionError
 from prometheus_client import CollectorRegistry
 
@@ -176,3 +177,47 @@ async def test_an_answer_the_waiting_task_could_not_publish_is_published_when_it
     assert [type(e).__name__ for e in parts.published if e.operation_id == "op-b"][-1] == (
         "MeasurementReused"
     )
+
+
+async def test_an_answer_that_fails_for_good_is_dropped_and_the_request_is_let_go(clock, make):
+    """Tried again forever, it held the partition's commit until the sampler restarted."""
+    parts = Parts(clock)
+    await on_space_event(make.registered(), parts.deps)
+    await on_actuator_registered(make.pool("a100", "A100"), parts.deps)
+    point = {"batch_size": 2, "gpu_model": "A100"}
+    first, second = (
+        make.request(make.registered(), operation_id=op, points=(point,)) for op in ("op-a", "op-b")
+    )
+    for request in (first, second):
+        await on_request_read(request, parts.deps)
+    await on_samples_requested(first, parts.deps)
+    await on_samples_requested(second, parts.deps)
+    [waiting] = parts.deps.waiting
+
+    too_large = ValueError("MeasurementReused is 2000000 bytes as a message")
+    parts.failures.extend([too_large] * 50)  # it would fail every time
+    await on_measurement_event(make.completed(point, operation="op-a"), parts.deps)
+    await asyncio.wait_for(waiting, 2)
+    assert parts.deps.state.owed == {}
+    assert len(parts.failures) == 49, "tried once"
+
+
+async def test_a_request_whose_answers_could_not_be_published_leaves_nothing_waiting(clock, make):
+    """It is delivered again and decided anew; its first decision's waiters would otherwise
+    stay, and what they are owed be kept for no one."""
+    parts = Parts(clock)
+    await on_space_event(make.registered(), parts.deps)
+    await on_actuator_registered(make.pool("a100", "A100"), parts.deps)
+    point = {"batch_size": 2, "gpu_model": "A100"}
+    first, second = (
+        make.request(make.registered(), operation_id=op, points=(point,)) for op in ("op-a", "op-b")
+    )
+    for request in (first, second):
+        await on_request_read(request, parts.deps)
+    await on_samples_requested(first, parts.deps)
+
+    parts.failures.append(KafkaConnectionError("the broker went away"))
+    with pytest.raises(KafkaConnectionError):
+        await on_samples_requested(second, parts.deps)
+    assert parts.deps.state.in_flight.waiting_for(second.event_id) == 0
+    assert parts.deps.waiting == set()

@@ -139,10 +139,12 @@ class OffsetCommits:
             logger.warning("offsets not committed at stop (%s): delivered again", error)
 
     def forget(self, partitions: set[TopicPartition]) -> None:
-        """Drop what is noted and held for `partitions` (no longer this member's)."""
+        """Drop what is noted for `partitions` (no longer this member's). Their holds stay
+        until released: a partition that comes back to this member is read again from the held
+        message, which its handler drops as already seen, so only the hold keeps the commit
+        below it while its effects are still to come."""
         for partition in partitions:
             self._noted.pop(partition, None)
-            self._held.pop(partition, None)
             self._committed.pop(partition, None)
 
     async def _run(self) -> None:

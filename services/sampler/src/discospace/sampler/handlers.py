@@ -26,6 +26,7 @@ no broker.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -48,9 +49,8 @@ from discospace.events import (
 )
 from discospace.events.factory import Clock
 from discospace.events.topics import TopicNames
-from discospace.runtime import hold_commit
+from discospace.runtime import hold_commit, is_transient
 from discospace.runtime.replay import replay
-from discospace.runtime.retrying import until_done
 from discospace.sampler.answers import Answer
 from discospace.sampler.domain import (
     SamplerState,
@@ -178,11 +178,20 @@ async def on_samples_requested(event: SamplesRequested, deps: SamplerDeps) -> No
         return
     await _space_registered(deps.state, event.space_id, deps.space_wait_s)
     answers = take(deps.state, decide(deps.state, event, deps.clock()))
-    await asyncio.gather(*(deps.publish(answer) for answer in answers))
+    try:
+        await asyncio.gather(*(deps.publish(answer) for answer in answers))
+    except BaseException:  # delivered again, and decided again: nothing of this one waits
+        deps.state.in_flight.release(event.event_id)
+        deps.state.owed.pop(event.event_id, None)
+        raise
     deps.metrics.observe(answers)
     if _waits(event, deps.state):
         release = hold_commit()  # last: nothing below may raise
-        task = asyncio.create_task(_answer_waiting(event, deps, release))
+        # a context of its own: its sends are confirmed where they are made (the handler's
+        # are confirmed before its commit), so a failed one is seen and sent again
+        task = asyncio.create_task(
+            _answer_waiting(event, deps, release), context=contextvars.Context()
+        )
         deps.waiting.add(task)
         task.add_done_callback(deps.waiting.discard)
 
@@ -225,9 +234,26 @@ async def _answer_waiting(
 async def _publish_until_done(
     answers: list[Answer], event: SamplesRequested, deps: SamplerDeps
 ) -> None:
-    """Publish `answers`, again after each failure (the request's offset stays held)."""
-    doing = f"publishing answers to request {event.request_index} of {event.operation_id}"
-    await until_done(lambda: _publish(answers, deps), doing, PUBLISH_RETRY_S, logger)
+    """Publish each of `answers`, again after a transient failure (the broker away: the
+    request's offset stays held meanwhile); one that fails for good (too large for a message)
+    is logged and dropped, so the request's offset is released all the same."""
+    for answer in answers:
+        while True:
+            try:
+                await _publish([answer], deps)
+                break
+            except Exception as error:
+                if not is_transient(error):
+                    logger.error(
+                        "answer %s to request %d of operation %s cannot be published, dropped: %s",
+                        answer.event_id,
+                        event.request_index,
+                        event.operation_id,
+                        error,
+                    )
+                    break
+                logger.warning("publishing answer %s failed, trying again: %s", answer.type, error)
+                await asyncio.sleep(PUBLISH_RETRY_S)
 
 
 async def _publish(answers: list[Answer], deps: SamplerDeps) -> None:

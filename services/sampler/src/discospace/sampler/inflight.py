@@ -28,7 +28,6 @@ This module is pure: the handlers (`handlers.py`) publish what it hands back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from discospace.sampler.memo import MemoKey
@@ -73,6 +72,8 @@ class InFlight:
     def __init__(self) -> None:
         self._holders: dict[MemoKey, Holder] = {}
         self._waiters: dict[MemoKey, list[Waiter]] = {}
+        self._by_request: dict[str, int] = {}
+        """How many pairs wait, per request event id (`waiting_for`, asked often)."""
 
     def holder(self, key: MemoKey) -> Holder | None:
         """The measurement in flight for `key`, if any."""
@@ -94,11 +95,12 @@ class InFlight:
         waiters = self._waiters.setdefault(waiter.key, [])
         if all(w.request_id != waiter.request_id for w in waiters):
             waiters.append(waiter)
+            self._count(waiter, 1)
 
     def land(self, key: MemoKey) -> list[Waiter]:
         """A completion of `key` landed: nothing is in flight for it; the waiters to answer."""
         self._holders.pop(key, None)
-        return self._waiters.pop(key, [])
+        return self._counted_out(self._waiters.pop(key, []))
 
     def fail(self, key: MemoKey, request_id: str, attempt: int = 1) -> Waiter | None:
         """Attempt `attempt` of `request_id` failed: if it held `key` (that attempt or an
@@ -115,6 +117,7 @@ class InFlight:
         first = waiters.pop(0)
         if not waiters:
             del self._waiters[key]
+        self._count(first, -1)
         return first
 
     def end(self, operation_id: str) -> list[Waiter]:
@@ -127,7 +130,7 @@ class InFlight:
                 self._waiters[key] = kept
             else:
                 del self._waiters[key]
-        return dropped
+        return self._counted_out(dropped)
 
     def release(self, request_event_id: str) -> list[Waiter]:
         """The pairs of the request (by its event id) stop waiting: removed and handed back."""
@@ -139,15 +142,23 @@ class InFlight:
                 self._waiters[key] = kept
             else:
                 del self._waiters[key]
-        return released
+        return self._counted_out(released)
 
     def waiting_for(self, request_event_id: str) -> int:
         """How many pairs of the request (by its event id) still wait."""
-        return sum(1 for w in self._all() if w.request_event_id == request_event_id)
+        return self._by_request.get(request_event_id, 0)
 
-    def _all(self) -> Iterator[Waiter]:
-        for waiters in self._waiters.values():
-            yield from waiters
+    def _count(self, waiter: Waiter, change: int) -> None:
+        count = self._by_request.get(waiter.request_event_id, 0) + change
+        if count > 0:
+            self._by_request[waiter.request_event_id] = count
+        else:
+            self._by_request.pop(waiter.request_event_id, None)
+
+    def _counted_out(self, waiters: list[Waiter]) -> list[Waiter]:
+        for waiter in waiters:
+            self._count(waiter, -1)
+        return waiters
 
     def __len__(self) -> int:
         """Keys in flight."""
