@@ -120,3 +120,42 @@ async def test_a_restarted_sampler_knows_the_first_request_of_a_slot_before_answ
 
     assert [e.entity_values for e in to_a100] == [FRESH_A100, MEASURED]
     assert to_h100 == []
+
+
+async def test_a_request_waiting_for_a_measurement_in_flight_does_not_hold_up_other_operations(
+    kafka, kafka_bootstrap, topics, run_service, make
+):
+    """op-a's pair is in flight for op-0 (sent to a pool, not measured yet): op-a waits for it,
+    up to in_flight_wait_s (60 s), and op-b's request, read after it, is answered meanwhile
+    (waiting in the handler held up every later request of the sampler for that long)."""
+    space = make.registered()
+    pool = make.pool("a100", "A100")
+    for_op_0, for_op_a = (
+        make.request(space, operation_id=op, points=(FRESH_A100,)) for op in ("op-0", "op-a")
+    )
+    for_op_b = make.request(space, operation_id="op-b", points=(MEASURED,))
+    await kafka.publish(space, pool, for_op_0, topics=topics)
+    async with run_service(_sampler(kafka_bootstrap, topics)):
+        await kafka.wait_for(topics.measure("a100"), lambda events: len(events) == 1, 30)
+        await kafka.publish(for_op_a, topics=topics)
+        await kafka.wait_for(  # op-a is answered with its draw, and waits for its pair
+            topics.operations,
+            lambda events: any(
+                isinstance(e, SamplesDrawn) and e.operation_id == "op-a" for e in events
+            ),
+            20,
+        )
+        await kafka.publish(for_op_b, topics=topics)
+        sent = await kafka.wait_for(topics.measure("a100"), lambda events: len(events) == 2, 20)
+        assert sorted(e.operation_id for e in sent) == ["op-0", "op-b"]
+        reused = await kafka.read_settled(topics.measurements, settle_s=0.5)
+        assert not [e for e in reused if e.operation_id == "op-a"], "op-a still waits"
+
+        await kafka.publish(make.completed(FRESH_A100, operation="op-0"), topics=topics)
+        landed = await kafka.wait_for(
+            topics.measurements,
+            lambda events: any(isinstance(e, MeasurementReused) for e in events),
+            20,
+        )
+    [answer] = [e for e in landed if isinstance(e, MeasurementReused)]
+    assert (answer.operation_id, answer.entity_values) == ("op-a", FRESH_A100)
