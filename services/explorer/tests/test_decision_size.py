@@ -17,6 +17,7 @@ from discospace.core import DiscoverySpace, ExperimentRef, PropertySpec, SpaceSp
 from discospace.events import (
     MAX_MESSAGE_BYTES,
     Event,
+    OperationCancelRequested,
     OperationCompleted,
     OperationCounts,
     OperationFailed,
@@ -250,3 +251,33 @@ def test_the_answer_to_the_largest_draw_fits_the_smallest_message_limit():
         exhausted=False,
     )
     encode_within(drawn, 64 * 1024)
+
+
+def test_a_cancel_before_the_start_with_a_reason_larger_than_a_message_ends_the_operation(
+    loop, small_space, make_request
+):
+    """Uncut, the cancellation's end could not be published: the engine raised, for this
+    operation and every other, on every decision round and every restart."""
+    sim = loop(small_space)
+    waiting = make_request(space_registered_elsewhere(small_space), op="op-1")
+    sim.send(waiting)  # its space is not registered: it waits for it
+    cancel = OperationCancelRequested(
+        event_id="cancel-op-1",
+        occurred_at=sim.now,
+        operation_id="op-1",
+        requested_by="alice",
+        reason="r" * HUGE,
+    )
+    sim.send(cancel)
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.stop_reason == "cancelled"
+    assert completed.stop_detail.startswith("cancelled by alice before it started: rrr")
+    _fits(sim.decisions())
+    sim.send(make_request(small_space, op="op-2", number_entities=2))
+    sim.run()
+    assert len(sim.decisions(OperationCompleted)) == 2
+
+
+def space_registered_elsewhere(space):
+    """A request for a space id no one registered (the request names it only)."""
+    return space.model_copy(update={"space_id": "space-000000000000"})

@@ -3,6 +3,7 @@ optional one is recorded and the pipeline goes on); cancelling it cancels its ru
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pydantic import JsonValue
@@ -117,6 +118,34 @@ def test_a_result_too_large_for_a_message_fails_its_job_instead_of_blocking_the_
     )
     assert [e.job for e in w.of(PipelineJobCompleted, "op-1")] == ["probe"]
     assert w.of(OperationFailed, "op-1")
+
+
+def test_a_result_over_the_explorers_own_limit_fails_only_its_job(world, hooks, monkeypatch):
+    """The job's check used the default 1 MiB, the engine's the explorer's setting: a result
+    between the two failed the whole pipeline, optional job or not."""
+    world_type = type(world())
+    engine = world_type._engine
+    monkeypatch.setattr(
+        world_type,
+        "_engine",
+        lambda self: dataclasses.replace(engine(self), max_message_bytes=64 * 1024),
+    )
+
+    def medium(context: HookContext) -> dict[str, JsonValue]:
+        return {"rows": ["x" * 1000] * 100}  # about 100 kB: over 64 KiB, under 1 MiB
+
+    w = world(hooks={**hooks, "medium": medium})
+    jobs = {
+        "probe": [_walk("probe")],
+        "refine": [{"name": "big", "kind": "hook", "hook": "medium", "optional": True}],
+    }
+    w.request("op-1", w.register(), {"stages": jobs}, seed=1)
+
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.reason.endswith("over the 65536-byte limit of a message: give the job fewer "
+                               "entities, or split it into several jobs")  # fmt: skip
+    [done] = w.of(OperationCompleted, "op-1")
+    assert done.stop_detail == "1 jobs completed, 1 failed (big)"
 
 
 def test_a_hook_error_larger_than_a_message_fails_its_job_with_the_reason_cut_short(world, hooks):

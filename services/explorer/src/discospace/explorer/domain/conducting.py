@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from discospace.events import (
+    MAX_MESSAGE_BYTES,
     OperationCancelRequested,
     OperationCompleted,
     OperationFailed,
@@ -97,6 +98,9 @@ class ConductorView:
     now: datetime
     space_wait_s: float
     """How long a job waits for a space it submitted before it fails."""
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    """The largest event the explorer publishes (its `max_message_bytes`): a job's result
+    over it fails the job (not the whole round, as the engine's check would)."""
 
     @property
     def parameters(self) -> OperationParameters:

@@ -153,7 +153,11 @@ def begin(
         return False
     limit = engine.max_message_bytes
     if state.started is None and state.cancel is not None:
-        _emit(state, decided, cancelled_before_start(state.requested, state.cancel, now), limit)
+        try:
+            _emit(state, decided, cancelled_before_start(state.requested, state.cancel, now), limit)
+        except EventTooLargeError as error:  # cut short, its detail fits: still, never stuck
+            reason = f"its cancellation would be too large to publish: {error}"
+            _emit(state, decided, refuse(state.requested, reason, now), limit)
         return False
     if state.started is None:
         wait = timedelta(seconds=engine.timing.space_wait_s)

@@ -85,13 +85,14 @@ def cancelled_before_start(
 ) -> OperationCompleted:
     """Cancelled before it started (e.g. while waiting for its space): nothing was measured."""
     detail = f"cancelled by {cancel.requested_by} before it started"
+    detail += f": {cancel.reason}" if cancel.reason else ""
     return OperationCompleted.caused_by(
         request,
         now,
         operation_id=request.operation_id,
         space_id=request.space_id,
         stop_reason="cancelled",
-        stop_detail=detail + (f": {cancel.reason}" if cancel.reason else ""),
+        stop_detail=shortened(detail, MAX_OPERATION_REASON_CHARS),
         counts=OperationCounts(requested=0, measured=0, reused=0, failed=0, invalid=0),
     )
 

@@ -302,6 +302,7 @@ def _view(
         prior=prior,
         now=now,
         space_wait_s=engine.timing.space_wait_s,
+        max_message_bytes=engine.max_message_bytes,
     )
 
 

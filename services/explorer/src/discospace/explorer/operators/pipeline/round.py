@@ -97,7 +97,7 @@ class Round:
                     PipelineJobCompleted, self.started, self.now, about, **fields, trial=trial,
                     result=outcome,
                 )  # fmt: skip
-                encode_within(event)
+                encode_within(event, self.view.max_message_bytes)
         except ValidationError:
             reason = "its result is not JSON (a hook must return JSON values)"
             return self.end(stage, job, trial, Failure(reason), optional)
