@@ -152,10 +152,21 @@ def test_a_categorical_domain_of_strings_does_not_take_numbers_written_different
             "mean -inf",
         ),
         (
-            {"range": [0, 1e308], "interval": 1e-308},
-            "has a range of about 10\\^616 values at interval 1e-308, over the limit of 2\\^53",
+            {"range": [0, 1.5], "interval": 1e-300},
+            "has a range of about 10\\^300 values at interval 1e-300, over the limit of 2\\^53",
         ),
         ({"range": [0, 2**53 + 1], "interval": 1}, "has a range of 9007199254740993 values"),
+        # a whole number beyond 64 bits (1e20 in a file is one): no event or column holds it
+        ({"values": [1, 1e20]}, "has the whole number about 10\\^20 .*beyond 64 bits"),
+        ({"values": [-(2**63) - 1]}, "has the whole number minus about 10\\^19"),
+        ({"range": [0, 2**64], "interval": 1}, "has the whole number about 10\\^19"),
+        (  # every draw was the range's upper bound
+            {
+                "range": [0.0, 1.0],
+                "probability": ProbabilitySpec(name="normal", mean=100, std=1),
+            },
+            "almost none of its mass inside its range",
+        ),
     ],
 )
 def test_an_ill_formed_domain_is_rejected_with_one_sentence_naming_the_property(
@@ -220,3 +231,15 @@ def test_draw_weights_finite_values_by_a_normal_law() -> None:
 def test_an_identifier_domain_cannot_be_drawn_from() -> None:
     with pytest.raises(DomainError, match="cannot be sampled"):
         domain(type="identifier").draw(0.5)
+
+
+@pytest.mark.parametrize("name", ["entity_id", "status", "reason"])
+def test_a_property_cannot_be_named_as_a_column_every_view_has(name: str) -> None:
+    """Registered, the space's views failed: two columns of that name."""
+    with pytest.raises(DomainError, match=f"property name '{name}' is a column every view"):
+        domain_from_spec(PropertySpec(name=name, values=[1]))
+
+
+def test_a_normal_probability_mostly_inside_its_range_is_kept() -> None:
+    law = ProbabilitySpec(name="normal", mean=0.9, std=0.5)
+    assert domain(range=[0.0, 1.0], probability=law).probability.mean == 0.9

@@ -6,6 +6,7 @@ that starts with the property's name.
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from discospace.core.canonical import Value, format_value, normalise_value, not_finite, value_kind
@@ -33,10 +34,20 @@ def _fail(name: str, problem: str) -> DomainError:
     return DomainError(f"property '{name}' {problem}")
 
 
+RESERVED_NAMES = frozenset({"entity_id", "status", "reason"})
+"""Columns every view of a space has beside its properties' (`projector.spaces`)."""
+
+
 def check_property_name(name: str) -> None:
-    """Property names cannot hold '.' (reserved for observed property ids) or spaces."""
+    """Property names cannot hold '.' (reserved for observed property ids) or spaces, and
+    cannot be a column every view has (`RESERVED_NAMES`)."""
     if not name or any(c.isspace() for c in name) or "." in name:
         raise DomainError(f"property name '{name}' must be non-empty, without spaces or '.'")
+    if name in RESERVED_NAMES:
+        raise DomainError(
+            f"property name '{name}' is a column every view of a space has "
+            f"({', '.join(sorted(RESERVED_NAMES))}): name it otherwise"
+        )
 
 
 def domain_from_spec(spec: PropertySpec) -> PropertyDomain:
@@ -76,15 +87,24 @@ def _domain_from_values(spec: PropertySpec) -> PropertyDomain:
     return PropertyDomain(kind, explicit_values=values)
 
 
+INT64 = range(-(2**63), 2**63)
+"""Whole numbers events and the store hold (64 bits)."""
+
+
 def _check_values(name: str, values: tuple[Value, ...]) -> None:
     seen: set[Value] = set()
     for value in values:
         if not_finite(value):
             raise _fail(name, f"has the value {value}, which is not a finite number")
+        _check_whole(name, value)
         if value in seen:
             raise _fail(name, f"lists the value {format_value(value)} twice")
         seen.add(value)
 
+
+MIN_NORMAL_MASS = 1e-9
+"""The least share of a normal probability that must lie inside its property's range: with
+less, a draw (the law's inverse, cut to the range) lands on a bound every time."""
 
 MAX_DOMAIN_SIZE = 2**53
 """The most values a discrete range may have: every index of it is exact as a float."""
@@ -96,6 +116,8 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
         raise _fail(spec.name, "has a range bound that is not a finite number")
     if low >= high:
         raise _fail(spec.name, f"has a range whose low ({low}) is not below its high ({high})")
+    for bound in (low, high):  # a real bound beyond 2^53 is whole: so every width is finite
+        _check_whole(spec.name, bound)
     kind = spec.type or _range_kind(spec)
     if kind in ("categorical", "identifier"):
         raise _fail(spec.name, f"is {kind} and takes no range")
@@ -115,6 +137,19 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
             "continuous",
         )
     return domain
+
+
+def _check_whole(name: str, value: Value) -> None:
+    """A whole number beyond 64 bits (`1e20` in a file is one: values are normalised) is
+    refused: no event or store column holds it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value not in INT64:
+        sign = "" if value > 0 else "minus "
+        raise _fail(
+            name,
+            f"has the whole number {sign}{magnitude(abs(value))} (a real number that is whole, "
+            "such as 1e20, is one too), beyond 64 bits (-2^63 .. 2^63 - 1), which no event or "
+            "store column holds",
+        )
 
 
 def magnitude(count: int) -> str:
@@ -159,6 +194,16 @@ def _probability(name: str, spec: ProbabilitySpec | None, domain: PropertyDomain
         raise _fail(name, f"has a normal probability with std {spec.std}; it must be above 0")
     if not domain.is_numeric:
         raise _fail(name, "has a normal probability but its values are not numbers")
+    if domain.low is not None and domain.high is not None:
+        law = NormalDist(spec.mean, spec.std)
+        mass = law.cdf(float(domain.high)) - law.cdf(float(domain.low))
+        if mass < MIN_NORMAL_MASS:
+            raise _fail(
+                name,
+                f"has a normal probability (mean {spec.mean}, std {spec.std}) with almost none "
+                f"of its mass inside its range [{domain.low}, {domain.high}] ({mass:.2g}): every "
+                "draw would be the same bound; move the mean inside, or widen the std",
+            )
     return Probability("normal", float(spec.mean), float(spec.std))
 
 
