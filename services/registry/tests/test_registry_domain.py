@@ -211,25 +211,6 @@ def test_a_parameterization_of_an_unknown_option_is_rejected():
     )
 
 
-def test_a_parameterization_that_restates_a_default_is_rejected():
-    """The experiment's id leaves the default out ('throughput-v1'), the services reading the
-    space's references named it ('throughput-v1-steps.5'): the space never saw its results."""
-    state = state_with(announced(THROUGHPUT))
-    ref = ExperimentRef(
-        actuator="synthetic", experiment="throughput-v1", parameterization={"steps": 5.0}
-    )
-    answer = decide_submission(state, submitted(spec(ref)), AT)
-    assert isinstance(answer, SpaceRejected)
-    assert answer.reason == (
-        "experiment 'throughput-v1' of actuator 'synthetic' sets 'steps' to its default, 5: "
-        "leave it out"
-    )
-    other = ExperimentRef(
-        actuator="synthetic", experiment="throughput-v1", parameterization={"steps": 6}
-    )
-    assert isinstance(decide_submission(state, submitted(spec(other)), AT), SpaceRegistered)
-
-
 def test_every_problem_is_given_in_one_reason():
     state = state_with(announced(THROUGHPUT))
     refs = (

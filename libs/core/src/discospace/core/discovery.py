@@ -139,7 +139,7 @@ class DiscoverySpace:
         resolved, problems = [], []
         for ref in self.experiments:
             try:
-                resolved.append(catalog.resolve_new(ref))
+                resolved.append(catalog.resolve(ref))
             except DiscospaceError as error:
                 problems.append(str(error))
         return problems + MeasurementSpace(resolved).missing(self.entity_space)

@@ -216,17 +216,3 @@ class ExperimentCatalog:
                 f"experiment '{ref.experiment}' of actuator '{ref.actuator}' is not in the catalog"
             )
         return experiment.parameterize(ref.parameterization)
-
-    def resolve_new(self, ref: ExperimentRef) -> ParameterizedExperiment:
-        """`resolve`, for a space being registered: a parameterization that restates a default
-        is refused. The experiment's id leaves defaults out, while the services that read the
-        space's references (the sampler, the explorer's fold) would file its results under
-        an id that names the value: the space would never see its own results."""
-        resolved = self.resolve(ref)
-        for name in sorted(set(ref.parameterization) - set(resolved.parameterization)):
-            default = resolved.experiment.optional_properties[name]
-            raise ExperimentError(
-                f"experiment '{ref.experiment}' of actuator '{ref.actuator}' sets '{name}' to "
-                f"its default, {format_value(default)}: leave it out"
-            )
-        return resolved

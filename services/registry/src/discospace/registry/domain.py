@@ -144,7 +144,7 @@ def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
     resolved, problems = [], []
     for ref in space.experiments:
         try:
-            resolved.append(state.catalog.resolve_new(ref))
+            resolved.append(state.catalog.resolve(ref))
         except DiscospaceError as error:
             problems.append(f"{error}{_hint(state, ref.actuator, ref.experiment)}")
     try:
