@@ -37,3 +37,29 @@ def test_a_result_is_told_apart_by_its_kind_when_read_back() -> None:
 def test_an_ill_formed_result_is_rejected(payload: dict) -> None:
     with pytest.raises(ValidationError):
         results.validate_python(payload)
+
+
+def test_numpy_scalars_are_kept_as_the_values_they_stand_for() -> None:
+    """Plugins often return numpy scalars: a boolean was recorded as 0.0, a whole number as a
+    real one, and a float32 with digits nobody measured."""
+    import numpy as np
+
+    result = ValidMeasurement(
+        values={
+            "converged": np.bool_(False),
+            "steps": np.int64(3),
+            "lr": np.float32(0.1),
+            "tps": np.float64(4210.5),
+            "name": np.str_("lora"),
+        },
+        uncertainty={"tps": np.float32(0.5)},
+    )
+    assert result.values == {
+        "converged": False,
+        "steps": 3,
+        "lr": 0.1,
+        "tps": 4210.5,
+        "name": "lora",
+    }
+    assert [type(v) for v in result.values.values()] == [bool, int, float, float, str]
+    assert result.uncertainty == {"tps": 0.5}

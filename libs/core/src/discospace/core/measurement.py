@@ -7,13 +7,22 @@ told apart by ``kind``.
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from discospace.core.spec import Scalar
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as its Python value (a narrow float as the decimal it prints as)."""
+    if type(value).__module__ != "numpy" or not hasattr(value, "item"):
+        return value
+    if getattr(getattr(value, "dtype", None), "kind", "") == "f" and value.dtype.itemsize < 8:  # type: ignore[attr-defined]
+        return float(str(value))
+    return value.item()
 
 
 class ValidMeasurement(_Frozen):
@@ -26,6 +35,16 @@ class ValidMeasurement(_Frozen):
     uncertainty: dict[str, float] | None = Field(
         default=None, description="Standard uncertainty of some values, by the same keys."
     )
+
+    @field_validator("values", "uncertainty", mode="before")
+    @classmethod
+    def _plain_values(cls, values: object) -> object:
+        """numpy scalars, which plugins often return, as the Python values they stand for:
+        pydantic read `np.bool_(False)` as 0.0, `np.int64(3)` as 3.0, and `np.float32(0.1)`
+        as 0.10000000149011612 (a float32 is read as the decimal it prints as)."""
+        if not isinstance(values, dict):
+            return values
+        return {name: _plain(value) for name, value in values.items()}
 
     @model_validator(mode="after")
     def _uncertainty_matches_values(self) -> "ValidMeasurement":
