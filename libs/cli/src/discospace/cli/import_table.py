@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from discospace.cli.errors import CliError
-from discospace.core.canonical import Value, normalise_number, not_finite
+from discospace.core.canonical import Value, beyond_64_bits, normalise_number, not_finite
 from discospace.events.envelope import shortened
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ _CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _NOT_A_VALUE = frozenset({"nan", "na", "n/a", "null", "none", "<na>"})
 _WHOLE = re.compile(r"[+-]?[0-9]+")
-MIN_WHOLE, MAX_WHOLE = -(2**63), 2**63 - 1
 """The whole numbers a stored value may be (the store's Int64; Python reads longer text)."""
 _TRUE = frozenset({"true", "yes", "1", "valid"})
 _FALSE = frozenset({"false", "no", "0", "invalid"})
@@ -319,7 +318,7 @@ def _finite(number: int | float) -> int | float:
     """`number` when the store can hold it: finite, and a whole number within 64 bits."""
     if not_finite(number):
         raise CellError(f"{number} is not a finite number")
-    if isinstance(number, int) and not MIN_WHOLE <= number <= MAX_WHOLE:
+    if beyond_64_bits(number):
         raise CellError(f"{number} is beyond a 64-bit whole number")
     return number
 

@@ -27,6 +27,12 @@ def not_finite(value: object) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
 
+def beyond_64_bits(value: object) -> bool:
+    """True for a whole number (not a boolean) outside -2^63 .. 2^63 - 1: one no event field,
+    store column or Parquet integer holds."""
+    return isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
+
+
 def value_kind(value: object) -> str:
     """The kind of a scalar: "booleans", "numbers" or "strings" (plural: it names groups)."""
     if isinstance(value, bool):

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from discospace.core.canonical import Value, format_value, normalise_value, not_finite, value_kind
+from discospace.core.canonical import (
+    Value,
+    beyond_64_bits,
+    format_value,
+    normalise_value,
+    not_finite,
+    value_kind,
+)
 from discospace.core.errors import DomainError
 from discospace.core.property_domains import UNIFORM, DomainKind, Probability, PropertyDomain
 from discospace.core.spec import ProbabilitySpec, PropertySpec
@@ -87,10 +94,6 @@ def _domain_from_values(spec: PropertySpec) -> PropertyDomain:
     return PropertyDomain(kind, explicit_values=values)
 
 
-INT64 = range(-(2**63), 2**63)
-"""Whole numbers events and the store hold (64 bits)."""
-
-
 def _check_values(name: str, values: tuple[Value, ...]) -> None:
     seen: set[Value] = set()
     for value in values:
@@ -142,7 +145,8 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
 def _check_whole(name: str, value: Value) -> None:
     """A whole number beyond 64 bits (`1e20` in a file is one: values are normalised) is
     refused: no event or store column holds it."""
-    if isinstance(value, int) and not isinstance(value, bool) and value not in INT64:
+    if beyond_64_bits(value):
+        assert isinstance(value, int)
         sign = "" if value > 0 else "minus "
         raise _fail(
             name,

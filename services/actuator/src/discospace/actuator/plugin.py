@@ -44,8 +44,7 @@ from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
 from pydantic import BaseModel
 
 from discospace.core import Entity, Experiment, ExperimentSpec, ParameterizedExperiment
-from discospace.core.canonical import Value
-from discospace.core.loading import DEFAULT_LIMITS
+from discospace.core.canonical import Value, beyond_64_bits
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
 from discospace.events.envelope import MAX_REASON_CHARS, shortened
 
@@ -223,7 +222,7 @@ def _value_problem(value: object) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        if not -DEFAULT_LIMITS.max_int - 1 <= value <= DEFAULT_LIMITS.max_int:
+        if beyond_64_bits(value):
             return f"of {value.bit_length()} bits, outside 64-bit integers"
         return None
     if isinstance(value, float):

@@ -11,6 +11,7 @@ from typing import Literal, get_args
 
 import pandas as pd
 
+from discospace.core.canonical import beyond_64_bits
 from discospace.projector.errors import ViewError, quoted
 
 ExportFormat = Literal["csv", "json", "parquet"]
@@ -85,7 +86,7 @@ def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
 def _kind(value: object) -> str:
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+    if beyond_64_bits(value):
         return "whole beyond 64 bits"
     if isinstance(value, int | float):
         return "number"

@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args
 import pandas as pd
 
 from discospace.core import Entity
-from discospace.core.canonical import Value
+from discospace.core.canonical import Value, beyond_64_bits
 from discospace.projector.errors import ViewError, quoted
 from discospace.projector.queries import MeasurementRow, ResultRow
 from discospace.projector.spaces import ID_COLUMN, REASON_COLUMN, STATUS_COLUMN, SpaceLayout
@@ -96,9 +96,6 @@ def entity_table(
     return whole_numbers_kept(pd.DataFrame(rows, columns=list(layout.columns)), rows)
 
 
-INT64 = range(-(2**63), 2**63)
-
-
 def whole_numbers_kept(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.DataFrame:
     """`frame` with each column of whole numbers that has a gap (an unmeasured row) as whole
     numbers: pandas makes such a column floats, so 60000 was exported as 60000.0, and a number
@@ -112,7 +109,7 @@ def whole_numbers_kept(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.Da
         present = [value for value in values if value is not None]
         if not present or not all(type(value) is int for value in present):
             continue
-        if all(value in INT64 for value in present):
+        if not any(beyond_64_bits(value) for value in present):
             frame[name] = pd.array(values, dtype="Int64")
         else:
             frame[name] = pd.Series(values, dtype=object, index=frame.index)
