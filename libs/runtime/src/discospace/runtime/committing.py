@@ -85,6 +85,10 @@ class OffsetCommits:
     def done(self, topic: str, partition: int, offset: int) -> None:
         """The message at `offset` is done with: commit `offset + 1` soon."""
         self._noted[TopicPartition(topic, partition)] = offset + 1
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        """Have the task commit what is noted (starting it when it is not running)."""
         self._wake.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="offset-commits")
@@ -104,10 +108,7 @@ class OffsetCommits:
             if not held:
                 del self._held[tp]
             if tp in self._noted:
-                self._wake.set()
-                if self._task is None or self._task.done():
-                    loop = asyncio.get_running_loop()
-                    self._task = loop.create_task(self._run(), name="offset-commits")
+                self._wake_up()
 
         return release
 

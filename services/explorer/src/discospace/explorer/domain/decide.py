@@ -153,11 +153,8 @@ def begin(
         return False
     limit = engine.max_message_bytes
     if state.started is None and state.cancel is not None:
-        try:
-            _emit(state, decided, cancelled_before_start(state.requested, state.cancel, now), limit)
-        except EventTooLargeError as error:  # cut short, its detail fits: still, never stuck
-            reason = f"its cancellation would be too large to publish: {error}"
-            _emit(state, decided, refuse(state.requested, reason, now), limit)
+        end = cancelled_before_start(state.requested, state.cancel, now)
+        _emit_or_refuse(state, decided, end, "cancellation", now, limit)
         return False
     if state.started is None:
         wait = timedelta(seconds=engine.timing.space_wait_s)
@@ -166,12 +163,21 @@ def begin(
         if isinstance(first, WaitForSpace):
             decided.wake(first.until)
             return False
-        try:
-            _emit(state, decided, first, limit)
-        except EventTooLargeError as error:
-            reason = f"its start would be too large to publish: {error}"
-            _emit(state, decided, refuse(state.requested, reason, now), limit)
+        _emit_or_refuse(state, decided, first, "start", now, limit)
     return state.finished is None
+
+
+def _emit_or_refuse(
+    state: OperationState, decided: Decided, event: Decision, what: str, now: datetime, limit: int
+) -> None:
+    """Emit the operation's first decision, or refuse its request when that decision would
+    not fit a message (never left undecided: it would stop every operation)."""
+    assert state.requested is not None
+    try:
+        _emit(state, decided, event, limit)
+    except EventTooLargeError as error:
+        reason = f"its {what} would be too large to publish: {error}"
+        _emit(state, decided, refuse(state.requested, reason, now), limit)
 
 
 def _emit(state: OperationState, decided: Decided, event: Decision, limit: int) -> None:
