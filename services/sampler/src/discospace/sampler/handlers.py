@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -51,6 +52,7 @@ from discospace.events.factory import Clock
 from discospace.events.topics import TopicNames
 from discospace.runtime import hold_commit, is_transient
 from discospace.runtime.replay import replay
+from discospace.runtime.retrying import until_done
 from discospace.sampler.answers import Answer
 from discospace.sampler.domain import (
     SamplerState,
@@ -238,22 +240,18 @@ async def _publish_until_done(
     request's offset stays held meanwhile); one that fails for good (too large for a message)
     is logged and dropped, so the request's offset is released all the same."""
     for answer in answers:
-        while True:
-            try:
-                await _publish([answer], deps)
-                break
-            except Exception as error:
-                if not is_transient(error):
-                    logger.error(
-                        "answer %s to request %d of operation %s cannot be published, dropped: %s",
-                        answer.event_id,
-                        event.request_index,
-                        event.operation_id,
-                        error,
-                    )
-                    break
-                logger.warning("publishing answer %s failed, trying again: %s", answer.type, error)
-                await asyncio.sleep(PUBLISH_RETRY_S)
+        doing = f"publishing answer {answer.type}"
+        publish = functools.partial(_publish, [answer], deps)
+        try:
+            await until_done(publish, doing, PUBLISH_RETRY_S, logger, retry_if=is_transient)
+        except Exception as error:
+            logger.error(
+                "answer %s to request %d of operation %s cannot be published, dropped: %s",
+                answer.event_id,
+                event.request_index,
+                event.operation_id,
+                error,
+            )
 
 
 async def _publish(answers: list[Answer], deps: SamplerDeps) -> None:
