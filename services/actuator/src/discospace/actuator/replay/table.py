@@ -109,12 +109,8 @@ def match_text(value: object) -> str:
     and its rows of numbers still match the entities whose values are those numbers."""
     normal = normalise_value(value)
     if isinstance(normal, str):
-        try:
-            number = float(normal)
-        except ValueError:
-            return normal
-        if math.isfinite(number):
-            return format_value(normalise_value(number))
+        number = _number(normal)
+        return normal if number is None else format_value(number)
     return format_value(normal)
 
 
