@@ -28,6 +28,7 @@ from typing import TypeAlias
 from discospace.events import (
     MeasurementCompleted,
     MeasurementReused,
+    OperationCancelRequested,
     OperationCompleted,
     OperationFailed,
     OperationRequested,
@@ -35,9 +36,11 @@ from discospace.events import (
     SpaceRegistered,
     SpaceRejected,
     SpaceSubmitted,
+    caused_event_id,
     encode_within,
 )
 from discospace.events.common import OperationEvent
+from discospace.events.envelope import MAX_OPERATION_REASON_CHARS, shortened
 from discospace.explorer.domain.conducting import (
     ChildView,
     Conduct,
@@ -268,12 +271,45 @@ def _conduct(
         failed = OperationFailed.caused_by(
             started, now, operation_id=operation.operation_id, reason=reason
         )
-        conduct = Conduct([failed])
+        conduct = Conduct([*_cancel_children(state, operation, started, now, reason), failed])
     for event in conduct.events:
         _absorb(state, operation, event, now)
         decided.events.append(event)
     decided.wake(conduct.wake_at)
     return decided
+
+
+def _cancel_children(
+    state: ExplorerState,
+    operation: OperationState,
+    started: OperationStarted,
+    now: datetime,
+    reason: str,
+) -> list[OperationCancelRequested]:
+    """A cancellation of every child of `operation` still running, for a conductor that
+    failed: nothing else would stop them (a conductor cancels its children only while it runs),
+    and they would go on measuring for an operation that has ended."""
+    cancels = []
+    for child_id in state.children.get(operation.operation_id, ()):
+        child = state.operations.get(child_id)
+        if child is None or child.requested is None or child.finished or child.cancel:
+            continue
+        about = f"{OperationCancelRequested.type_name()}/{child_id}"
+        cancels.append(
+            OperationCancelRequested(
+                event_id=caused_event_id(started.event_id, 0, about),
+                occurred_at=now,
+                causation_id=started.event_id,
+                correlation_id=started.correlation_id,
+                operation_id=child_id,
+                requested_by=f"operation {operation.operation_id}",
+                reason=shortened(
+                    f"its parent operation '{operation.operation_id}' failed: {reason}",
+                    MAX_OPERATION_REASON_CHARS,
+                ),
+            )
+        )
+    return cancels
 
 
 def _view(
