@@ -136,7 +136,8 @@ transaction.state.log.num.partitions=10
 auto.create.topics.enable=true
 num.partitions=3
 delete.topic.enable=true
-log.retention.hours=168
+log.retention.ms=-1
+log.retention.bytes=-1
 log.segment.bytes=104857600
 EOF
 }

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import MessageSizeTooLargeError
 
 from discospace.events import MAX_MESSAGE_BYTES, TopicNames
 from discospace.runtime import ServiceSettings, create_service
-from discospace.runtime.provisioning import new_topics, provision_topics
+from discospace.runtime.provisioning import (
+    KEEP_EVERYTHING,
+    deletes_events,
+    new_topics,
+    provision_topics,
+)
 
 
 def test_every_topic_gets_the_size_limit_and_the_layouts_compaction() -> None:
@@ -21,15 +28,30 @@ def test_every_topic_gets_the_size_limit_and_the_layouts_compaction() -> None:
         for topic in new_topics(topics.fixed(), topics, 3, 1, max_message_bytes=200_000)
     }
 
-    assert created[topics.spaces] == {"max.message.bytes": "200000", "cleanup.policy": "compact"}
-    assert created[topics.operations] == {"max.message.bytes": "200000"}
+    keep = {"retention.ms": "-1", "retention.bytes": "-1"}
+    assert created[topics.spaces] == {
+        "max.message.bytes": "200000",
+        "cleanup.policy": "compact",
+        **keep,
+    }
+    assert created[topics.operations] == {"max.message.bytes": "200000", **keep}
     assert all(config["max.message.bytes"] == "200000" for config in created.values())
+    assert all(not deletes_events(config) for config in created.values())
 
 
 def test_without_a_limit_given_topics_take_the_default_message_size() -> None:
     topics = TopicNames("p")
     (topic,) = new_topics([topics.operations], topics, 3, 1)
-    assert topic.topic_configs == {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    assert topic.topic_configs["max.message.bytes"] == str(MAX_MESSAGE_BYTES)
+
+
+def test_a_topic_deletes_events_when_it_has_a_retention_and_the_delete_policy() -> None:
+    week = str(7 * 24 * 3600 * 1000)
+    assert deletes_events({"cleanup.policy": "delete", "retention.ms": week})
+    assert deletes_events({"retention.bytes": "1073741824"})  # Kafka's policy: delete
+    assert deletes_events({"cleanup.policy": "compact,delete", "retention.ms": week})
+    assert not deletes_events({"cleanup.policy": "compact", "retention.ms": week})
+    assert not deletes_events({"cleanup.policy": "delete", **KEEP_EVERYTHING})
 
 
 async def _topic_config(bootstrap: str, topic: str) -> dict[str, str]:
@@ -64,6 +86,35 @@ async def test_a_service_creates_its_topics_with_its_message_size_limit_on_the_b
     spaces = await _topic_config(kafka_bootstrap, topics.spaces)
     assert operations["max.message.bytes"] == spaces["max.message.bytes"] == str(128 * 1024)
     assert (operations["cleanup.policy"], spaces["cleanup.policy"]) == ("delete", "compact")
+    for config in (operations, spaces):  # the topics are the record services rebuild from
+        assert (config["retention.ms"], config["retention.bytes"]) == ("-1", "-1")
+
+
+@pytest.mark.integration
+async def test_an_existing_topic_that_deletes_events_is_named_in_a_warning_at_start(
+    kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Left as it is (someone chose its settings), but a service rebuilding from it would
+    forget what it deleted: the warning says so, and how to keep them."""
+    topics = TopicNames.unique("provision")
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    await admin.start()
+    try:
+        week = {"retention.ms": str(7 * 24 * 3600 * 1000)}
+        await admin.create_topics([NewTopic(topics.measurements, 1, 1, topic_configs=week)])
+    finally:
+        await admin.close()
+
+    with caplog.at_level(logging.WARNING, logger="discospace.runtime.provisioning"):
+        await provision_topics(kafka_bootstrap, [topics.measurements, topics.operations], topics)
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    [warning] = [w for w in warnings if "deletes old events" in w]
+    assert warning.startswith(f"topic {topics.measurements} deletes old events (retention.ms=6048")
+    assert f"--entity-name {topics.measurements} --add-config retention.ms=-1" in warning
+    assert topics.operations not in " ".join(warnings)
+    measurements = await _topic_config(kafka_bootstrap, topics.measurements)
+    assert measurements["retention.ms"] == week["retention.ms"]  # left as it was
 
 
 @pytest.mark.integration

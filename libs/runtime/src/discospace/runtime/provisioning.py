@@ -6,6 +6,13 @@ the deployment's partition count, and its `max.message.bytes` is the service's
 `max_message_bytes`, so the size limit is explicit on the broker and the same as the one the
 producers enforce. Creating a topic that exists is not an error (it is left as it is).
 
+Every topic keeps its events for good (`retention.ms` and `retention.bytes` -1): services
+rebuild their state from the topics at every start, so an event the broker deleted is a fact
+forgotten. Kafka deletes after a week by default: a sampler restarted after that would no
+longer know what the measurements topic held, and would measure again what the store already
+has. A topic that exists and deletes its events (created by hand, or by an older version) is
+left as it is, with a warning at start naming it and the command that keeps its events.
+
 This is also where a service first reaches Kafka at start (`runner._check_kafka`): a failure
 to connect because of security (a refused login, an untrusted certificate) is a
 `KafkaLoginError` with a sentence, not aiokafka's "unable to bootstrap".
@@ -20,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError, for_code
 
 from discospace.events import MAX_MESSAGE_BYTES
@@ -29,6 +37,10 @@ from discospace.runtime.security import KafkaSecurity, client_kwargs, login_erro
 logger = logging.getLogger("discospace.runtime.provisioning")
 
 _NO_ERROR = 0
+
+
+KEEP_EVERYTHING = {"retention.ms": "-1", "retention.bytes": "-1"}
+"""The retention of every topic: none (the topics are the record every service rebuilds from)."""
 
 
 def new_topics(
@@ -53,7 +65,7 @@ def new_topics(
 
 def topic_configs(name: str, topics: TopicNames, max_message_bytes: int) -> dict[str, str]:
     """The topic-level configs of a topic this code creates."""
-    configs = {"max.message.bytes": str(max_message_bytes)}
+    configs = {"max.message.bytes": str(max_message_bytes), **KEEP_EVERYTHING}
     if topics.is_compacted(name):
         configs["cleanup.policy"] = "compact"
     return configs
@@ -85,8 +97,11 @@ async def provision_topics(
     await _start(admin, bootstrap_servers, security)
     try:
         response = await admin.create_topics(wanted)
-        _warn_about_refusals(response.to_object()["topic_errors"])
+        results = response.to_object()["topic_errors"]
+        _warn_about_refusals(results)
         await _wait_for_leaders(admin, [topic.name for topic in wanted])
+        existing = [r["topic"] for r in results if r["error_code"] != _NO_ERROR]
+        await _warn_about_deleting(admin, existing, bootstrap_servers)
     finally:
         await admin.close()
 
@@ -107,6 +122,49 @@ def _warn_about_refusals(results: list[dict[str, Any]]) -> None:
         code = result["error_code"]
         if code != _NO_ERROR and not issubclass(for_code(code), TopicAlreadyExistsError):
             logger.warning("could not create topic %s (Kafka error %s)", result["topic"], code)
+
+
+async def _warn_about_deleting(
+    admin: AIOKafkaAdminClient, names: list[str], bootstrap_servers: str
+) -> list[str]:
+    """Warn about each of the existing topics `names` that deletes old events (and return
+    them): a service rebuilding from it would forget them. Never fails the start."""
+    if not names:
+        return []
+    try:
+        responses = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
+        )
+    except Exception as error:  # a broker that refuses DescribeConfigs still runs discospace
+        logger.info("could not read the configs of topics %s: %s", names, error)
+        return []
+    deleting: dict[str, dict[str, str | None]] = {}
+    for response in responses:
+        for resource in response.resources:
+            error_code, _, _, name, entries = resource[:5]
+            configs = {entry[0]: entry[1] for entry in entries}
+            if error_code == _NO_ERROR and deletes_events(configs):
+                deleting[name] = configs
+    for name, configs in sorted(deleting.items()):
+        logger.warning(
+            "topic %s deletes old events (retention.ms=%s, retention.bytes=%s): services that "
+            "rebuild from it at start will forget them, and a sampler will measure again what "
+            "the store holds. Keep them: kafka-configs.sh --bootstrap-server %s --alter "
+            "--entity-type topics --entity-name %s --add-config retention.ms=-1,retention.bytes=-1",
+            name,
+            configs.get("retention.ms"),
+            configs.get("retention.bytes"),
+            bootstrap_servers,
+            name,
+        )
+    return sorted(deleting)
+
+
+def deletes_events(configs: dict[str, str | None]) -> bool:
+    """Whether a topic with these configs deletes events by age or size."""
+    if "delete" not in (configs.get("cleanup.policy") or "delete").split(","):
+        return False
+    return any(configs.get(name, "-1") != "-1" for name in KEEP_EVERYTHING)
 
 
 async def _wait_for_leaders(
