@@ -74,9 +74,80 @@ def test_yaml_exponent_numbers_are_numbers() -> None:
     assert spec.entity_space[0].values == (0.001, 0.0001)
 
 
+def _values(yaml_values: str) -> tuple[object, ...]:
+    text = f"sample_store: s\nentity_space: [{{name: a, values: {yaml_values}}}]\n"
+    return parse_space_spec(text + "measurement_space: []").entity_space[0].values
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("[yes, no]", ("yes", "no")),  # YAML 1.1: True, False
+        ("[auto, on, off, y, n]", ("auto", "on", "off", "y", "n")),  # 1.1: mixed types
+        ("[true, false, True, FALSE]", (True, False, True, False)),
+        ("[010, 020, 08]", (10, 20, 8)),  # 1.1: 8, 16 and the text '08'
+        ("[1:30, 12:00:00]", ("1:30", "12:00:00")),  # 1.1: 90 and 43200 (base 60)
+        ("[2024-01-01]", ("2024-01-01",)),  # 1.1: a date, refused
+        ("[0x1F, 0o17, 1_000, 0b101]", (31, 15, 1000, "0b101")),
+        ("[1e-3, .5, -2.5E2, 1.]", (0.001, 0.5, -250.0, 1.0)),
+    ],
+)
+def test_yaml_scalars_are_read_as_yaml_1_2_reads_them(written: str, read: tuple) -> None:
+    """As a JSON user writes them: `no` is not false, `010` is ten."""
+    values = _values(written)
+    assert values == read
+    assert [type(v) for v in values] == [type(v) for v in read]
+
+
+def test_a_space_written_with_yes_and_no_is_the_space_written_in_json(tmp_path) -> None:
+    yaml_text = """
+sample_store: s
+entity_space: [{name: flash_attention, values: [yes, no]}, {name: gpus, values: [01, 02]}]
+measurement_space: [{actuator: A, experiment: e}]
+"""
+    as_json = {
+        "sample_store": "s",
+        "entity_space": [
+            {"name": "flash_attention", "values": ["yes", "no"]},
+            {"name": "gpus", "values": [1, 2]},
+        ],
+        "measurement_space": [{"actuator": "A", "experiment": "e"}],
+    }
+    from_yaml = load_discovery_space(write(tmp_path, "s.yaml", yaml_text))
+    from_json = load_discovery_space(write(tmp_path, "s.json", json.dumps(as_json)))
+    assert from_yaml.id == from_json.id
+    assert [e.id for e in from_yaml.entity_space.sequential()] == [
+        e.id for e in from_json.entity_space.sequential()
+    ]
+
+
+def test_yaml_merge_keys_are_read() -> None:
+    text = """
+sample_store: s
+entity_space:
+  - &gpus {name: number_gpus, values: [1, 2]}
+  - {<<: *gpus, name: nodes}
+measurement_space: []
+"""
+    spec = parse_space_spec(text)
+    assert [(p.name, p.values) for p in spec.entity_space] == [
+        ("number_gpus", (1, 2)),
+        ("nodes", (1, 2)),
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
+        (
+            "sample_store: 2351e8\nentity_space: []\nmeasurement_space: []",
+            "f.yaml: sample_store: should be text, not the number 235100000000.0 "
+            "(quote it to keep it as written)",
+        ),
+        (
+            "sample_store: s\nentity_space: [{1: a, true: b}]\nmeasurement_space: []",
+            "f.yaml: line 2: key 'True' is given twice",
+        ),
         (
             "sample_store: s\nentity_space: [{name: a, valuez: [1]}]\nmeasurement_space: []",
             "f.yaml: entity_space[0] (property 'a'): valuez: is not a known field",

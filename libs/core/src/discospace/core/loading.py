@@ -2,7 +2,12 @@
 
 Every failure becomes one :class:`SpecError` sentence naming the file, the field and the problem,
 e.g. ``space.yaml: entity_space[4] (property 'number_gpus'): values[1] should be a number``.
-YAML numbers such as ``1e-3`` are read as numbers (PyYAML's YAML 1.1 default reads them as text).
+
+Plain scalars are read as YAML 1.2 reads them (its core schema, what a JSON user would write):
+``true``/``false`` are the only booleans, ``010`` is ten, ``1e-3`` a number, while ``yes``,
+``no``, ``on``, ``off``, ``1:30`` and ``2024-01-01`` stay text. PyYAML's YAML 1.1 rules would have read
+``values: [yes, no]`` as booleans, ``010`` as eight and ``1:30`` as ninety, silently giving
+other values, and other entity ids, than the same space written in JSON.
 
 Every input file is read within :class:`InputLimits` (size, nesting depth, number of values,
 identifier lengths, integer size, no duplicate keys), enforced before or while parsing, so a
@@ -65,10 +70,34 @@ def _too_large(text: str, line: int | None = None) -> _LimitError:
     return _LimitError(f"integer {shown} is too large", line)
 
 
+_CORE_TAGS = {
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:timestamp",
+}
+_CORE_RESOLVERS = (
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    (
+        "tag:yaml.org,2002:int",
+        r"^(?:[-+]?[0-9][0-9_]*|0o[0-7][0-7_]*|0x[0-9a-fA-F][0-9a-fA-F_]*)$",
+        "-+0123456789",
+    ),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+)
+"""YAML 1.2's core schema for booleans and numbers (underscores between digits allowed, as
+PyYAML allows them); ints are tried before floats. It has no timestamps: `2024-01-01` is text."""
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``1e-3`` and ``1E5`` as floats (YAML 1.2 does), and keeps to
-    :class:`InputLimits` while composing and constructing: depth, values, duplicate keys,
-    integer size."""
+    """SafeLoader reading booleans and numbers by YAML 1.2's core schema (`_CORE_RESOLVERS`),
+    and keeping to :class:`InputLimits` while composing and constructing: depth, values,
+    duplicate keys, integer size."""
 
     limits: InputLimits = DEFAULT_LIMITS
     _depth = 0
@@ -93,12 +122,15 @@ class _Loader(yaml.SafeLoader):
         if isinstance(node, yaml.MappingNode):
             seen: set[Any] = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`, merged below
+                    continue
                 key = self.construct_object(key_node, deep=True)
-                if isinstance(key, str | int | float | bool) and key in seen:
+                if not isinstance(key, str | int | float | bool):
+                    continue
+                if key in seen:  # 1 and true too: one would replace the other
                     line = key_node.start_mark.line + 1
                     raise _LimitError(f"key '{_short(key)}' is given twice", line)
-                if isinstance(key, str | int | float | bool):
-                    seen.add(key)
+                seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_int(self, node: Any) -> Any:
@@ -106,20 +138,23 @@ class _Loader(yaml.SafeLoader):
         line = node.start_mark.line + 1
         if len(text) > _MAX_INT_TEXT:
             raise _too_large(text, line)
-        value = super().construct_yaml_int(node)
+        digits = text.replace("_", "")
+        if digits.startswith(("0o", "0x")):
+            value = int(digits[2:], 8 if digits[1] == "o" else 16)
+        else:
+            value = int(digits, 10)  # 010 is ten, as in YAML 1.2 (YAML 1.1: eight)
         if abs(value) > self.limits.max_int:
             raise _too_large(text, line)
         return value
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(\d[\d_]*(\.\d*)?|\.\d+)[eE][-+]?\d+$"),
-    list("-+0123456789."),
-)
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rule) for tag, rule in rules if tag not in _CORE_TAGS]
+    for first, rules in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+for _tag, _rule, _first in _CORE_RESOLVERS:
+    _Loader.add_implicit_resolver(_tag, re.compile(_rule), list(_first))
 
 
 def _short(text: Any, length: int = 40) -> str:
@@ -346,7 +381,16 @@ def problem_text(items: list[dict[str, Any]]) -> str:
         return "is required"
     if first["type"] in ("model_type", "model_attributes_type", "dict_type"):
         return "should be a mapping of fields"
+    if first["type"] == "string_type" and isinstance(first.get("input"), int | float | bool):
+        return (
+            f"should be text, not the {_kind(first['input'])} {first['input']!r} "
+            "(quote it to keep it as written)"
+        )
     return _lowered(str(first["msg"]))
+
+
+def _kind(value: int | float | bool) -> str:
+    return "boolean" if isinstance(value, bool) else "number"
 
 
 def _lowered(message: str) -> str:
