@@ -5,9 +5,9 @@ e.g. ``space.yaml: entity_space[4] (property 'number_gpus'): values[1] should be
 
 Plain scalars are read as YAML 1.2 reads them (its core schema, what a JSON user would write):
 ``true``/``false`` are the only booleans, ``010`` is ten, ``1e-3`` a number, while ``yes``,
-``no``, ``on``, ``off``, ``1:30`` and ``2024-01-01`` stay text. PyYAML's YAML 1.1 rules would have read
-``values: [yes, no]`` as booleans, ``010`` as eight and ``1:30`` as ninety, silently giving
-other values, and other entity ids, than the same space written in JSON.
+``no``, ``on``, ``off``, ``1:30`` and ``2024-01-01`` stay text. PyYAML's YAML 1.1 rules would
+have read ``values: [yes, no]`` as booleans, ``010`` as eight and ``1:30`` as ninety, silently
+giving other values, and other entity ids, than the same space written in JSON.
 
 Every input file is read within :class:`InputLimits` (size, nesting depth, number of values,
 identifier lengths, integer size, no duplicate keys), enforced before or while parsing, so a
