@@ -7,11 +7,13 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from discospace.events import (
     EventDecodeError,
     MeasurementCompleted,
     MeasurementStarted,
+    OperationCancelRequested,
     OperationRequested,
     SpaceSubmitted,
     codec,
@@ -116,6 +118,57 @@ def test_a_lone_surrogate_is_refused_as_not_valid_unicode_and_a_pair_is_read(
     values["values"] = ["\U0001f600", "\\ud800 as written"]  # a pair, and a backslash
     event = decode(_bytes(payload).decode() if as_text else _bytes(payload))
     assert event.spec.entity_space[0].values == ("\U0001f600", "\\ud800 as written")
+
+
+@pytest.mark.parametrize(
+    ("encoding", "message"),
+    [
+        ("utf-16-le", "not JSON: it is not UTF-8 (it holds a NUL byte: UTF-16 or UTF-32?)"),
+        ("utf-32", "not JSON: it is not UTF-8 (it holds a NUL byte: UTF-16 or UTF-32?)"),
+        ("raw-surrogate", "not JSON: it is not UTF-8 (invalid continuation byte at byte"),
+    ],
+)
+def test_bytes_that_are_not_utf8_are_refused_as_malformed(
+    payloads: Payloads, encoding: str, message: str
+) -> None:
+    """JSON's reader takes UTF-16, UTF-32 and a surrogate written raw (not escaped) into text
+    that cannot be written out again: such an event was decoded, then failed every consumer
+    that encoded or stored it (the projector's whole batch) instead of being dead-lettered."""
+    payload = copy.deepcopy(_current(payloads, OperationCancelRequested))
+    payload["reason"] = "bad \ud800 here" if encoding == "raw-surrogate" else "fine"
+    text = json.dumps(payload, ensure_ascii=False)
+    if encoding == "raw-surrogate":
+        data = text.encode("utf-8", "surrogatepass")
+        assert b"\xed\xa0\x80" in data
+    else:
+        data = text.encode(encoding)
+    assert json.loads(data)["reason"] == payload["reason"]  # what JSON alone would accept
+    with pytest.raises(EventDecodeError) as caught:
+        decode(data)
+    assert str(caught.value).startswith(message)
+    assert caught.value.kind == "malformed"
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["range", "values", "parameterization"],
+)
+def test_a_space_holding_an_infinity_or_nan_cannot_be_built_as_an_event(
+    payloads: Payloads, where: str
+) -> None:
+    """JSON has no infinity: the encoder wrote it as null, and the same codec then refused the
+    event as invalid; it is refused where it is built, as an event's own numbers are."""
+    payload = copy.deepcopy(_current(payloads, SpaceSubmitted))
+    prop = {"name": "lr", "type": "continuous", "range": [0.0, 1.0]}
+    if where == "range":
+        prop["range"] = [0.0, float("inf")]
+    elif where == "values":
+        prop = {"name": "lr", "values": [1.0, float("nan")]}
+    else:
+        payload["spec"]["measurement_space"][0]["parameterization"] = {"eta": float("inf")}
+    payload["spec"]["entity_space"] = [prop]
+    with pytest.raises(ValidationError, match="finite number"):
+        SpaceSubmitted.model_validate(payload)
 
 
 def test_a_misspelt_parameter_is_refused_rather_than_ignored(payloads: Payloads) -> None:

@@ -105,6 +105,8 @@ def decode_verbatim(data: bytes | str) -> tuple[Event, bool]:
     """`decode(data)`, and whether `data` holds the event verbatim: at the current version of
     its type, so nothing was upcast and `data` may stand for the event where its JSON is kept
     (the store's raw log keeps what was read rather than writing the event out again)."""
+    if isinstance(data, bytes):
+        _check_utf8(data)
     try:
         decoded = _decode(data)
     except EventDecodeError:
@@ -115,6 +117,24 @@ def decode_verbatim(data: bytes | str) -> tuple[Event, bool]:
         ) from None
     _check_unicode(data, decoded[0])
     return decoded
+
+
+def _check_utf8(data: bytes) -> None:
+    """Refuse bytes that are not UTF-8: JSON's reader would take UTF-16 or UTF-32 (found by
+    their NUL bytes) and raw UTF-8 surrogates (which strict UTF-8 refuses) as text that could
+    be neither written out again nor stored."""
+    if b"\x00" in data:  # never in UTF-8 JSON: a NUL in a string is written \u0000
+        raise EventDecodeError(
+            "not JSON: it is not UTF-8 (it holds a NUL byte: UTF-16 or UTF-32?)", "malformed"
+        )
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise EventDecodeError(
+            f"not JSON: it is not UTF-8 ({error.reason} at byte {error.start}: "
+            f"{data[error.start : error.start + 4]!r})",
+            "malformed",
+        ) from None
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
