@@ -145,6 +145,16 @@ measurement_space: []
             "(quote it to keep it as written)",
         ),
         (
+            "sample_store: s\nentity_space: [{name: a, range: [0, .inf]}]\nmeasurement_space: []",
+            "f.yaml: entity_space[0] (property 'a'): range[1]: should be a finite number",
+        ),
+        (
+            "sample_store: s\nentity_space: []\n"
+            "measurement_space: [{actuator: A, experiment: e, parameterization: {eta: .nan}}]",
+            "f.yaml: measurement_space[0] (experiment 'e'): parameterization.eta: "
+            "should be a finite number",
+        ),
+        (
             "sample_store: s\nentity_space: [{1: a, true: b}]\nmeasurement_space: []",
             "f.yaml: line 2: key 'True' is given twice",
         ),

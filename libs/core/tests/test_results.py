@@ -136,7 +136,15 @@ def test_equal_points_are_on_the_front_together() -> None:
 
 @pytest.mark.parametrize(
     ("retryable", "attempt", "max_retries", "final"),
-    [(False, 1, 2, True), (True, 1, 2, False), (True, 2, 2, False), (True, 3, 2, True)],
+    [
+        (False, 1, 2, True),
+        (True, 1, 2, False),
+        (True, 2, 2, False),
+        (True, 3, 2, True),
+        # the store keeps an attempt in 16 bits: a later one could not be recorded
+        (True, 65_534, 10**6, False),
+        (True, 65_535, 10**6, True),
+    ],
 )
 def test_a_failure_is_final_when_it_cannot_be_retried_or_the_retries_are_spent(
     retryable: bool, attempt: int, max_retries: int, final: bool

@@ -146,6 +146,18 @@ def test_a_measurement_request_names_a_pool_that_can_be_a_topic(payloads: Payloa
         )
 
 
+def test_an_attempt_fits_the_stores_16_bit_column(payloads: Payloads) -> None:
+    """An attempt over it failed the projector's whole batch ("Unable to create native array
+    for column 'attempt'"); `gives_up` ends every measurement's retries by then."""
+    assert MeasurementRequested.model_validate(
+        _payload(payloads, MeasurementRequested, attempt=65_535)
+    )
+    with pytest.raises(ValidationError, match="less than or equal to 65535"):
+        MeasurementRequested.model_validate(
+            _payload(payloads, MeasurementRequested, attempt=65_536)
+        )
+
+
 def test_an_actuator_announces_only_its_own_experiments(payloads: Payloads) -> None:
     payload = _payload(payloads, ActuatorRegistered)
     other = {**payload["experiments"][0], "actuator": "Zeus"}

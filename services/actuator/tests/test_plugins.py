@@ -173,8 +173,8 @@ async def test_a_property_the_entity_holds_wins_over_the_experiments_option_of_t
     [
         (
             [{"experiment": "b", "optional_properties": {"x": float("nan")}}],
-            "Actuator 'synthetic' gives experiment 'b' the default x = nan, which is not a finite "
-            "number.",
+            "The catalog of actuator 'synthetic' is not valid: optional_properties.x: Input "
+            "should be a finite number.",
         ),
         (
             [{"experiment": "b"}, {"experiment": "b"}],

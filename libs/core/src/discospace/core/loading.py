@@ -365,6 +365,8 @@ def problem_text(items: list[dict[str, Any]]) -> str:
     """What is wrong at one place of a document, from pydantic's errors there (several for a
     union: one per member), in words for a person: "should be a list", "is required"."""
     tags = {str(item["loc"][-1]) for item in items if item["loc"]} & _UNION_TAGS
+    if any(item["type"] == "finite_number" for item in items):
+        return "should be a finite number"
     if len(items) > 1 and tags == {"int", "float"}:
         return "should be a number"
     if len(items) > 1 and tags:

@@ -189,10 +189,15 @@ def pareto_front(points: Sequence[Sequence[float]], objectives: Sequence[Objecti
     return sorted(front, key=lambda i: points[i][0])
 
 
+MAX_ATTEMPT = 65_535
+"""The last attempt of any measurement, whatever `max_retries` says (the store keeps an
+attempt in 16 bits)."""
+
+
 def gives_up(retryable: bool, attempt: int, max_retries: int) -> bool:
     """Whether a measurement whose attempt `attempt` failed is failed for good.
 
     It is when the failure cannot be retried, or when `max_retries` retries are spent
-    (attempt 1 is the first try, so attempt `max_retries + 1` is the last).
+    (attempt 1 is the first try, so attempt `max_retries + 1` is the last), or `MAX_ATTEMPT`.
     """
-    return not retryable or attempt > max_retries
+    return not retryable or attempt > max_retries or attempt >= MAX_ATTEMPT

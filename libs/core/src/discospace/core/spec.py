@@ -23,7 +23,7 @@ NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class ProbabilitySpec(_Frozen):

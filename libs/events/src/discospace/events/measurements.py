@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from discospace.core.measurement import InvalidMeasurement, MeasurementResult, ValidMeasurement
+from discospace.core.results import MAX_ATTEMPT
 from discospace.core.spec import ExperimentRef
 from discospace.events.common import NonEmptyStr, OperationEvent, PropertyValues, SpaceId
 from discospace.events.envelope import Record, content_id, type_field, version_field
@@ -32,7 +33,12 @@ from discospace.events.upcasting import Payload, upcaster
 
 Attempt = Annotated[
     int,
-    Field(ge=1, description="1 for the first try, 2 for the first retry, ...", examples=[1]),
+    Field(
+        ge=1,
+        le=MAX_ATTEMPT,
+        description="1 for the first try, 2 for the first retry, ...",
+        examples=[1],
+    ),
 ]
 WorkerId = Annotated[
     str,

@@ -72,9 +72,15 @@ def _imported(reference: str) -> Any:
     return plugin
 
 
+_MEMBERS = frozenset({"bool", "int", "float", "str"})
+"""The location parts pydantic adds for the members of a union of scalars."""
+
+
 def _first_problem(error: ValidationError) -> str:
-    first = error.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"])
+    problems = error.errors(include_url=False)
+    infinite = [p for p in problems if p["type"] == "finite_number"]
+    first = infinite[0] if infinite else problems[0]  # else "should be a valid boolean"
+    where = ".".join(str(part) for part in first["loc"] if part not in _MEMBERS)
     message = str(first["msg"])
     if first["type"] == "value_error":  # a validator's own sentence, without "Value error, "
         message = str(first.get("ctx", {}).get("error", message))
