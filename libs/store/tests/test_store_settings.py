@@ -104,3 +104,38 @@ def test_check_refuses_a_chdb_data_dir_under_a_file(tmp_path) -> None:
     )
     assert isinstance(caught.value, ValueError)  # a service's start reports it as a bad setting
     StoreSettings(url=None, data_dir=tmp_path / "new" / "store").check()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://alice:s3cr/et@ch.example:8123/db", "http://alice:p/a@ss@ch.example:8123"],
+)
+def test_a_password_holding_a_slash_is_never_shown_and_the_error_says_to_encode_it(
+    url: str,
+) -> None:
+    """urlsplit ends the host at the '/': the password's start was read as a port, and the
+    whole password was shown in the sentence."""
+    with pytest.raises(StoreSettingsError) as caught:
+        StoreSettings(url=url).check()
+    assert "s3cr" not in str(caught.value)
+    assert "p/a" not in str(caught.value)
+    assert "alice:***@ch.example:8123" in str(caught.value)
+    assert "must be percent-encoded: %2F for '/'" in str(caught.value)
+
+
+def test_a_chdb_data_dir_holding_a_question_mark_is_refused(tmp_path) -> None:
+    """chDB reads what follows '?' as connection options: `q?mode=ro` opened `q`, read-only."""
+    data_dir = tmp_path / "q?mode=ro"
+    for attempt in (
+        lambda: StoreSettings(data_dir=data_dir).check(),
+        lambda: connect(StoreSettings(url=None, data_dir=data_dir)),
+    ):
+        with pytest.raises(StoreSettingsError, match="holds '\\?', which chDB reads as the start"):
+            attempt()
+    assert list(tmp_path.iterdir()) == []  # neither folder made
+
+
+def test_a_chdb_data_dir_under_home_is_described_where_it_is_opened(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    described = StoreSettings(url=None, data_dir=Path("~/store")).describe()
+    assert described == f"chDB at {tmp_path / 'store'} (database discospace)"

@@ -17,6 +17,7 @@ from discospace.store.errors import (
     DataDirConflictError,
     DataDirLockedError,
     StoreError,
+    StoreSettingsError,
     reason_of,
 )
 
@@ -39,7 +40,18 @@ def open_chdb(data_dir: Path) -> Client:
         raise _open_error(path, error) from error
 
 
+def refuse_query_in_path(data_dir: Path) -> None:
+    """A data dir holding '?' is refused: chDB reads what follows as connection options (a
+    path `q?mode=ro` opened folder `q`, read-only)."""
+    if "?" in str(data_dir):
+        raise StoreSettingsError(
+            f"The chDB data dir {data_dir} holds '?', which chDB reads as the start of "
+            "connection options (it would open another folder): choose a path without it."
+        )
+
+
 def _prepared_dir(data_dir: Path) -> Path:
+    refuse_query_in_path(data_dir)
     path = data_dir.expanduser().resolve()
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from discospace.store._chdb import open_chdb
+from discospace.store._chdb import open_chdb, refuse_query_in_path
 from discospace.store.errors import (
     StoreError,
     StoreSettingsError,
@@ -79,7 +79,8 @@ class StoreSettings(BaseSettings):
             _parse_server_url(self.url, self.database)
             return
         _checked_database(self.database or DEFAULT_DATABASE)
-        existing = self.data_dir
+        refuse_query_in_path(self.data_dir)
+        existing = self.data_dir.expanduser()
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
         if not existing.is_dir():
@@ -92,7 +93,8 @@ class StoreSettings(BaseSettings):
         """Where this store is, for logs and health pages (never shows a password)."""
         if self.url is None:
             return (
-                f"chDB at {self.data_dir.resolve()} (database {self.database or DEFAULT_DATABASE})"
+                f"chDB at {self.data_dir.expanduser().resolve()} "
+                f"(database {self.database or DEFAULT_DATABASE})"
             )
         target = _parse_server_url(self.url, self.database)
         return f"ClickHouse at {target.redacted} (database {target.database})"
@@ -171,14 +173,22 @@ def _url_port(parts: SplitResult, url: str) -> int:
     try:
         return parts.port or _DEFAULT_PORTS[parts.scheme]
     except ValueError:
+        hint = (
+            " (a user name or password holding '/', '?', '#', '@' or ':' must be "
+            "percent-encoded: %2F for '/')"
+            if "@" in url
+            else ""
+        )
         raise StoreSettingsError(
-            f"CLICKHOUSE_URL {_safe_url(url)!r} has a port that is not a number from 0 to 65535."
+            f"CLICKHOUSE_URL {_safe_url(url)!r} has a port that is not a number from 0 to "
+            f"65535{hint}."
         ) from None
 
 
 def _safe_url(url: str) -> str:
-    """The URL with any password replaced, so an error message never leaks it."""
-    return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url.strip())
+    """The URL with any password replaced, so an error message never leaks it: everything
+    from the first ':' after the user to the last '@' (a password may hold '/' or '@')."""
+    return re.sub(r"(//[^/:@]*:).*@", r"\1***@", url.strip())
 
 
 def _open_server(target: ServerTarget, timeout_s: float) -> Client:
