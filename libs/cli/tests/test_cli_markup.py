@@ -131,9 +131,13 @@ def test_an_error_naming_a_bracketed_property_prints_it_as_written(tmp_path: Pat
     assert f"property '{MARKUP}' has no values and no range" in result.stderr
 
 
-def test_a_whole_number_in_a_column_with_gaps_prints_whole_and_others_to_six_digits() -> None:
+def test_a_whole_number_in_a_column_with_gaps_prints_whole_and_others_to_ten_digits() -> None:
     from discospace.cli.views import cell
 
     assert str(cell(85_899_345_920.0)) == "85899345920"  # bytes, in a float column with a NaN
-    assert str(cell(1234.56789)) == "1234.57"
+    assert str(cell(1234.56789)) == "1234.56789"
+    # two energies six digits made one figure: a table sorted by them looked unsorted
+    assert str(cell(2345678.2)) != str(cell(2345681.9))
+    assert str(cell(0.1 + 0.2)) == "0.3"
+    assert str(cell(1234567890123.5)) == "1.23456789e+12"
     assert str(cell(float("nan"))) == "-"

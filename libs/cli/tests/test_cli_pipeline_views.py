@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 import discospace.client
 import discospace.client.client
 from discospace.cli.main import app
+from discospace.cli.pipeline_views import result_text
 from discospace.cli.watch import follow
 from discospace.client import (
     BestSoFar,
@@ -351,13 +352,16 @@ def test_compare_counts_each_jobs_results_and_the_valid_ones(client) -> None:
     assert jobs[0].experiments == ["recipe-train"]
 
 
-def test_compare_prints_the_targets_the_objective_and_the_jobs() -> None:
+def test_compare_prints_the_targets_the_objective_and_the_jobs(client) -> None:
     result = cli("pipeline", "compare", "op-p")
     assert result.exit_code == 0, result.output
-    rows = _rows(result.stdout, "Targets before (probe) and after (11)")
+    targets = len(client.pipeline_comparison("op-p").targets)  # counted, not the rows
+    assert f"Targets before (probe) and after ({targets}) " in result.stdout
+    assert targets < len(_rows(result.stdout, "Targets before (probe) and after ("))
+    rows = _rows(result.stdout, "Targets before (probe) and after (")
     assert rows[:3] == [
-        ["held_out_loss", "probe", "2", "2.9", "0.141421", "2.8", "3", "-"],
-        ["held_out_loss", "execute", "2", "2.65", "0.0707107", "2.6", "2.7", "-"],
+        ["held_out_loss", "probe", "2", "2.9", "0.1414213562", "2.8", "3", "-"],
+        ["held_out_loss", "execute", "2", "2.65", "0.07071067812", "2.6", "2.7", "-"],
         ["held_out_loss", "evaluate", "1", "2.5", "-", "2.5", "2.5", "-0.4 (-13.8%)"],
     ]
     assert (
@@ -497,6 +501,24 @@ def test_watching_a_pipeline_shows_each_job_with_its_own_progress_until_it_ends(
     ):
         assert text in shown
     assert "op-p completed: done 6" in shown
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_on_a_narrow_console_a_pipelines_board_cuts_no_figure_short(width: int) -> None:
+    """Rich shrank no-wrap columns to fit: 30/30 showed as 30/3, the result column vanished,
+    and a file (no terminal) got the board's last line and the final status on one line."""
+    probe = job("probe", "probe_walk_long_name", "completed", kind="operation",
+                child_operation_id="op-p-probe", child=child("op-p-probe", 30, 30),
+                result={"best": {"held_out_loss": 2.345}})  # fmt: skip
+    out = io.StringIO()
+    follow(lambda: _running([probe], "completed"), 0.5, Console(file=out, width=width), print)
+    shown = out.getvalue()
+    assert "30/30" in shown
+    rows = [line.split("│") for line in shown.splitlines() if line.startswith("│")]
+    cells = "".join(row[-2].strip() for row in rows)  # the result, folded where it must be
+    assert cells.replace(" ", "") == result_text(probe).replace(" ", "")
+    assert all(len(line) <= width for line in shown.splitlines())
+    assert shown.endswith("┘\n")  # what is printed next starts on a line of its own
 
 
 def test_watching_a_pipeline_shows_the_jobs_of_its_running_trial_below_it() -> None:

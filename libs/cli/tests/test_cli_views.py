@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 import discospace.client
@@ -48,6 +49,12 @@ REJECTED = SpaceSummary(
     reason="experiment 'x' of actuator 'A' is not in the catalog",
     sample_store="s",
     size=4,
+)
+UNREAD = SpaceSummary(
+    space_id=None,
+    submission_ids=["sub-9f"],
+    status="rejected",
+    reason="the spec cannot be read: bad",
 )
 ENTITIES = pd.DataFrame(
     {
@@ -183,6 +190,34 @@ def test_space_get_lists_every_space_with_its_status_and_reason() -> None:
     assert "Spaces (2)" in result.stdout
     for text in (SPACE_ID, "registered", "2351e8", "80", "rejected", "is not in the catalog"):
         assert text in result.stdout
+
+
+def test_space_list_narrower_than_its_table_prints_every_id_whole() -> None:
+    """Rich shrank the table to the width of a pipe or a terminal: an id lost its last
+    characters, and one copied from the list named no space."""
+    result = runner.invoke(app, ["space", "list"], env={"COLUMNS": "50"})
+    assert result.exit_code == 0, result.output
+    assert SPACE_ID in result.stdout
+    assert "2026-11-21 17:00" in result.stdout
+
+
+def test_a_submission_refused_before_it_had_a_space_id_is_named_by_its_submission() -> None:
+    import discospace.cli.space_views as views
+
+    unread = views._name(UNREAD)
+    assert unread == "submission sub-9f"
+    shown = io.StringIO()
+    views._list([REGISTERED, UNREAD], Console(file=shown, width=80))
+    assert "None" not in shown.getvalue()
+    assert "submission sub-9f rejected: the spec cannot be read: bad" in shown.getvalue()
+
+
+def test_watching_an_operation_the_projector_does_not_know_ends_within_seconds() -> None:
+    """`operation watch op-typo` waited 60 s in silence, the grace of `create --watch`, whose
+    operation was just requested; one requested elsewhere is projected within seconds."""
+    result = cli("operation", "watch", "op-typo", "--interval", "0.5")
+    assert result.exit_code == 2
+    assert "has not seen the operation after 5s: is the id right" in result.stderr
 
 
 def test_space_list_is_space_get_without_an_id() -> None:

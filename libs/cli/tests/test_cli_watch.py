@@ -96,6 +96,15 @@ def test_an_operation_the_projector_never_sees_ends_the_watch_with_one_sentence(
         run_follow(never)
 
 
+def test_an_operation_not_seen_within_a_shorter_grace_ends_the_watch_naming_it() -> None:
+    never = iter(lambda: None, object())
+    out = io.StringIO()
+    sleeps: list[float] = []
+    with pytest.raises(CliError, match="has not seen the operation after 5s: is the id right"):
+        follow(lambda: next(never), 0.5, Console(file=out), sleeps.append, unseen_grace_s=5)
+    assert len(sleeps) == 10
+
+
 def test_an_operation_seen_within_the_grace_is_followed_to_its_end() -> None:
     polls = int(UNSEEN_GRACE_S / 0.5)
     final, _, sleeps = run_follow(iter([*([None] * polls), progress("completed", 1, 1)]))

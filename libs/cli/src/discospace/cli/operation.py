@@ -167,15 +167,20 @@ def watch(
     interval: IntervalOption = 0.5,
 ) -> None:
     """Follow an operation's progress until it ends (exit 2 if it failed)."""
-    _follow(settings_of(ctx), operation_id, interval)
+    from discospace.cli.watch import KNOWN_GRACE_S
+
+    _follow(settings_of(ctx), operation_id, interval, KNOWN_GRACE_S)
 
 
-def _follow(settings: CliSettings, operation_id: str, interval: float) -> None:
+def _follow(
+    settings: CliSettings, operation_id: str, interval: float, unseen_grace_s: float | None = None
+) -> None:
     """The live progress bar until the operation ends; a one-line error if it failed."""
     from discospace.cli.errors import CliError
-    from discospace.cli.watch import ending, watch_operation
+    from discospace.cli.watch import UNSEEN_GRACE_S, ending, watch_operation
 
-    final = watch_operation(settings, operation_id, interval)
+    grace = UNSEEN_GRACE_S if unseen_grace_s is None else unseen_grace_s
+    final = watch_operation(settings, operation_id, interval, grace)
     if final.status != "completed":
         raise CliError(f"operation {operation_id} failed: {ending(final)}")
 

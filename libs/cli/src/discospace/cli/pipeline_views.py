@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from discospace.cli.views import print_line, print_wide, table
+from discospace.cli.views import number_text, print_line, print_wide, table
 
 if TYPE_CHECKING:
     from discospace.client import (
@@ -36,7 +36,7 @@ MEASURED_COLUMNS = ("stage", "trial", "job", "child_operation_id", "results", "v
 
 def number(value: float | None) -> str:
     """A number as a table shows it (6 significant digits); ``-`` for none."""
-    return "-" if value is None else f"{value:.6g}"
+    return "-" if value is None else number_text(value)
 
 
 def short(value: Any) -> str:
@@ -104,7 +104,7 @@ def job_rows(jobs: Sequence["PipelineJob"], indent: str = "") -> list[dict[str, 
 def print_jobs(progress: "OperationProgress", console: Console | None = None) -> None:
     """``operation show``'s jobs of a pipeline, and why each failed job failed."""
     console = console or Console()
-    console.print(table("Jobs", job_rows(progress.jobs), JOB_COLUMNS))
+    print_wide(table("Jobs", job_rows(progress.jobs), JOB_COLUMNS), console)
     for job in progress.jobs:
         if job.status in ("failed", "optional-failed"):
             print_line(console, f"job {job.job} ({job.stage}) {job.status}: {job.reason}")
@@ -116,7 +116,8 @@ def print_comparison(comparison: "PipelineComparison", console: Console | None =
     print_line(console, f"Pipeline {comparison.operation_id} ({comparison.status})")
     if comparison.targets:
         rows = [row for target in comparison.targets for row in _target_rows(target)]
-        print_wide(table("Targets before (probe) and after", rows, TARGET_COLUMNS), console)
+        title = f"Targets before (probe) and after ({len(comparison.targets)})"
+        print_wide(table(title, rows, TARGET_COLUMNS, counted=False), console)
     else:
         print_line(
             console,

@@ -76,10 +76,18 @@ def list_spaces(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 def _list(spaces: "list[SpaceSummary]", console: Console) -> None:
     """The spaces as a table; the reason of each rejection below it, on its own lines."""
-    console.print(table("Spaces", [space.model_dump() for space in spaces], SPACE_COLUMNS))
+    rows = [space.model_dump() | {"space_id": _name(space)} for space in spaces]
+    print_wide(table("Spaces", rows, SPACE_COLUMNS), console)
     for space in spaces:
         if space.reason:
-            print_line(console, f"{space.space_id} {space.status}: {space.reason}")
+            print_line(console, f"{_name(space)} {space.status}: {space.reason}")
+
+
+def _name(space: "SpaceSummary") -> str:
+    """The space's id; a submission refused before it had one is named by its submission."""
+    if space.space_id:
+        return space.space_id
+    return f"submission {', '.join(space.submission_ids) or '?'}"
 
 
 def _describe(detail: "SpaceDetail", console: Console) -> None:

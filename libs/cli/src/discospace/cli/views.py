@@ -46,12 +46,22 @@ def cell(value: Any) -> Text:
     if isinstance(value, float):
         if value.is_integer() and abs(value) < 1e15:  # a whole number in a column with gaps
             return Text(str(int(value)))
-        return Text(f"{value:.6g}")
+        return Text(number_text(value))
     if isinstance(value, Mapping):
         return Text(", ".join(f"{k}={v}" for k, v in value.items()))
     if isinstance(value, list):
         return Text(", ".join(str(v) for v in value))
     return Text(str(value))
+
+
+NUMBER_DIGITS = 10
+"""Significant digits of a real number in a table or a line (6 made 2345678.2 and 2345681.9 one
+figure, so a table sorted by it looked unsorted); `--format csv` gives every digit."""
+
+
+def number_text(value: float) -> str:
+    """A real number to `NUMBER_DIGITS` significant digits (0.1 + 0.2 shows as 0.3)."""
+    return f"{value:.{NUMBER_DIGITS}g}"
 
 
 def table(
@@ -74,7 +84,7 @@ def table(
 def print_table(
     title: str, rows: Sequence[Row], columns: Iterable[str] | None = None, counted: bool = True
 ) -> None:
-    Console().print(table(title, rows, columns, counted))
+    print_wide(table(title, rows, columns, counted))
 
 
 def print_line(console: Console, line: str) -> None:

@@ -28,12 +28,17 @@ from discospace.cli.errors import CliError
 from discospace.cli.pipeline_views import done_text, result_text, values_text
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import CliSettings
-from discospace.cli.views import plain, print_line
+from discospace.cli.views import number_text, plain, print_line
 
 if TYPE_CHECKING:
     from discospace.client import OperationProgress, PipelineJob
 
 UNSEEN_GRACE_S = 60.0
+"""How long `operation create --watch` waits for the projector to show the operation it just
+requested (its explorer may be starting, replaying the topics)."""
+KNOWN_GRACE_S = 5.0
+"""How long `operation watch` waits for an operation the projector does not know: one just
+requested by another command may not be projected yet, a mistyped id never will be."""
 Expand = Callable[[str], "OperationProgress | None"]
 """Reads another operation's progress (a running trial's child pipeline)."""
 
@@ -43,7 +48,7 @@ def best_text(progress: "OperationProgress") -> str:
     (``batch_size=128, power_limit=175``); else ``-``."""
     best, choice = progress.best, progress.choice
     if best is not None:
-        return f"{best.property}={best.value:.6g}"
+        return f"{best.property}={number_text(best.value)}"
     if choice is not None and choice.values:
         return ", ".join(f"{name}={value}" for name, value in choice.values.items())
     return "-"
@@ -147,6 +152,8 @@ class _PipelineBoard:
 
     def stop(self) -> None:
         self.live.stop()
+        if not self.live.console.is_terminal:  # Live ends its last board with no newline there
+            self.live.console.line()
 
     def show(self, progress: "OperationProgress") -> None:
         self.live.update(self.render(progress), refresh=True)
@@ -157,12 +164,23 @@ class _PipelineBoard:
             f"{tally_text(progress)}  best {best_text(progress)}"
         )
         board = Table(title=Text(title), title_justify="left")
-        for name in ("stage", "job", "status", "progress", "done", "result"):
-            board.add_column(Text(name), no_wrap=name != "result", overflow="fold")
+        rows: list[tuple[PipelineJob, str]] = []
         for job in progress.jobs:
-            _add_job(board, job)
-            for sub in self.inside(job):
-                _add_job(board, sub, indent="  ")
+            rows.append((job, ""))
+            rows.extend((sub, "  ") for sub in self.inside(job))
+        done = max((len(done_text(job)) for job, _ in rows), default=4)
+        # on a narrow terminal the bar gives way and names fold: no figure is ever cut short
+        for name in ("stage", "job", "status", "progress", "done", "result"):
+            board.add_column(
+                Text(name),
+                no_wrap=name in ("stage", "status", "done"),
+                overflow="fold",
+                min_width={"done": max(done, 4), "result": 12, "progress": 6}.get(name),
+                max_width=24 if name == "progress" else None,
+                ratio=1 if name == "progress" else None,
+            )
+        for job, indent in rows:
+            _add_job(board, job, indent)
         return board
 
     def inside(self, job: "PipelineJob") -> list["PipelineJob"]:
@@ -182,7 +200,7 @@ def _add_job(board: Table, job: "PipelineJob", indent: str = "") -> None:
         Text(job.stage),
         Text(indent + job.job),
         Text(job.status),
-        ProgressBar(total=total, completed=done, width=24),
+        ProgressBar(total=total, completed=done, width=None),
         Text(done_text(job)),
         Text(result_text(job)),
     )
@@ -204,10 +222,11 @@ def follow(
     console: Console,
     sleep: Callable[[float], None] = time.sleep,
     expand: Expand | None = None,
+    unseen_grace_s: float = UNSEEN_GRACE_S,
 ) -> "OperationProgress":
     """Poll ``fetch`` (None while the operation is not visible yet) until the operation ends:
     one bar for an operation, a board of its jobs for a pipeline (``expand`` reads a running
-    trial's child pipeline)."""
+    trial's child pipeline). An operation not visible for ``unseen_grace_s`` is an error."""
     unseen_s = 0.0
     display: _OperationBar | _PipelineBoard | None = None
     try:
@@ -215,10 +234,10 @@ def follow(
             progress = fetch()
             if progress is None:
                 unseen_s += interval_s
-                if unseen_s > UNSEEN_GRACE_S:
+                if unseen_s > unseen_grace_s:
                     raise CliError(
-                        f"the projector has not seen the operation after {UNSEEN_GRACE_S:g}s: "
-                        "is it running on the same topics?"
+                        f"the projector has not seen the operation after {unseen_grace_s:g}s: "
+                        "is the id right, and is it running on the same topics?"
                     )
             else:
                 if display is None:
@@ -238,7 +257,10 @@ def follow(
 
 
 def watch_operation(
-    settings: CliSettings, operation_id: str, interval_s: float
+    settings: CliSettings,
+    operation_id: str,
+    interval_s: float,
+    unseen_grace_s: float = UNSEEN_GRACE_S,
 ) -> "OperationProgress":
     """Follow an operation through the projector until it ends; print how it ended (a
     pipeline: with its jobs' results and its best)."""
@@ -253,7 +275,7 @@ def watch_operation(
             except NotKnownError:
                 return None
 
-        final = follow(fetch, interval_s, console, expand=fetch)
+        final = follow(fetch, interval_s, console, expand=fetch, unseen_grace_s=unseen_grace_s)
     print_line(console, f"{operation_id} {final.status}: {ending(final)}")
     if final.is_pipeline and final.best is not None:
         print_line(console, f"best {best_text(final)}: {values_text(final.best.entity_values)}")
