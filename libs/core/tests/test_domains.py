@@ -207,11 +207,16 @@ def test_draw_follows_a_truncated_normal_law_on_a_continuous_range() -> None:
     assert 0.6 < near_mean < 0.75  # about 68% within one std
 
 
-def test_draw_weights_finite_values_by_a_normal_law() -> None:
-    law = ProbabilitySpec(name="normal", mean=0, std=1)
-    steps = domain(values=[0, 10], probability=law)
-    draws = [steps.draw(i / 100) for i in range(100)]
-    assert draws.count(0) > 95
+@pytest.mark.parametrize(
+    "fields", [{"values": [0, 10]}, {"range": [1, 1001], "interval": 1}], ids=["values", "range"]
+)
+def test_a_normal_probability_on_a_finite_property_is_refused(fields: dict) -> None:
+    """A random walk visits a finite property's values by permutation, each once: the law was
+    accepted (and changed the space's id) but never shaped a draw (normal(10, 2) over
+    [1, 1001) walked 550, 830, 345, ...)."""
+    law = ProbabilitySpec(name="normal", mean=10, std=2)
+    with pytest.raises(DomainError, match="shapes only the draws of a continuous property"):
+        domain(probability=law, **fields)
 
 
 def test_an_identifier_domain_cannot_be_drawn_from() -> None:

@@ -198,6 +198,13 @@ def _probability(name: str, spec: ProbabilitySpec | None, domain: PropertyDomain
         raise _fail(name, f"has a normal probability with std {spec.std}; it must be above 0")
     if not domain.is_numeric:
         raise _fail(name, "has a normal probability but its values are not numbers")
+    if domain.is_finite:  # a random walk draws finite properties by permutation, each once
+        raise _fail(
+            name,
+            "has a normal probability, which shapes only the draws of a continuous property: a "
+            "random walk visits each value of a discrete one once, in a uniformly random order "
+            "(make it `type: continuous`, or leave the probability out)",
+        )
     if domain.low is not None and domain.high is not None:
         law = NormalDist(spec.mean, spec.std)
         mass = law.cdf(float(domain.high)) - law.cdf(float(domain.low))
