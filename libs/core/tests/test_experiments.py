@@ -119,6 +119,26 @@ def test_the_consistency_check_lists_everything_missing() -> None:
     assert len(space.missing(entity_space("model_name"))) == 3
 
 
+def test_experiments_that_need_each_others_results_are_refused_as_a_cycle() -> None:
+    """Each provided what the other required, so nothing was missing and the registry
+    registered a space on which no measurement could ever run."""
+    catalog = ExperimentCatalog(
+        [
+            ExperimentSpec(actuator="A", experiment="x", target_properties=["tps"],
+                           required_properties=["bs", "y.mem"]),
+            ExperimentSpec(actuator="A", experiment="y", target_properties=["mem"],
+                           required_properties=["bs", "x.tps"]),
+        ]
+    )  # fmt: skip
+    refs = [ExperimentRef(actuator="A", experiment=name) for name in ("x", "y")]
+    space = MeasurementSpace.from_refs(refs, catalog)
+    assert space.missing(entity_space("bs")) == [
+        "experiments 'x', 'y' depend on each other in a cycle"
+    ]
+    with pytest.raises(MeasurementSpaceError, match="depend on each other in a cycle"):
+        space.check_consistent(entity_space("bs"))
+
+
 def test_unknown_experiments_are_all_named() -> None:
     with pytest.raises(MeasurementSpaceError, match=r"'x' of actuator 'A'.*'y' of actuator 'B'"):
         MeasurementSpace.from_refs(

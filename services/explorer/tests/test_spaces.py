@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from discospace.core import DiscospaceError, Experiment, ExperimentSpec, PropertySpec
-from discospace.explorer.domain.spaces import KnownSpace, dependency_order, known_space
+from discospace.core.measurement_space import dependency_order
+from discospace.explorer.domain.spaces import KnownSpace, known_space
 
 
 def _experiment(name: str, *needs: str):

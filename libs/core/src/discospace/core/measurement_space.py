@@ -60,7 +60,8 @@ class MeasurementSpace:
 
     def missing(self, entity_space: EntitySpace) -> list[str]:
         """Everything the experiments require that neither the entity space nor another
-        experiment of this space provides, one sentence each (empty when consistent)."""
+        experiment of this space provides, one sentence each, and experiments that depend on
+        each other in a cycle (empty when consistent)."""
         names, observed = set(entity_space.names), set(self.observed_property_ids)
         problems = []
         for experiment in self.experiments:
@@ -76,6 +77,11 @@ class MeasurementSpace:
                         f"experiment '{experiment.id}' requires observed property '{name}', "
                         "which no experiment of the measurement space measures"
                     )
+        if not problems:
+            try:
+                dependency_order(self.experiments)
+            except DiscospaceError as error:
+                problems.append(str(error))
         return problems
 
     def check_consistent(self, entity_space: EntitySpace) -> None:
@@ -86,3 +92,23 @@ class MeasurementSpace:
 
     def to_refs(self) -> tuple[ExperimentRef, ...]:
         return tuple(e.to_ref() for e in self.experiments)
+
+
+def dependency_order(
+    experiments: Iterable[ParameterizedExperiment],
+) -> tuple[ParameterizedExperiment, ...]:
+    """The experiments, each after those it depends on (stable otherwise).
+
+    Raises `DiscospaceError` when some depend on each other in a cycle: they could never run.
+    """
+    pending = list(experiments)
+    ordered: list[ParameterizedExperiment] = []
+    while pending:
+        placed = {e.id for e in ordered}
+        ready = [e for e in pending if e.depends_on <= placed]
+        if not ready:
+            names = ", ".join(sorted(f"'{e.id}'" for e in pending))
+            raise DiscospaceError(f"experiments {names} depend on each other in a cycle")
+        ordered.extend(ready)
+        pending = [e for e in pending if e not in ready]
+    return tuple(ordered)

@@ -8,7 +8,6 @@ an operation on it fails with that sentence instead of waiting forever.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeAlias
@@ -22,6 +21,7 @@ from discospace.core import (
     ParameterizedExperiment,
     objective_source,
 )
+from discospace.core.measurement_space import dependency_order
 from discospace.core.spec import SpaceSpec
 from discospace.events import SpaceRegistered
 
@@ -84,23 +84,3 @@ def known_space(event: SpaceRegistered) -> SpaceEntry:
     return KnownSpace(
         event.space_id, space.sample_store, space.entity_space, ordered, observed, event.spec
     )
-
-
-def dependency_order(
-    experiments: Iterable[ParameterizedExperiment],
-) -> tuple[ParameterizedExperiment, ...]:
-    """The experiments, each after those it depends on (stable otherwise).
-
-    Raises `DiscospaceError` when some depend on each other in a cycle: they could never run.
-    """
-    pending = list(experiments)
-    ordered: list[ParameterizedExperiment] = []
-    while pending:
-        placed = {e.id for e in ordered}
-        ready = [e for e in pending if e.depends_on <= placed]
-        if not ready:
-            names = ", ".join(sorted(f"'{e.id}'" for e in pending))
-            raise DiscospaceError(f"experiments {names} depend on each other in a cycle")
-        ordered.extend(ready)
-        pending = [e for e in pending if e not in ready]
-    return tuple(ordered)
