@@ -32,11 +32,14 @@ $(VENV)/.installed-test: $(VENV)/.installed services/explorer/pyproject.toml ser
 	$(PY) -m pip install -q -e 'services/explorer[gp]' -e 'services/actuator[data]'
 	@touch $@
 
-test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp, Data-Juicer for data_recipe, a Prometheus server)
+test-setup: setup $(VENV)/.installed-test ## setup, plus what the tests need beyond it (torch and scipy for optuna_gp, Data-Juicer for data_recipe, the Kafka jars for the brokers tests start, a Prometheus server)
+	@deploy/local/kafka.sh fetch
 	@deploy/local/prometheus.sh fetch
 
-setup: $(VENV)/.installed ## virtual environment, every package editable, dev tools, Kafka jars (idempotent)
-	@deploy/local/kafka.sh fetch
+setup: $(VENV)/.installed ## virtual environment, every package editable, dev tools, Kafka jars unless KAFKA_BOOTSTRAP_SERVERS names a cluster (idempotent)
+	@if [ -n "$$KAFKA_BOOTSTRAP_SERVERS" ]; then \
+		echo "setup: KAFKA_BOOTSTRAP_SERVERS is set: using the cluster at $$KAFKA_BOOTSTRAP_SERVERS, no local broker fetched"; \
+	else deploy/local/kafka.sh fetch; fi
 
 up: setup ## start the local broker and every service in the background (.run/)
 	@deploy/local/services.sh start

@@ -146,6 +146,9 @@ start() {
     return 0
   fi
   fetch
+  if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/"; then # another checkout's?
+    die "port $PORT is already in use by another process: stop it, or set PROMETHEUS_PORT to a free port."
+  fi
   bash "$HERE/services.sh" scrape-config >/dev/null
   mkdir -p "$STATE_DIR/data"
   t0="$(now)"

@@ -156,6 +156,9 @@ launch() {
     say "$name already running (pid $(service_pid "$name"))"
     return 0
   fi
+  if [[ "$(health_of "$name")" != "no answer" ]]; then # another checkout's, or anything else
+    die "port $(port_of "$name") of $name is already in use by another process: stop it (\`make down\` in its checkout), or set its port (DISCOSPACE_<SERVICE>_HTTP_PORT)."
+  fi
   (
     cd "$REPO_ROOT"
     local module
@@ -183,6 +186,7 @@ wait_healthy() {
     ((SECONDS < deadline)) || { echo "services.sh: $name not healthy after ${HEALTH_TIMEOUT}s" >&2; return 1; }
     sleep 0.1
   done
+  service_pid "$name" >/dev/null || { echo "services.sh: $name exited during start; the end of $(log_file "$name"):" >&2; tail -n 5 "$(log_file "$name")" >&2; return 1; }
   say "$name healthy on port $(port_of "$name") after $(since "$t0")s"
 }
 

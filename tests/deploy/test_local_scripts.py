@@ -239,6 +239,67 @@ def test_a_worker_started_as_the_readme_shows_is_scraped_and_stopped_by_make_dow
     assert not (run_dir / "targets" / "actuator" / "worker-probe.json").exists()
 
 
+@pytest.mark.usefixtures("clean_env")
+def test_a_service_port_taken_by_another_process_stops_the_start_with_one_sentence(
+    run_dir: Path,
+) -> None:
+    """Another checkout's service on the port answered /health with 200, and the script
+    printed "healthy" for a process of its own that had exited ("cannot listen")."""
+    port = free_port()
+    other = subprocess.Popen(
+        ["python3", "-c", HEALTHY_ANYWAY, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port(port)
+        started = _run(
+            "services.sh",
+            "worker",
+            "probe",
+            env={
+                "DISCOSPACE_RUN_DIR": str(run_dir),
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9",  # never reached: refused first
+                "DISCOSPACE_ACTUATOR_HTTP_PORT": str(port),
+            },
+        )
+    finally:
+        other.terminate()
+        other.wait(timeout=10)
+    assert started.returncode != 0
+    assert f"port {port} of worker-probe is already in use by another process" in started.stderr
+    assert "healthy" not in started.stdout
+    assert not (run_dir / "worker-probe.pid").exists()
+
+
+HEALTHY_ANYWAY = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Healthy(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Healthy).serve_forever()
+"""
+"""Another process on the port answering every /health with 200 (another checkout's service)."""
+
+
+def _wait_for_port(port: int) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
 def _settings_read_by_the_scripts() -> set[str]:
     names: set[str] = set()
     for script in sorted(LOCAL.glob("*.sh")):
