@@ -204,6 +204,18 @@ run_java() {
   "${JAVA_CMD[@]}" "$@"
 }
 
+# One argument as a `java @file` line reads it whole: in double quotes, with \ and " escaped.
+java_quoted() {
+  local arg="${1//\\/\\\\}"
+  printf '"%s"' "${arg//\"/\\\"}"
+}
+
+# One line of a settings file that bash sources (and dotenv reads): the value in single quotes,
+# so a path holding a space stays one value.
+env_line() {
+  printf "%s='%s'\n" "$1" "${2//\'/\'\\\'\'}"
+}
+
 # KRaft storage is formatted once per state dir; the cluster id is kept next to it.
 format_storage() {
   [[ -f "$DATA_DIR/meta.properties" ]] && return 0
@@ -219,7 +231,8 @@ print(i)')"
   local args="$STATE_DIR/format.args"
   (
     umask 077
-    printf '%s\n' kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" >"$args"
+    # quoted: an argument file splits on whitespace, and the state dir may hold a space
+    printf '%s\n' kafka.tools.StorageTool format -t "$cluster_id" -c "$(java_quoted "$CONFIG")" >"$args"
     [[ "$SECURITY" == plaintext ]] || scram_arguments >>"$args"
   )
   if ! run_java "@$args" >>"$LOG_DIR/format.log" 2>&1; then
@@ -339,11 +352,11 @@ write_credentials() {
     for principal in admin "${PRINCIPALS[@]}"; do
       {
         echo "# Kafka settings of the principal '$principal', written by deploy/local/kafka.sh."
-        echo "KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:$PORT"
-        echo "KAFKA_SECURITY_PROTOCOL=SASL_SSL"
-        echo "KAFKA_SASL_USERNAME=$principal"
-        echo "KAFKA_SASL_PASSWORD_FILE=$CREDENTIALS_DIR/$principal.password"
-        echo "KAFKA_SSL_CAFILE=$TLS_DIR/ca.crt"
+        env_line KAFKA_BOOTSTRAP_SERVERS "127.0.0.1:$PORT"
+        env_line KAFKA_SECURITY_PROTOCOL SASL_SSL
+        env_line KAFKA_SASL_USERNAME "$principal"
+        env_line KAFKA_SASL_PASSWORD_FILE "$CREDENTIALS_DIR/$principal.password"
+        env_line KAFKA_SSL_CAFILE "$TLS_DIR/ca.crt"
       } >"$CREDENTIALS_DIR/$principal.env"
     done
     {

@@ -22,6 +22,7 @@ from aiokafka.errors import (
     KafkaConnectionError,
     TopicAuthorizationFailedError,
 )
+from dotenv import dotenv_values
 
 from discospace.core import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
 from discospace.events import (
@@ -61,9 +62,8 @@ class SecureBroker:
 
     def env_of(self, principal: str) -> dict[str, str]:
         """The variables kafka.sh wrote for `principal`."""
-        lines = (self.state_dir / "credentials" / f"{principal}.env").read_text().splitlines()
-        pairs = (line.split("=", 1) for line in lines if line and not line.startswith("#"))
-        return dict(pairs)
+        values = dotenv_values(self.state_dir / "credentials" / f"{principal}.env")
+        return {name: value for name, value in values.items() if value is not None}
 
     def security_of(
         self, principal: str, password: str | None = None, mechanism: str | None = None
