@@ -85,6 +85,15 @@ def test_a_bootstrap_address_that_is_not_host_and_port_is_refused(
     assert str(problem["ctx"]["error"]).startswith(wrong)
 
 
+@pytest.mark.parametrize("value", ["1e308", "0.0004"])
+def test_a_metadata_age_kafka_cannot_take_is_refused(monkeypatch, value: str):
+    """1e308 s overflowed into a traceback at start (int(inf)); 0.0004 s became 0 ms: a
+    metadata refresh without pause."""
+    monkeypatch.setenv("DISCOSPACE_TOY_METADATA_MAX_AGE_S", value)
+    with pytest.raises(ValidationError, match="metadata_max_age_s"):
+        ToySettings()
+
+
 def test_a_young_threshold_the_collector_cannot_take_is_refused(monkeypatch):
     monkeypatch.setenv("DISCOSPACE_TOY_GC_YOUNG_THRESHOLD", str(2**31))
     with pytest.raises(ValidationError, match="gc_young_threshold"):

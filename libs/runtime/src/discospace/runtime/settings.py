@@ -225,9 +225,10 @@ class ServiceSettings(BaseSettings):
     )
     metadata_max_age_s: float = Field(
         default=5.0,
-        gt=0,
+        ge=0.1,
+        le=86_400,
         description="How often Kafka metadata is refreshed, so pattern subscriptions see new "
-        "topics (a new pool's measure topic) within this time.",
+        "topics (a new pool's measure topic) within this time (0.1 s to a day).",
     )
     max_message_bytes: int = Field(
         default=MAX_MESSAGE_BYTES,
