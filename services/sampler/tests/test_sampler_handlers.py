@@ -13,8 +13,9 @@ from prometheus_client import CollectorRegistry
 
 from discospace.core import ExperimentRef
 from discospace.events import Event, MeasurementRequested, MeasurementReused, SamplesDrawn
+from discospace.runtime import TransientError, is_transient
 from discospace.sampler import handlers
-from discospace.sampler.domain import SamplerState
+from discospace.sampler.domain import SamplerState, UnknownSpaceError
 from discospace.sampler.handlers import (
     SamplerDeps,
     on_actuator_registered,
@@ -56,6 +57,37 @@ class Parts:
 
     def sample(self, name: str, **labels: str) -> float | None:
         return self.registry.get_sample_value(name, labels)
+
+
+@pytest.mark.parametrize(
+    ("behind", "raised"),
+    [(3, TransientError), (None, TransientError), (0, UnknownSpaceError)],
+    ids=["behind", "cannot-say", "read-up"],
+)
+async def test_a_request_for_a_space_not_read_yet_waits_unless_the_spaces_topic_is_read_up(
+    clock, make, behind: int | None, raised: type[Exception]
+):
+    """A request for a space the spaces follower had not read within `space_wait_s` failed as
+    poison and was dead-lettered after a few tries: its operation then waited forever for an
+    answer, though the space was registered. Only a sampler that has read the whole spaces
+    topic can say the space is unknown."""
+    parts = Parts(clock)
+
+    async def spaces_behind() -> int | None:
+        return behind
+
+    deps = dataclasses.replace(parts.deps, spaces_behind=spaces_behind)
+    request = make.request(make.registered())
+    await on_request_read(request, deps)
+
+    with pytest.raises(raised) as caught:
+        await on_samples_requested(request, deps)
+    assert is_transient(caught.value) is (raised is TransientError)
+    if behind == 3:
+        assert "is not read yet: 3 records of the spaces topic are still to be read" in str(
+            caught.value
+        )
+    assert parts.published == []
 
 
 async def test_a_request_is_answered_from_what_the_fold_handlers_were_given(clock, make):

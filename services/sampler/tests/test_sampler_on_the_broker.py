@@ -159,3 +159,30 @@ async def test_a_request_waiting_for_a_measurement_in_flight_does_not_hold_up_ot
         )
     [answer] = [e for e in landed if isinstance(e, MeasurementReused)]
     assert (answer.operation_id, answer.entity_values) == ("op-a", FRESH_A100)
+
+
+async def test_a_request_for_a_space_the_spaces_topic_never_held_is_dead_lettered(
+    kafka, kafka_bootstrap, topics, run_service, make
+):
+    """Read up to the end of the spaces topic, the sampler knows the space is unknown: the
+    request is set aside with its reason, and the next request is answered."""
+    space, _, pools, request = _history(make)
+    never = make.registered(make.space_spec(batch_sizes=(16, 32)))  # never published
+    unknown = make.request(never, operation_id="op-unknown")
+    settings = SamplerSettings(
+        kafka_bootstrap_servers=kafka_bootstrap,
+        topic_prefix=topics.prefix,
+        retry_backoff_s=0.1,
+        space_wait_s=0.2,
+        handler_max_attempts=2,
+    )
+    await kafka.publish(space, *pools, topics=topics)
+    await kafka.publish(unknown, request, topics=topics)
+
+    async with run_service(create_app(settings)):
+        [letter] = await kafka.read_events(topics.dead_letter, 1)
+        operations = await kafka.read_settled(topics.operations, at_least=3)
+
+    assert "is not registered" in letter.reason
+    [drawn] = [e for e in operations if isinstance(e, SamplesDrawn)]
+    assert drawn.causation_id == request.event_id

@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiokafka import ConsumerRecord, TopicPartition
-from aiokafka.errors import IllegalStateError
+from aiokafka.errors import IllegalStateError, KafkaError
 from faststream.kafka import KafkaBroker
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from faststream.message import StreamMessage
@@ -365,6 +365,23 @@ class Consumer:
     def started(self) -> bool:
         """Whether the broker has started this consumer (it may be reading already)."""
         return self.subscriber.consumer is not None
+
+    async def behind(self) -> int | None:
+        """How many records of the partitions this consumer reads lie beyond what it has
+        handed to its handlers, by the ends the broker reports now; None when it cannot say
+        (not started, nothing assigned, the broker not answering)."""
+        consumer = self.subscriber.consumer
+        if consumer is None:
+            return None
+        assigned = list(consumer.assignment())
+        if not assigned:
+            return None
+        try:
+            ends = await consumer.end_offsets(assigned)
+            positions = {tp: await consumer.position(tp) for tp in assigned}
+        except (IllegalStateError, KafkaError, TimeoutError):
+            return None
+        return sum(max(0, ends[tp] - positions[tp]) for tp in assigned)
 
     def start_at(self, offsets: Mapping[Partition, int]) -> None:
         """Read on from `offsets` ((topic, partition) -> offset): the messages below them were

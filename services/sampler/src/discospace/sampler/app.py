@@ -36,9 +36,9 @@ def create_app(settings: SamplerSettings | None = None, *, clock: Clock = utc_no
     """The sampler service, ready to run."""
     settings = settings or SamplerSettings()
     service = create_service(settings, description=DESCRIPTION, clock=clock)
-    deps = bootstrap(service, settings)
     topics = service.topics
     spaces = service.follow(topics.spaces, description="Registered spaces.")
+    deps = bootstrap(service, settings, spaces_behind=spaces.behind)
     spaces(bind(on_space_event, deps))
     pools = service.follow(topics.actuators, description="Pools and their experiments.")
     pools(bind(on_actuator_registered, deps))

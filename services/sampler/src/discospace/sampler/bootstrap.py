@@ -1,9 +1,10 @@
 """The sampler's composition root: its parts, built once per process on the service.
 
-`bootstrap(service, settings)` builds what the handlers (`handlers.py`) work with: the folded
-state (also `service.state`), the domain metrics on the service's registry, one `publish` that
-sends each answer to its topic (operations, the pool's measure topic, measurements), the clock
-and the waits from the settings. `app.py` only wires handlers to consumers.
+`bootstrap(service, settings, spaces_behind)` builds what the handlers (`handlers.py`) work
+with: the folded state (also `service.state`), the domain metrics on the service's registry, one
+`publish` that sends each answer to its topic (operations, the pool's measure topic,
+measurements), the clock, the waits from the settings, and how far behind the spaces follower
+is. `app.py` only wires handlers to consumers.
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ from discospace.sampler.metrics import SamplerMetrics
 from discospace.sampler.settings import SamplerSettings
 
 
-def bootstrap(service: Service, settings: SamplerSettings) -> SamplerDeps:
-    """The sampler's parts, on `service`'s broker, clock and metrics registry."""
+def bootstrap(
+    service: Service,
+    settings: SamplerSettings,
+    spaces_behind: Callable[[], Awaitable[int | None]] | None = None,
+) -> SamplerDeps:
+    """The sampler's parts, on `service`'s broker, clock and metrics registry;
+    `spaces_behind` tells how much of the spaces topic is still to be read (its follower's)."""
     state = service.state = SamplerState()
+    more = {"spaces_behind": spaces_behind} if spaces_behind is not None else {}
     return SamplerDeps(
         state=state,
         metrics=SamplerMetrics.create(service.metrics.registry, lambda: len(state.memo)),
@@ -35,6 +42,7 @@ def bootstrap(service: Service, settings: SamplerSettings) -> SamplerDeps:
         space_wait_s=settings.space_wait_s,
         first_request_wait_s=settings.first_request_wait_s,
         in_flight_wait_s=settings.in_flight_wait_s,
+        **more,
     )
 
 

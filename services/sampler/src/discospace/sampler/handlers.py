@@ -50,7 +50,7 @@ from discospace.events import (
 )
 from discospace.events.factory import Clock
 from discospace.events.topics import TopicNames
-from discospace.runtime import hold_commit, is_transient
+from discospace.runtime import TransientError, hold_commit, is_transient
 from discospace.runtime.replay import replay
 from discospace.runtime.retrying import until_done
 from discospace.sampler.answers import Answer
@@ -80,6 +80,10 @@ PUBLISH_RETRY_S = 1.0
 logger = logging.getLogger("discospace.sampler")
 
 
+async def _unknown() -> int | None:
+    return None
+
+
 @dataclass(frozen=True)
 class SamplerDeps:
     """What the sampler's handlers work with."""
@@ -92,6 +96,8 @@ class SamplerDeps:
     space_wait_s: float
     first_request_wait_s: float
     in_flight_wait_s: float = 60.0
+    spaces_behind: Callable[[], Awaitable[int | None]] = _unknown
+    """How many records of the spaces topic the sampler has yet to read (None: cannot say)."""
     waiting: set[asyncio.Task[None]] = field(default_factory=set)
     """The tasks of the requests whose pairs wait for a measurement in flight."""
 
@@ -179,6 +185,14 @@ async def on_samples_requested(event: SamplesRequested, deps: SamplerDeps) -> No
     if verdict is not Verdict.FIRST:
         return
     await _space_registered(deps.state, event.space_id, deps.space_wait_s)
+    if event.space_id not in deps.state.spaces:
+        behind = await deps.spaces_behind()
+        if behind != 0:  # it may be among what is not read yet: wait for it, not dead-letter
+            unread = "an unknown number of" if behind is None else str(behind)
+            raise TransientError(
+                f"space '{event.space_id}' is not read yet: {unread} records of the spaces "
+                "topic are still to be read"
+            )
     answers = take(deps.state, decide(deps.state, event, deps.clock()))
     try:
         await asyncio.gather(*(deps.publish(answer) for answer in answers))
