@@ -400,6 +400,19 @@ def test_space_show_sorts_the_table_largest_first_with_missing_values_last() -> 
     assert "1234.5" in _table_rows(smallest_first.stdout)[0]
 
 
+def test_a_column_of_numbers_and_text_sorts_numbers_by_value_then_text() -> None:
+    """The projector sends a column holding 8, 64 and "auto" as text: sorted as text, 16 came
+    after 8 and before 64 only by chance, and 100 before 8."""
+    from discospace.cli.space_views import _sorted
+
+    frame = pd.DataFrame({"batch_size": ["8", "auto", "100", None, "16", "2.5"]})
+    ordered = _sorted(frame, "batch_size", ascending=True)["batch_size"].tolist()
+    assert ordered[:5] == ["2.5", "8", "16", "100", "auto"]
+    assert pd.isna(ordered[5])
+    largest_first = _sorted(frame, "batch_size", ascending=False)["batch_size"].tolist()
+    assert largest_first[:5] == ["auto", "100", "16", "8", "2.5"]
+
+
 def test_space_show_with_sort_and_limit_shows_the_first_rows_of_the_order() -> None:
     unsorted = cli("space", "show", SPACE_ID, "--limit", "1")
     largest = cli("space", "show", SPACE_ID, "--sort", "number_gpus", "--limit", "1")
@@ -448,6 +461,18 @@ def test_space_plot_lines_average_per_x_and_count_entities_per_line() -> None:
         }
     )
     assert lines(frame, "batch_size", "speed", "size") == {"a": ([1, 4], [15.0, 40.0], 3)}
+
+
+def test_space_plot_orders_x_by_value_when_the_projector_sent_numbers_as_text() -> None:
+    """A column holding numbers and text comes as text: the axis read 1, 10, 2. An infinite
+    y is left out, and out of the count, as matplotlib leaves it out of the drawing."""
+    from discospace.cli.space_plot import lines
+
+    numbers = pd.DataFrame({"bs": ["1", "10", "2"], "tps": [1.0, 3.0, 2.0]})
+    mixed = pd.DataFrame({"bs": ["10", "auto", "2", "10"], "tps": [1.0, 3.0, 2.0, float("inf")]})
+
+    assert lines(numbers, "bs", "tps", None) == {"all": ([1, 2, 10], [1.0, 2.0, 3.0], 3)}
+    assert lines(mixed, "bs", "tps", None) == {"all": (["2", "10", "auto"], [2.0, 1.0, 3.0], 3)}
 
 
 def test_space_plot_leaves_out_entities_without_x_and_says_so_when_none_has_one() -> None:

@@ -18,6 +18,7 @@ from discospace.cli.errors import CliError
 from discospace.cli.plot import FORMATS, save_figure
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import settings_of
+from discospace.cli.views import natural_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,12 +62,17 @@ def lines(
         known = ", ".join(str(c) for c in frame.columns)
         raise CliError(f"no column {missing[0]!r} in the space's table; the columns are: {known}")
     import pandas as pd  # here: the other commands start without pandas
+    from pandas.api.types import is_numeric_dtype
 
     rows = frame.dropna(subset=[y])
     numbers = pd.to_numeric(rows[y], errors="coerce")
     if numbers.isna().any():
         raise CliError(f"column {y!r} holds values that are not numbers; give --y a numeric column")
-    rows = rows.assign(**{y: numbers})
+    rows = rows.assign(**{y: numbers})[numbers.abs() != float("inf")]  # nothing to draw
+    if x in rows.columns and not is_numeric_dtype(rows[x]):  # numbers the projector sent as text
+        as_numbers = pd.to_numeric(rows[x], errors="coerce")
+        if as_numbers.notna().sum() == rows[x].notna().sum():
+            rows = rows.assign(**{x: as_numbers})
     if rows.empty:
         raise CliError(f"no measured entity has a value for {y!r} yet")
     rows = rows.dropna(subset=[c for c in (x, line) if c is not None])
@@ -76,7 +82,8 @@ def lines(
     groups = rows.groupby(line, sort=True) if line else [("all", rows)]
     series = {}
     for label, group in groups:
-        means = group.groupby(x, sort=True)[y].mean()
+        means = group.groupby(x, sort=False)[y].mean()
+        means = means.iloc[sorted(range(len(means)), key=lambda i: natural_key(means.index[i]))]
         series[str(label)] = ([*means.index], [float(v) for v in means], len(group))
     return series
 

@@ -19,7 +19,7 @@ from discospace.cli.description import Catalog, print_description
 from discospace.cli.errors import CliError
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import settings_of
-from discospace.cli.views import plain, print_json, print_line, print_wide, table
+from discospace.cli.views import natural_key, plain, print_json, print_line, print_wide, table
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.experiment import ExperimentCatalog
 
@@ -166,4 +166,10 @@ def _sorted(frame: "pd.DataFrame", column: str, ascending: bool) -> "pd.DataFram
     if column not in frame.columns:
         known = ", ".join(str(c) for c in frame.columns)
         raise CliError(f"no column {column!r} to sort by; the columns are: {known}")
-    return frame.sort_values(column, ascending=ascending, na_position="last", kind="stable")
+    from pandas.api.types import is_numeric_dtype
+
+    numeric = is_numeric_dtype(frame[column])
+    key = None if numeric else (lambda values: values.map(natural_key))
+    return frame.sort_values(
+        column, ascending=ascending, na_position="last", kind="stable", key=key
+    )

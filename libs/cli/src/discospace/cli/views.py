@@ -54,6 +54,19 @@ def cell(value: Any) -> Text:
     return Text(str(value))
 
 
+def natural_key(value: Any) -> tuple[int, float, str] | None:
+    """A sort key for a column of mixed values, which the projector sends as text (`8`, `64`,
+    `auto`): numbers by their value, then text; nothing stays nothing (sorted last)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, bool):
+        return (1, 0.0, str(value))
+    try:
+        return (0, float(value), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))
+
+
 NUMBER_DIGITS = 10
 """Significant digits of a real number in a table or a line (6 made 2345678.2 and 2345681.9 one
 figure, so a table sorted by it looked unsorted); `--format csv` gives every digit."""
