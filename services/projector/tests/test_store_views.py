@@ -140,17 +140,20 @@ def test_every_operation_is_listed_with_its_progress(views) -> None:
     assert operations["op-a"].best is not None
 
 
-def test_the_list_shows_ended_operations_as_reported_and_one_from_its_results(
+def test_an_ended_operation_is_shown_as_reported_in_the_list_and_on_its_own(
     store_client, story
 ) -> None:
+    """One operation was computed from its results by time, the list showed the explorer's
+    counts: results stamped in one order by two workers and read in the other made the two
+    disagree on the counts and the best of one finished operation."""
     claimed = {"requested": 3, "measured": 1, "reused": 0, "failed": 0, "invalid": 0}
     story.op_a.finish("cancelled", claimed)
     Projection(store_client, CONSUMER).write(story.history.read())
     views = StoreViews(store_client)
     listed = {op.operation_id: op for op in views.operations()}["op-a"]
     assert (listed.status, listed.counts.requested, listed.counts.measured) == ("completed", 3, 1)
-    computed = views.operation("op-a")
-    assert (computed.counts.requested, computed.counts.measured) == (6, 3)
+    alone = views.operation("op-a")
+    assert alone == listed
 
 
 def test_one_operation_shows_its_counts_and_best_so_far(views, story) -> None:

@@ -26,10 +26,12 @@ The end is told by time: the `occurred_at` of the operation's end against that o
 What an operator that settles on one configuration chose (`zeus_bso`) is read from its
 `OperationCompleted.choice`, as the explorer reported it, in the list and for one operation.
 
-The list of every operation shows an ended operation as the explorer reported it in its
-`OperationCompleted` (or `OperationFailed`) counts and best entity, so listing reads no
-results (what was in flight at the end is `cancelled` there too); one operation's progress is
-always computed from its results.
+An ended operation is shown as the explorer reported it in its `OperationCompleted` (or
+`OperationFailed`) counts and best entity, in the list and on its own (what was in flight at
+the end is `cancelled` there too): the explorer counted what it had read when it stopped, and
+results stamped in one order by two workers (or two clocks) may be read in the other, so a
+count by time could disagree with it. A running operation's progress is computed from its
+results; the results of an ended one (`/operation/results`) are those stamped before its end.
 
 A pipeline measures nothing itself: its jobs, and its counts and best from its children's, are
 added by `discospace.projector.pipelines`. Every operation names the pipeline that asked for it

@@ -197,13 +197,15 @@ class StoreViews:
     ) -> OperationProgress:
         """The operation's progress; a pipeline's with its jobs and children (see
         `pipelines.py`), those that ended as they reported, the others computed."""
-        progress = self._progress(operation_id, rows)
-        if progress.operator != PIPELINE:
-            return progress
         space_id = _space_id(rows)
         reported = reported_progress(
             operation_id, rows, self._space_of_operation(space_id) if space_id else None
         )
+        if reported is not None and reported.operator != PIPELINE:
+            return reported  # as the explorer counted it, and as the list shows it
+        progress = self._progress(operation_id, rows)
+        if progress.operator != PIPELINE:
+            return progress
         children = self._children(rows, depth) if depth < MAX_PIPELINE_DEPTH else {}
         return with_jobs(reported or progress, rows, children.get, reported is not None)
 
