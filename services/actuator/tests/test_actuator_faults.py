@@ -6,6 +6,8 @@ worker's event loop) and isolated (`ChildPlugin`, a child process per measuremen
 from __future__ import annotations
 
 import asyncio
+import os
+import resource
 import signal
 import sys
 import threading
@@ -212,7 +214,8 @@ def _died(how: str) -> str:
 ISOLATED = [
     ("raise", False, f"{CHILD} raised ValueError: cannot behave on attempt 1"),
     ("exit", True, _died("exit status 3")),
-    ("sysexit", True, _died("exit status 4")),
+    # raised, as in process: sys.exit(2) of a CLI refusing its arguments would never succeed
+    ("sysexit", False, f"{CHILD} raised SystemExit: 4"),
     ("segfault", True, _died("killed by signal SIGSEGV")),
     ("killed", True, _died("killed by signal SIGKILL")),
     ("hang", True, "timed out after 5sec"),
@@ -230,6 +233,30 @@ async def test_an_isolated_plugin_that_crashes_or_hangs_is_answered_and_the_work
     )
 
     assert _failed(result, retryable) == reason
+
+
+async def test_a_worker_that_cannot_start_a_measurements_process_fails_it_for_now(
+    clock, make_request
+):
+    """Too many open files (the worker's, not the plugin's) was blamed on the plugin and
+    never retried; and the fork server, whose connection broke halfway, died: every later
+    measurement of the worker failed ("Connection refused") until it was restarted."""
+    worker = _isolated(clock)
+    await worker.warm_up()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 1, hard))
+    try:
+        _, result = await _answers(worker, _behave(make_request, "answer"))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    assert _failed(result, retryable=True) == (
+        "the worker could not start the measurement's process (OSError: [Errno 24] Too many "
+        "open files)"
+    )
+    for _ in range(2):
+        _, after = await _answers(worker, _behave(make_request, "answer"))
+        assert isinstance(after, MeasurementCompleted), after
 
 
 async def test_an_isolated_plugin_over_its_memory_limit_is_invalid_naming_the_limit(

@@ -106,6 +106,81 @@ async def test_a_request_delivered_again_is_answered_again_without_measuring(clo
     assert _sample(worker, "discospace_measurement_requests_answered_again_total") == 1
 
 
+async def test_a_result_whose_publish_failed_is_answered_again_without_measuring_again(
+    clock, make_request
+):
+    """The publish of the result failed (the broker away for a moment): the request came
+    again and was measured again, the result of a measurement of an hour thrown away."""
+    plugin = Counting()
+    worker = _worker(clock, plugin)
+    request = make_request()
+
+    published = []
+    async for event in worker.handle(request):  # the publisher fails on the result
+        if isinstance(event, MeasurementCompleted):
+            break  # the consumer stops reading its answers: the generator is closed
+        published.append(event)
+    again = await _answers(worker, request)
+
+    assert plugin.calls == 1
+    assert [type(e) for e in again] == [MeasurementStarted, MeasurementCompleted]
+    assert again[0] == published[0]
+
+
+@pytest.mark.parametrize(
+    ("field", "problem"),
+    [
+        ("entity_id", "the request's entity id 'e-other' is not that of its values ('"),
+        ("experiment_id", "the request's experiment id 'benchmark' is not that of its "
+                          "experiment and parameterization ('benchmark-steps.500')"),
+    ],
+)  # fmt: skip
+async def test_a_request_whose_ids_do_not_name_what_it_asks_to_measure_is_refused(
+    clock, make_request, field: str, problem: str
+):
+    """The result is filed under the request's ids: values of one entity were stored under
+    another's id, and a run of 500 steps under the experiment without them."""
+    plugin = Counting()
+    request = make_request(parameterization={"steps": 500})
+    wrong = {"entity_id": "e-other", "experiment_id": "benchmark"}[field]
+    request = request.model_copy(update={field: wrong})
+
+    [refused] = await _answers(_worker(clock, plugin), request)
+
+    assert isinstance(refused, MeasurementFailed)
+    assert refused.reason.startswith(problem)
+    assert refused.retryable is False
+    assert plugin.calls == 0
+
+
+class CancelledInside:
+    """A plugin awaiting a future something else cancelled: its own CancelledError."""
+
+    def __init__(self) -> None:
+        self.inner = SyntheticActuator(SyntheticParameters())
+        self.name = self.inner.name
+
+    def catalog(self):
+        return self.inner.catalog()
+
+    async def measure(self, task: MeasurementTask) -> Outcome:
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()
+        return await future
+
+
+async def test_a_plugins_own_cancelled_error_is_a_failure_not_a_stop_of_the_worker(
+    clock, make_request
+):
+    """Let through, it ended the consumer's task as cancelled, which the supervisor never
+    restarts: the worker held its partitions and measured nothing."""
+    answers = await _answers(_worker(clock, CancelledInside()), make_request())
+
+    assert [type(e) for e in answers] == [MeasurementStarted, MeasurementFailed]
+    assert answers[1].reason.startswith("actuator 'synthetic' raised CancelledError")
+    assert answers[1].retryable is False
+
+
 async def test_a_worker_forgets_its_oldest_answers_past_its_memory_bound(
     clock, make_request, monkeypatch
 ):

@@ -63,6 +63,17 @@ def task_of(request: MeasurementRequested, catalog: ExperimentCatalog) -> Measur
         entity = Entity.of(request.entity_values)
     except DiscospaceError as error:
         return str(error)
+    # the result is filed under the request's ids: they must name what is measured
+    if entity.id != request.entity_id:
+        return (
+            f"the request's entity id '{request.entity_id}' is not that of its values "
+            f"('{entity.id}')"
+        )
+    if parameterized.id != request.experiment_id:
+        return (
+            f"the request's experiment id '{request.experiment_id}' is not that of its "
+            f"experiment and parameterization ('{parameterized.id}')"
+        )
     return MeasurementTask(
         request.request_id, entity, parameterized, request.attempt, dict(request.inputs)
     )

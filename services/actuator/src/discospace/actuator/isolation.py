@@ -185,7 +185,7 @@ def _reply(job: ChildJob) -> tuple[str, Any]:
             outcome = plugin.measure_blocking(task)
     except MemoryError:
         return ("outcome", InvalidMeasurement(reason=out_of_memory(job.memory_limit_mb)))
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # sys.exit(2) from argparse: as in process, final
         return ("raised", described(error))
     return ("outcome", outcome)
 
@@ -253,16 +253,26 @@ class ChildProcessRunner:
             TaskPayload.of(task),
             self.memory_limit_mb,
         )
-        answers, answer_end = self.context.Pipe(duplex=False)
-        lifeline_end, lifeline = self.context.Pipe(duplex=False)
-        process: BaseProcess = self.context.Process(  # type: ignore[attr-defined]
-            target=child_main,
-            args=(job, answer_end, lifeline_end),
-            name=f"measure-{task.request_id}",
-            daemon=True,
-        )
+        opened: list[Connection] = []
         try:
+            answers, answer_end = self.context.Pipe(duplex=False)
+            opened += [answers, answer_end]
+            lifeline_end, lifeline = self.context.Pipe(duplex=False)
+            opened += [lifeline_end, lifeline]
+            process: BaseProcess = self.context.Process(  # type: ignore[attr-defined]
+                target=child_main,
+                args=(job, answer_end, lifeline_end),
+                name=f"measure-{task.request_id}",
+                daemon=True,
+            )
             process.start()
+        except (OSError, EOFError) as error:  # the worker's: no pipe, no fork (no file left)
+            for end in opened:
+                end.close()
+            _restart_fork_server(self.context)
+            reason = f"the worker could not start the measurement's process ({described(error)})"
+            return TransientFailure(reason)
+        try:
             answer_end.close()
             lifeline_end.close()
             reply = await _receive(answers, process)
@@ -272,6 +282,21 @@ class ChildProcessRunner:
             answers.close()
             _kill(process)
         return _outcome(reply, process.exitcode)
+
+
+def _restart_fork_server(context: BaseContext) -> None:
+    """Stop the fork server after a start failed on it: one whose connection broke halfway
+    (too many open files) died, and every later start was refused by its address; the next
+    start makes a new one."""
+    if context.get_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is None:
+        return
+    with contextlib.suppress(OSError):
+        stop()
 
 
 def _start_and_join(process: BaseProcess) -> None:

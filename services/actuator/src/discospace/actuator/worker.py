@@ -221,9 +221,11 @@ class Worker:
             name = self.actuator.name
             self.metrics.duration.labels(actuator=name).observe(elapsed)
             self.metrics.calls.labels(actuator=name, outcome=label).inc()
-            yield answer
-            self._remember(request, (start, answer))  # resumed: the answer is published
+            # kept before it is published: a publish that fails has the request delivered
+            # again, which then answers with it rather than measuring again
+            self._remember(request, (start, answer))
             running.set_result((start, answer))
+            yield answer
         finally:
             if self._running.get(request.event_id) is running:
                 del self._running[request.event_id]
@@ -304,11 +306,25 @@ class Worker:
             return Failure(reason, retryable=True, label="transient")
         except ChildResultError as error:
             return Failure(f"actuator '{name}' returned {error}", retryable=False, label="error")
-        except (Exception, SystemExit) as error:
+        except asyncio.CancelledError as error:
+            current = asyncio.current_task()
+            if current is None or current.cancelling():  # this measurement is being stopped
+                raise
+            # the plugin's own (a future it awaited was cancelled): let through, it ended the
+            # consumer's task for good, a cancelled task being one the supervisor leaves be
             logger.exception("actuator %s failed on request %s", name, task.request_id)
-            reason = f"actuator '{name}' raised {_described(error)}"
+            reason = f"actuator '{name}' raised {_described(error)} (not a stop of the worker)"
             return Failure(reason, retryable=False, label="error")
+        except (Exception, SystemExit) as error:
+            return self._raised(error, task)
         return self._checked(outcome, task)
+
+    def _raised(self, error: BaseException, task: MeasurementTask) -> Failure:
+        """What the plugin raised, as a failure for good (the same task would raise it again)."""
+        name = self.actuator.name
+        logger.exception("actuator %s failed on request %s", name, task.request_id)
+        reason = f"actuator '{name}' raised {_described(error)}"
+        return Failure(reason, retryable=False, label="error")
 
     def _watched(self, deadline: float | None) -> contextlib.AbstractContextManager[Watch]:
         """The stall guard's watch over an in-process measurement (a child process cannot
