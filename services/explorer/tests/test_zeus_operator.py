@@ -22,7 +22,7 @@ from discospace.explorer.domain.operator import (
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace, known_space
 from discospace.explorer.operators.random_walk import RandomWalk
-from discospace.explorer.operators.zeus.operator import ZeusBso, attempt_of
+from discospace.explorer.operators.zeus.operator import MAX_FAILED_RUNS, ZeusBso, attempt_of
 
 RUN = ExperimentSpec(
     actuator="replay",
@@ -369,6 +369,47 @@ def test_a_job_whose_sizes_never_converge_fails_with_the_pruning_sentence(
     failed = sim.decisions(OperationFailed)
     assert len(failed) == 1
     assert "no batch size reached the target metric" in failed[0].reason
+
+
+@pytest.mark.parametrize("retryable", [False, True])
+def test_a_job_whose_runs_keep_failing_for_good_gives_up_saying_so(
+    loop, registered, make_request, retryable: bool
+):
+    """A failure tells the policy nothing: the job planned run after run, 10,000 of them (one
+    per recurrence of the space), then failed on a recurrence out of its domain."""
+    sim, request = zeus_loop(loop, registered, make_request)
+    sim.behaviour = sim.fakes.behaviour = lambda values, experiment, attempt: ("fail", retryable)
+    sim.send(request.model_copy(update={"parameters": request.parameters.model_copy(
+        update={"max_retries": 1})}))  # fmt: skip
+    sim.run()
+
+    [failed] = sim.decisions(OperationFailed)
+    assert failed.reason == (
+        f"operator 'zeus_bso' failed: {MAX_FAILED_RUNS} of its {MAX_FAILED_RUNS} runs failed "
+        "for good, without a result: the runs keep failing (the measurements' reasons say why)"
+    )
+    runs = {
+        p["recurrence"] for r in sim.decisions() if getattr(r, "points", None) for p in r.points
+    }
+    assert len(runs) == MAX_FAILED_RUNS
+
+
+def test_a_job_out_of_recurrence_values_ends_saying_to_widen_them(loop, make_space, make_request):
+    """Accepted at start (0 to recurrences - 1), the job failed on the engine's domain error
+    once a run did not converge: "property 'recurrence' has the value 6, which is not in its
+    domain"."""
+    short = (*PROPERTIES[:3], PropertySpec(name="recurrence", range=(0, 6), interval=1))
+    registered = make_space(short, (RUN,))
+    sim, request = zeus_loop(loop, registered, make_request)  # 8 never converges
+    sim.send(request)
+    sim.run()
+
+    [failed] = sim.decisions(OperationFailed)
+    assert failed.reason.startswith("operator 'zeus_bso' failed: 'recurrence' holds no value ")
+    assert failed.reason.endswith(
+        "for run 6: 5 of 6 recurrences converged in 6 runs, and the runs that do not converge "
+        "need values beyond 5; widen its range"
+    )
 
 
 def test_the_engine_refuses_an_operation_without_a_default_batch_size(

@@ -117,6 +117,17 @@ def test_the_properties_that_may_differ_are_an_option(space):
     assert first_request(space, shared_across=["nothing"]).points[0]["batch_size"] == 32
 
 
+def test_a_job_none_of_whose_sizes_the_runs_elsewhere_leave_in_starts_cold(make_space):
+    """There 8 converged and 16 did not: every size of this job lies beyond that failure. The
+    warm job had no arm at all ("the bandit has no arm to choose from"); cold, it runs."""
+    sizes = PropertySpec(name="batch_size", values=(32, 64, 128))
+    entry = known_space(make_space((*PROPERTIES[:2], sizes, *PROPERTIES[3:]), (RUN,)))
+    assert isinstance(entry, KnownSpace)
+    store = (run_elsewhere(8, 5, True, 100.0), run_elsewhere(16, 9, False, 300.0))
+
+    assert first_request(entry, store=store).points[0]["batch_size"] == 32
+
+
 def test_what_transfers_is_epochs_by_batch_size_and_what_converged():
     runs = [
         ElsewhereRun(32, 10, True, 1000.0),

@@ -55,6 +55,7 @@ from discospace.explorer.domain.spaces import KnownSpace
 from discospace.explorer.operators.zeus.options import (
     BATCH_SIZE,
     POWER_LIMIT,
+    RECURRENCE,
     ZeusOptions,
     ZeusSpace,
     zeus_space,
@@ -132,7 +133,9 @@ class ZeusBso:
             self._read.pop(view.operation_id, None)
             self._elsewhere.pop(view.operation_id, None)
             return Finish("operator_finished", f"{history.recurrences} recurrences converged")
+        _give_up_on_failures(view)
         plans = _plans(view, settings, knobs, history)
+        plans = _with_recurrence_left(view, plans, history.recurrences, knobs.recurrences)
         return _measure(plans, knobs, options, len(view.entities)) if plans else Wait()
 
     def choice(self, view: OperationView) -> OperatorChoice | None:
@@ -168,6 +171,8 @@ class ZeusBso:
             _keep(self._elsewhere, view.operation_id, elsewhere)
         if elsewhere is NOWHERE or not elsewhere.usable:
             return knobs
+        if not elsewhere.arms(knobs.job.batch_sizes):  # none of its sizes fits what was seen
+            return knobs  # there: the job starts cold (warm, the bandit had no arm at all)
         return replace(knobs, job=replace(knobs.job, elsewhere=elsewhere))
 
     def _history(self, view: OperationView, settings: ZeusSettings, knobs: ZeusSpace) -> History:
@@ -273,6 +278,40 @@ def attempt_of(outcome: PairResult) -> Attempt:
         profiled=limit is not None,
         epochs=as_number(values.get(EPOCHS)),
     )
+
+
+MAX_FAILED_RUNS = 10
+"""Runs failed for good (no result, retries spent) after which a job that has had fewer
+results than failures gives up: a failure tells the policy nothing, so it would plan run after
+run on a pool that cannot run them, for as many as the space has recurrences."""
+
+
+def _give_up_on_failures(view: OperationView) -> None:
+    """Raise when the job's runs keep failing for good (`MAX_FAILED_RUNS`)."""
+    answered = {outcome.entity_id for outcome in view.outcomes}
+    failed = len(view.entities) - len(answered) - view.in_flight
+    if failed >= MAX_FAILED_RUNS and failed > len(answered):
+        raise DiscospaceError(
+            f"{failed} of its {len(view.entities)} runs failed for good, without a result: "
+            "the runs keep failing (the measurements' reasons say why)"
+        )
+
+
+def _with_recurrence_left(
+    view: OperationView, plans: list[Plan], converged: int, recurrences: int
+) -> list[Plan]:
+    """The plans that have a value of the recurrence property left (run i is recurrence i);
+    none left and nothing in flight: the job cannot go on, said in a sentence."""
+    domain = view.space.entity_space.get_property(RECURRENCE).domain
+    first = len(view.entities)
+    kept = [plan for i, plan in enumerate(plans) if domain.normalise(first + i) is not None]
+    if plans and not kept and view.in_flight == 0:
+        raise DiscospaceError(
+            f"'{RECURRENCE}' holds no value for run {first}: {converged} of {recurrences} "
+            f"recurrences converged in {first} runs, and the runs that do not converge need "
+            f"values beyond {recurrences - 1}; widen its range"
+        )
+    return kept
 
 
 def _measure(plans: list[Plan], knobs: ZeusSpace, options: ZeusOptions, requested: int) -> Measure:
