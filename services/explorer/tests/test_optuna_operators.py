@@ -319,6 +319,34 @@ def test_a_space_with_a_continuous_property_needs_a_budget(
     assert "give optuna_tpe a budget" in failed.reason
 
 
+def test_an_optimizer_whose_measurements_keep_failing_gives_up_saying_so(
+    optimizer_loop, make_space, make_request
+):
+    """A budget of 20 measurements counts results only: with every measurement failing, the
+    search of a continuous space proposed point after point and never ended."""
+    space = make_space(CONTINUOUS)
+    sim = optimizer_loop(space, behaviour=lambda values, experiment, attempt: ("fail", False))
+    sim.send(
+        make_request(
+            space,
+            operator="optuna_tpe",
+            seed=1,
+            batch_size=4,
+            objective=MAX_TPS,
+            stopping={"max_measurements": 20},
+        )
+    )
+    sim.run()
+
+    [failed] = sim.decisions(OperationFailed)
+    assert failed.reason.startswith("operator 'optuna_tpe' failed: 10 of its ")
+    assert failed.reason.endswith(
+        "entities failed for good, without a result: the measurements keep failing (their "
+        "reasons say why)"
+    )
+    assert len(points(sim)) <= 10 + 4  # the window in flight when the tenth failed
+
+
 def test_gp_without_torch_is_refused_with_what_to_install(
     optimizer_loop, eighty_space, make_request, monkeypatch
 ):

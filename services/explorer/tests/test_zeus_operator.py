@@ -12,6 +12,7 @@ from discospace.core import ExperimentSpec, PropertySpec
 from discospace.events import OperationCompleted, OperationFailed, OperationParameters
 from discospace.events.operations import OperatorChoice
 from discospace.explorer.domain.decide import Engine
+from discospace.explorer.domain.operator import MAX_FAILED_FOR_GOOD as MAX_FAILED_RUNS
 from discospace.explorer.domain.operator import (
     Finish,
     Measure,
@@ -22,7 +23,7 @@ from discospace.explorer.domain.operator import (
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace, known_space
 from discospace.explorer.operators.random_walk import RandomWalk
-from discospace.explorer.operators.zeus.operator import MAX_FAILED_RUNS, ZeusBso, attempt_of
+from discospace.explorer.operators.zeus.operator import ZeusBso, attempt_of
 
 RUN = ExperimentSpec(
     actuator="replay",
@@ -385,8 +386,8 @@ def test_a_job_whose_runs_keep_failing_for_good_gives_up_saying_so(
 
     [failed] = sim.decisions(OperationFailed)
     assert failed.reason == (
-        f"operator 'zeus_bso' failed: {MAX_FAILED_RUNS} of its {MAX_FAILED_RUNS} runs failed "
-        "for good, without a result: the runs keep failing (the measurements' reasons say why)"
+        f"operator 'zeus_bso' failed: {MAX_FAILED_RUNS} of its {MAX_FAILED_RUNS} entities failed "
+        "for good, without a result: the measurements keep failing (their reasons say why)"
     )
     runs = {
         p["recurrence"] for r in sim.decisions() if getattr(r, "points", None) for p in r.points

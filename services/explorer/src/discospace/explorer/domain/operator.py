@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias, runtime_checkable
 
+from discospace.core import DiscospaceError
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.events.operations import OperatorChoice, StopReason
@@ -109,6 +110,23 @@ class Finish:
 
 
 Proposal: TypeAlias = Draw | Measure | Wait | Finish
+
+MAX_FAILED_FOR_GOOD = 10
+"""Entities failed for good (no result, retries spent) after which an operator that chooses
+its points gives up, once they outnumber the entities with a result: a failure tells a model
+nothing, so it would propose point after point on a pool that cannot measure them (forever on
+a continuous space, where a budget of measurements counts only results)."""
+
+
+def give_up_when_failing(view: OperationView) -> None:
+    """Raise `DiscospaceError` when the operation's measurements keep failing for good."""
+    answered = {outcome.entity_id for outcome in view.outcomes}
+    failed = len(view.entities) - len(answered) - view.in_flight
+    if failed >= MAX_FAILED_FOR_GOOD and failed > len(answered):
+        raise DiscospaceError(
+            f"{failed} of its {len(view.entities)} entities failed for good, without a result: "
+            "the measurements keep failing (their reasons say why)"
+        )
 
 
 @runtime_checkable

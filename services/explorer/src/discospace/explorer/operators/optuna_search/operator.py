@@ -16,7 +16,14 @@ from typing import ClassVar
 from discospace.core import DiscospaceError, Entity
 from discospace.core.operation_rules import objectives_problem
 from discospace.events import OperationParameters
-from discospace.explorer.domain.operator import Finish, Measure, OperationView, Proposal, Wait
+from discospace.explorer.domain.operator import (
+    Finish,
+    Measure,
+    OperationView,
+    Proposal,
+    Wait,
+    give_up_when_failing,
+)
 from discospace.explorer.domain.spaces import KnownSpace
 from discospace.explorer.operators.optuna_search.candidates import Pool, pool_of
 from discospace.explorer.operators.optuna_search.history import History, Source, history_of
@@ -75,6 +82,7 @@ class OptunaOperator:
         return None
 
     def propose(self, view: OperationView) -> Proposal:
+        give_up_when_failing(view)
         search = self._search(view)
         history = history_of(view, search.sources, search.options.warm_start)
         wanted = view.parameters.number_entities

@@ -49,7 +49,14 @@ from discospace.core.canonical import Value
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.events.operations import OperatorChoice
-from discospace.explorer.domain.operator import Finish, Measure, OperationView, Proposal, Wait
+from discospace.explorer.domain.operator import (
+    Finish,
+    Measure,
+    OperationView,
+    Proposal,
+    Wait,
+    give_up_when_failing,
+)
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace
 from discospace.explorer.operators.zeus.options import (
@@ -133,7 +140,7 @@ class ZeusBso:
             self._read.pop(view.operation_id, None)
             self._elsewhere.pop(view.operation_id, None)
             return Finish("operator_finished", f"{history.recurrences} recurrences converged")
-        _give_up_on_failures(view)
+        give_up_when_failing(view)  # a failure tells the policy nothing
         plans = _plans(view, settings, knobs, history)
         plans = _with_recurrence_left(view, plans, history.recurrences, knobs.recurrences)
         return _measure(plans, knobs, options, len(view.entities)) if plans else Wait()
@@ -278,23 +285,6 @@ def attempt_of(outcome: PairResult) -> Attempt:
         profiled=limit is not None,
         epochs=as_number(values.get(EPOCHS)),
     )
-
-
-MAX_FAILED_RUNS = 10
-"""Runs failed for good (no result, retries spent) after which a job that has had fewer
-results than failures gives up: a failure tells the policy nothing, so it would plan run after
-run on a pool that cannot run them, for as many as the space has recurrences."""
-
-
-def _give_up_on_failures(view: OperationView) -> None:
-    """Raise when the job's runs keep failing for good (`MAX_FAILED_RUNS`)."""
-    answered = {outcome.entity_id for outcome in view.outcomes}
-    failed = len(view.entities) - len(answered) - view.in_flight
-    if failed >= MAX_FAILED_RUNS and failed > len(answered):
-        raise DiscospaceError(
-            f"{failed} of its {len(view.entities)} runs failed for good, without a result: "
-            "the runs keep failing (the measurements' reasons say why)"
-        )
 
 
 def _with_recurrence_left(
