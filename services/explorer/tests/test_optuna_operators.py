@@ -347,6 +347,39 @@ def test_an_optimizer_whose_measurements_keep_failing_gives_up_saying_so(
     assert len(points(sim)) <= 10 + 4  # the window in flight when the tenth failed
 
 
+@pytest.mark.skipif(
+    bool(missing_packages("gp")), reason="optuna_gp needs torch and scipy (the 'gp' extra)"
+)
+def test_gp_on_a_continuous_space_measures_its_whole_budget(
+    optimizer_loop, make_space, make_request
+):
+    """GP kept suggesting a bound already measured (batch_size 1.0): it ended "found no free
+    point to suggest" after 13 to 29 of 40 points, in 11 of 16 runs; a free point is drawn at
+    random instead."""
+    space = make_space(
+        (
+            PropertySpec(name="batch_size", type="continuous", range=(1.0, 512.0)),
+            PropertySpec(name="number_gpus", values=(1, 2, 4, 8)),
+        )
+    )
+
+    def peaked(values: dict[str, Any], experiment: str, attempt: int) -> tuple[str, Any]:
+        tps = -abs(float(values["batch_size"]) - 37.3) - abs(values["number_gpus"] - 3)
+        return ("valid", {"tps": tps, "mem": 1.0})
+
+    for seed in (2, 3):  # before, each ended after 14 points
+        sim = optimizer_loop(space, behaviour=peaked)
+        request = make_request(
+            space, operator="optuna_gp", seed=seed, batch_size=1, number_entities=20,
+            objective=MAX_TPS,
+        )  # fmt: skip
+        sim.send(request)
+        sim.run()
+        [completed] = sim.decisions(OperationCompleted)
+        assert completed.stop_reason == "requested_entities_measured", completed.stop_detail
+        assert len({Entity.of(p).id for p in points(sim)}) == 20
+
+
 def test_gp_without_torch_is_refused_with_what_to_install(
     optimizer_loop, eighty_space, make_request, monkeypatch
 ):

@@ -119,6 +119,7 @@ class OpenPool:
     """A space with continuous properties: practically never exhausted."""
 
     search: SearchSpace
+    seed: int = 0
     finite: bool = field(default=False, init=False)
 
     def size(self) -> float:
@@ -131,8 +132,18 @@ class OpenPool:
         return math.inf
 
     def nearest_free(self, suggestion: Entity, taken: Collection[str]) -> Entity | None:
+        """A free point drawn at random (the sampler kept suggesting a taken one: GP on a
+        bound already measured), the same for the same seed and points taken."""
+        drawn = self.search.entity_space.random(f"{self.seed}/free/{len(taken)}")
+        for position in range(OPEN_DRAWS):
+            point = drawn.at(position)
+            if point.id not in taken:
+                return point
         return None
 
+
+OPEN_DRAWS = 100
+"""Random points tried for a free one in an open space (each is free almost surely)."""
 
 Pool = ListedPool | SequencePool | OpenPool
 
@@ -143,7 +154,7 @@ def pool_of(search: SearchSpace, seed: int, listed: Sequence[Entity] | None = No
         return ListedPool(search, listed)
     size = search.entity_space.size
     if math.isinf(size):
-        return OpenPool(search)
+        return OpenPool(search, seed)
     if size <= LISTED_LIMIT:
         return ListedPool(search, list(search.entity_space))
     return SequencePool(search, seed)

@@ -42,7 +42,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from discospace.core import Entity
-from discospace.explorer.operators.optuna_search.candidates import ListedPool, OpenPool, Pool
+from discospace.explorer.operators.optuna_search.candidates import ListedPool, Pool
 from discospace.explorer.operators.optuna_search.history import History, Source, Told
 from discospace.explorer.operators.optuna_search.options import SearchOptions
 from discospace.explorer.operators.optuna_search.samplers import (
@@ -209,7 +209,7 @@ def _ask_free(study: optuna.Study, search: Search, ask: int, taken: set[str]) ->
         suggestion = _suggestion(study, search, ask, attempt)
         if search.pool.admits(suggestion, taken):
             return suggestion
-    if suggestion is None or isinstance(search.pool, OpenPool):
+    if suggestion is None:
         return None
     return search.pool.nearest_free(suggestion, taken)
 
