@@ -299,3 +299,38 @@ def test_trials_are_ranked_by_their_own_objective_whatever_the_pipelines(pipelin
         property="train_tokens_per_second", direction="max"
     )
     assert pipeline_objective(without) == memory
+
+
+def test_a_childs_best_found_the_other_way_is_not_the_pipelines_best() -> None:
+    """A probe child minimising tokens per second has the slowest entity as its best: the
+    pipeline, maximising them, showed it as its best, with direction min."""
+    from discospace.projector.models import (
+        BestSoFar,
+        ChildProgress,
+        OperationCountsView,
+        PipelineJob,
+    )
+    from discospace.projector.pipelines import jobs_best
+
+    def job(name: str, direction: str, value: float) -> PipelineJob:
+        best = BestSoFar(
+            property="train_tokens_per_second",
+            direction=direction,
+            value=value,
+            entity_id=f"e-{name}",
+            entity_values={"batch_size": 1},
+            experiment_id="x",
+        )
+        counts = OperationCountsView(
+            requested=2, measured=2, reused=0, failed=0, invalid=0, in_flight=0, cancelled=0
+        )
+        child = ChildProgress(
+            operation_id=f"op-{name}", status="completed", counts=counts, done=2, best=best
+        )
+        return PipelineJob(job=name, stage="probe", status="completed", child=child)
+
+    slowest_first = [job("probe", "min", 1000.0), job("search", "max", 1200.0)]
+    best = jobs_best(slowest_first, TPS)
+    assert best is not None
+    assert (best.direction, best.value, best.entity_id) == ("max", 1200.0, "e-search")
+    assert jobs_best([job("probe", "min", 1000.0)], TPS) is None

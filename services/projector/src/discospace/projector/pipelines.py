@@ -239,9 +239,10 @@ def _job_best(job: PipelineJob, objective: Objective) -> BestSoFar | None:
     if job.stage == TRIALS_STAGE and job.status == "completed" and job.result:
         return _trial_best(job.result, objective)
     best = job.child.best if job.child else None
-    if best is not None and target_of(best.property) == target_of(objective.property):
-        return best
-    return None
+    if best is None or target_of(best.property) != target_of(objective.property):
+        return None
+    # a child searching the other way has the pipeline's worst as its best: not a candidate
+    return best if best.direction == objective.direction else None
 
 
 def _trial_best(result: Mapping[str, Any], objective: Objective) -> BestSoFar | None:
