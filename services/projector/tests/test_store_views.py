@@ -288,3 +288,23 @@ def test_the_space_view_reads_and_folds_its_rows_with_the_collector_paused(
     assert len(views.entities(story.space_a.space_id)) == 16
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_an_entity_measured_by_two_operations_shows_the_latest_value(store_client) -> None:
+    """The view folded the measurements by the first row of their operation: one begun
+    earlier and ended later had its older rival's value shown."""
+    from .conftest import History, space_spec
+
+    history = History()
+    history.actuator()
+    space = history.register(space_spec())
+    first = history.start(space, "op-1", number_entities=2)
+    second = history.start(space, "op-2", number_entities=2)
+    entity = point("llama-7b", 1, 1)
+    asked = first.request(entity)
+    second.measure(entity, tps=7.0)  # earlier
+    first.complete(asked, {"train_tokens_per_second": 5.0, "peak_gpu_memory_mib": 1})  # later
+    Projection(store_client, CONSUMER).write(history.read())
+
+    [row] = StoreViews(store_client).entities(space.space_id, ("measured",)).to_dict("records")
+    assert row["train_tokens_per_second"] == 5.0

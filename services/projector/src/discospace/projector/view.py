@@ -22,6 +22,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import islice
 from typing import Any, Literal, get_args
 
@@ -154,18 +155,27 @@ _STAGE = {"requested": 0, "started": 1, "completed": 2, "failed": 2, "reused": 2
 
 
 def in_causal_order(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
-    """The rows of each operation in the order their events happen: attempt by attempt, and
-    within an attempt requested, started, then the answer.
+    """The rows of each measurement (an operation's entity and experiment) in the order its
+    events happen: attempt by attempt, and within an attempt requested, started, then the
+    answer; measurements by the time of their last event, so the fold keeps the latest.
 
-    Event times are kept to the millisecond, so a measurement that starts and completes within
-    one (a replayed table lookup) must not let its start be read after its result. Operations
-    keep the order of their first row.
+    Event times are kept to the millisecond, and stamped by several services' clocks, so a
+    measurement that starts and completes within one (a replayed table lookup) must not let its
+    start be read after its result. Ordered by their operation's first row instead, a
+    measurement of an entity by an operation that began earlier came first even when it
+    ended later, and the view showed the older value.
     """
-    first_seen = {row.operation_id: index for index, row in reversed(list(enumerate(rows)))}
-    return sorted(
-        rows,
-        key=lambda row: (first_seen[row.operation_id], row.attempt, _STAGE.get(row.kind, 0)),
-    )
+    last: dict[tuple[str, str, str], tuple[datetime, int]] = {}
+    for index, row in enumerate(rows):  # (its last time, its first row): rows kept together
+        key = (row.operation_id, row.entity_id, row.experiment_id)
+        time, first = last.get(key, (row.occurred_at, index))
+        last[key] = (max(time, row.occurred_at), first)
+
+    def order(row: MeasurementRow) -> tuple[datetime, int, int, int]:
+        time, first = last[(row.operation_id, row.entity_id, row.experiment_id)]
+        return (time, first, row.attempt, _STAGE.get(row.kind, 0))
+
+    return sorted(rows, key=order)
 
 
 def _reused_pairs(
