@@ -74,6 +74,14 @@ def test_a_worker_configured_with_an_unknown_plugin_does_not_start(topics):
         create_app(_settings(topics, actuator="noop"))
 
 
+def test_a_gpu_train_worker_with_more_than_one_measurement_at_once_does_not_start(topics):
+    """Every child trained on cuda:0: throughput, memory and energy of a shared GPU, and an
+    out-of-memory a sibling caused recorded as this entity's (invalid, memoised)."""
+    with pytest.raises(ActuatorConfigError, match="measures on one whole GPU: run it with "):
+        create_app(_settings(topics, actuator="gpu_train", concurrency=2))
+    assert create_app(_settings(topics, actuator="gpu_train")).state.actuator.name == "gpu_train"
+
+
 def test_a_worker_follows_the_operations_and_gives_its_consumers_time_for_a_measurement(topics):
     service = create_app(_settings(topics, concurrency=2, timeout="10min"))
 

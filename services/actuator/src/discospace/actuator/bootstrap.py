@@ -12,7 +12,7 @@ from discospace.actuator.cancellation import EndedOperations
 from discospace.actuator.handlers import ActuatorDeps
 from discospace.actuator.metrics import WorkerMetrics
 from discospace.actuator.plugin import AnyActuator
-from discospace.actuator.plugins import load_actuator
+from discospace.actuator.plugins import ActuatorConfigError, load_actuator
 from discospace.actuator.settings import ActuatorSettings
 from discospace.actuator.worker import Worker, runner_for
 from discospace.events import (
@@ -29,6 +29,12 @@ def bootstrap(
 ) -> ActuatorDeps:
     """The worker's parts, on `service`'s broker, clock and metrics registry."""
     plugin = actuator or load_actuator(settings.actuator, settings.plugin_parameters())
+    if settings.concurrency > 1 and getattr(plugin, "one_at_a_time", False):
+        raise ActuatorConfigError(
+            f"Actuator '{plugin.name}' measures on one whole GPU: run it with concurrency 1, "
+            "one worker per GPU (CUDA_VISIBLE_DEVICES names each one's), not concurrency "
+            f"{settings.concurrency}."
+        )
     worker = service.state = Worker(
         plugin,
         settings.worker_id,

@@ -88,6 +88,9 @@ class GpuTrainActuator:
     name = ACTUATOR_NAME
     Parameters = GpuTrainParameters
     isolated: ClassVar[bool] = True
+    one_at_a_time: ClassVar[bool] = True
+    """Its measurements take the GPU whole: two at once would share cuda:0, each measuring the
+    other's load, and an out-of-memory a sibling caused would be recorded as this entity's."""
 
     def __init__(self, parameters: GpuTrainParameters | None = None) -> None:
         self.parameters = parameters or GpuTrainParameters()
