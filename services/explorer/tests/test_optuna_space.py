@@ -38,6 +38,18 @@ def test_each_domain_maps_to_the_distribution_that_keeps_its_meaning():
     assert distributions["warmup"] == IntDistribution(0, 8, step=2)
 
 
+def test_numbers_declared_categorical_are_searched_without_an_order():
+    """`type: categorical` says their order means nothing (codes, say): [1, 2, 3] became an
+    IntDistribution, searched as ordered, and a numbers-only sampler took them as ranks."""
+    codes = space(PropertySpec(name="variant", type="categorical", values=(1, 2, 3)))
+    search = SearchSpace.of(codes)
+
+    assert search.distributions["variant"] == CategoricalDistribution((1, 2, 3))
+    assert search.dimensions[0].is_category
+    with pytest.raises(SearchSpaceError, match="'variant' is categorical"):
+        SearchSpace.of(codes, numeric_only=True)
+
+
 def test_evenly_spaced_decimal_values_become_a_float_range_with_their_step():
     search = SearchSpace.of(space(PropertySpec(name="ratio", values=(0.1, 0.2, 0.3))))
 

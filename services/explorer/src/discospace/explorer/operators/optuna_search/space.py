@@ -2,7 +2,8 @@
 
 The mapping keeps each domain's meaning:
 
-- categorical values -> `CategoricalDistribution` over them;
+- categorical values -> `CategoricalDistribution` over them (numbers declared `type: categorical`
+  too: the file says their order means nothing);
 - discrete values that form an arithmetic range (explicit `[1, 2, 3]`, or range + interval) ->
   `IntDistribution` / `FloatDistribution` with that step, so the sampler knows their order;
 - other discrete values (`[2, 4, 8]`) -> `CategoricalDistribution` over the values, or, for
@@ -51,7 +52,7 @@ class Dimension:
     @cached_property
     def _ascending(self) -> tuple[Value, ...]:
         listed = self.domain.explicit_values
-        return tuple(sorted(listed)) if listed is not None and self.domain.is_numeric else ()
+        return tuple(sorted(listed)) if listed is not None and not self.is_category else ()
 
     @cached_property
     def _rank(self) -> dict[Value, int]:
@@ -75,8 +76,9 @@ class Dimension:
 
     @property
     def is_category(self) -> bool:
-        """Compared by equality only: no order between its values."""
-        return not self.domain.is_numeric
+        """Compared by equality only: no order between its values (text, or numbers declared
+        categorical)."""
+        return not self.domain.is_numeric or self.domain.kind == "categorical"
 
     def coordinate(self, value: Value) -> float:
         """Where a numeric value lies, in [0, 1]: its rank, or its place in a continuous range."""
@@ -132,7 +134,7 @@ def _dimension(name: str, domain: PropertyDomain, numeric_only: bool) -> Dimensi
     if domain.is_range:
         return Dimension(name, domain, _range_of(domain))
     values = domain.values
-    if not domain.is_numeric:
+    if not domain.is_numeric or domain.kind == "categorical":
         if numeric_only and len(values) > 1:
             raise SearchSpaceError(
                 f"property '{name}' is categorical ({domain.describe()}), and this sampler "
