@@ -148,6 +148,19 @@ def test_a_run_asked_to_train_for_seconds_counts_its_rate_times_its_runtime():
     assert counted.trained * 1024 == 3015
 
 
+def test_a_run_reporting_figures_beyond_a_float_is_counted_without_an_overflow():
+    """A rate and a runtime of 1e308 multiplied to infinity, and round(inf) raised
+    OverflowError out of the tally: the engine failed the operation ('operator failed')."""
+    timed = experiment("timed", ("train_samples_per_second", "train_runtime"), samples_per_epoch=3)
+    huge = {"train_samples_per_second": 1e308, "train_runtime": 1e308}
+    counted = tally("1ep", space_of(timed), [result(values=huge, experiment_id="timed")] * 2)
+
+    assert counted.uncounted == 2  # no amount in epochs it can tell
+    stop = stop_for("1sec", space_of(timed), [result(values=huge, experiment_id="timed")])
+    assert stop is not None
+    assert stop.detail == "trained 1.000e+308sec of 1sec"
+
+
 def test_a_budget_in_seconds_counts_the_training_runtime():
     values = {"train_samples_per_second": 100.5, "train_runtime": 2.5}
     counted = tally("10sec", space_of(TRAIN), [result(values=values)] * 3)

@@ -30,8 +30,10 @@ rounding. In a budget in `dur`, each result counts as a fraction of its own maxi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 from discospace.core import ParameterizedExperiment, Time, TimeUnit
@@ -77,8 +79,10 @@ class Amount:
 
 def shown(value: Fraction, unit: TimeUnit) -> str:
     """`51.2ep`, `1.094ep`, `0.156ep`, `3dur`: a whole number as it is, else a few digits."""
-    if value.denominator == 1:
+    if value.denominator == 1 and abs(value.numerator) < 10**15:
         return f"{value.numerator}{unit.value}"
+    if abs(value) >= 10**15:  # a result reporting absurd figures: beyond a float, perhaps
+        return f"{Decimal(value.numerator) / Decimal(value.denominator):.4g}{unit.value}"
     number = float(value)
     text = f"{number:.3f}".rstrip("0").rstrip(".") if abs(number) >= 1 else f"{number:.3g}"
     return f"{text}{unit.value}"
@@ -126,8 +130,8 @@ def amounts(result: PairResult, properties: Mapping[str, Value]) -> Iterator[Amo
     runtime = as_number(values.get(RUNTIME))
     for name, unit in RATES.items():
         rate = as_number(values.get(name))
-        if rate is not None and runtime is not None:
-            yield Amount(Fraction(round(rate * runtime)), unit)
+        if rate is not None and runtime is not None and math.isfinite(rate * runtime):
+            yield Amount(Fraction(round(rate * runtime)), unit)  # (two huge figures: none)
     if runtime is not None:
         yield Amount(Fraction(repr(runtime)), SEC)
 
