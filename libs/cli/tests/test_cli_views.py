@@ -3,6 +3,7 @@ answered by a scripted projector at the HTTP port (httpx's MockTransport)."""
 
 import io
 import json
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -461,6 +462,30 @@ def test_space_plot_lines_average_per_x_and_count_entities_per_line() -> None:
         }
     )
     assert lines(frame, "batch_size", "speed", "size") == {"a": ([1, 4], [15.0, 40.0], 3)}
+
+
+def test_space_plot_says_how_many_measured_entities_it_could_not_draw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entity with a value but no x was left out of the picture and of its counts, with
+    nothing said."""
+    gaps = pd.DataFrame(
+        {
+            "batch_size": [1.0, None, 4.0],
+            "number_gpus": [2, 2, 4],
+            "train_tokens_per_second": [10.0, 20.0, float("inf")],
+        }
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ENTITIES", gaps)
+    output = tmp_path / "plot.png"
+    args = ["--x", "batch_size", "--y", "train_tokens_per_second", "-o", str(output)]
+    result = cli("space", "plot", SPACE_ID, *args)
+
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "2 of the 3 entities with a value of 'train_tokens_per_second' are not drawn: they have "
+        "no value of 'batch_size', or an infinite one\n"
+    )
 
 
 def test_space_plot_orders_x_by_value_when_the_projector_sent_numbers_as_text() -> None:

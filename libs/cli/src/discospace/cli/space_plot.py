@@ -51,6 +51,20 @@ def plot(
         frame = client.entities(space_id, "measured", None)
     series = lines(frame, x, y, line)
     typer.echo(str(save_figure(_drawing(series, x, y, line), f"{space_id}: {y}", output)))
+    drawn = sum(count for _, _, count in series.values())
+    measured = _measured(frame, y)
+    if drawn < measured:  # said, not silently dropped
+        typer.echo(
+            f"{measured - drawn} of the {measured} entities with a value of {y!r} are not "
+            f"drawn: they have no value of {x!r}{f' or {line!r}' if line else ''}, or an "
+            "infinite one",
+            err=True,
+        )
+
+
+def _measured(frame: pd.DataFrame, y: str) -> int:
+    """Entities with a value of `y` (what `lines` starts from)."""
+    return int(frame[y].notna().sum()) if y in frame.columns else 0
 
 
 def lines(
