@@ -459,6 +459,18 @@ def test_plot_of_a_pipeline_draws_its_trials_objective_against_the_trial(tmp_pat
     assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plot_of_trials_whose_objective_cannot_be_read_says_so() -> None:
+    """It said "no trial has ended yet" of trials that had all ended."""
+    from discospace.cli.errors import CliError
+    from discospace.cli.plot import _trials_drawing
+
+    unreadable = TRIALS.model_copy(
+        update={"parameters": {**TRIALS.parameters, "options": {}, "objective": None}}
+    )
+    with pytest.raises(CliError, match="its trials name no objective it can read"):
+        _trials_drawing(unreadable)
+
+
 def test_plot_of_a_pipeline_without_trials_is_one_line(tmp_path: Path) -> None:
     result = cli("operation", "plot", "op-p", "-o", str(tmp_path / "p.png"))
     assert result.exit_code == 2

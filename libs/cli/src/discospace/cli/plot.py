@@ -294,7 +294,12 @@ def _trials_drawing(progress: OperationProgress) -> Callable[[Axes], None]:
     trials = [t for t in every if t.status not in ("pending", "running")]
     objective = pipeline_objective(progress)
     if not trials or objective is None:
-        some = "no trial has ended yet" if every else "it has no trials"
+        if not every:
+            some = "it has no trials"
+        elif objective is None:
+            some = "its trials name no objective it can read"
+        else:
+            some = "no trial has ended yet"
         raise CliError(
             f"pipeline {progress.operation_id} has nothing to plot: {some} (plot a job's child "
             "operation instead: discospace operation plot <child operation id>)"
