@@ -126,18 +126,18 @@ def _warn_about_refusals(results: list[dict[str, Any]]) -> None:
 
 async def _warn_about_deleting(
     admin: AIOKafkaAdminClient, names: list[str], bootstrap_servers: str
-) -> list[str]:
-    """Warn about each of the existing topics `names` that deletes old events (and return
-    them): a service rebuilding from it would forget them. Never fails the start."""
+) -> None:
+    """Warn about each of the existing topics `names` that deletes old events: a service
+    rebuilding from it would forget them. Never fails the start."""
     if not names:
-        return []
+        return
     try:
         responses = await admin.describe_configs(
             [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
         )
     except Exception as error:  # a broker that refuses DescribeConfigs still runs discospace
         logger.info("could not read the configs of topics %s: %s", names, error)
-        return []
+        return
     deleting: dict[str, dict[str, str | None]] = {}
     for response in responses:
         for resource in response.resources:
@@ -157,7 +157,6 @@ async def _warn_about_deleting(
             bootstrap_servers,
             name,
         )
-    return sorted(deleting)
 
 
 def deletes_events(configs: dict[str, str | None]) -> bool:

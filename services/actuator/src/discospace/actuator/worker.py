@@ -306,25 +306,18 @@ class Worker:
             return Failure(reason, retryable=True, label="transient")
         except ChildResultError as error:
             return Failure(f"actuator '{name}' returned {error}", retryable=False, label="error")
-        except asyncio.CancelledError as error:
+        except (Exception, SystemExit, asyncio.CancelledError) as error:
+            cancelled = isinstance(error, asyncio.CancelledError)
             current = asyncio.current_task()
-            if current is None or current.cancelling():  # this measurement is being stopped
-                raise
-            # the plugin's own (a future it awaited was cancelled): let through, it ended the
-            # consumer's task for good, a cancelled task being one the supervisor leaves be
+            if cancelled and (current is None or current.cancelling()):
+                raise  # this measurement is being stopped
+            # else a plugin's own CancelledError (a future it awaited was cancelled) too: let
+            # through, it ended the consumer's task for good, one the supervisor leaves be
             logger.exception("actuator %s failed on request %s", name, task.request_id)
-            reason = f"actuator '{name}' raised {_described(error)} (not a stop of the worker)"
+            reason = f"actuator '{name}' raised {_described(error)}"
+            reason += " (not a stop of the worker)" if cancelled else ""
             return Failure(reason, retryable=False, label="error")
-        except (Exception, SystemExit) as error:
-            return self._raised(error, task)
         return self._checked(outcome, task)
-
-    def _raised(self, error: BaseException, task: MeasurementTask) -> Failure:
-        """What the plugin raised, as a failure for good (the same task would raise it again)."""
-        name = self.actuator.name
-        logger.exception("actuator %s failed on request %s", name, task.request_id)
-        reason = f"actuator '{name}' raised {_described(error)}"
-        return Failure(reason, retryable=False, label="error")
 
     def _watched(self, deadline: float | None) -> contextlib.AbstractContextManager[Watch]:
         """The stall guard's watch over an in-process measurement (a child process cannot

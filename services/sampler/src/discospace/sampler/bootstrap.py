@@ -28,12 +28,11 @@ from discospace.sampler.settings import SamplerSettings
 def bootstrap(
     service: Service,
     settings: SamplerSettings,
-    spaces_behind: Callable[[], Awaitable[int | None]] | None = None,
+    spaces_behind: Callable[[], Awaitable[int | None]],
 ) -> SamplerDeps:
     """The sampler's parts, on `service`'s broker, clock and metrics registry;
     `spaces_behind` tells how much of the spaces topic is still to be read (its follower's)."""
     state = service.state = SamplerState()
-    more = {"spaces_behind": spaces_behind} if spaces_behind is not None else {}
     return SamplerDeps(
         state=state,
         metrics=SamplerMetrics.create(service.metrics.registry, lambda: len(state.memo)),
@@ -42,7 +41,7 @@ def bootstrap(
         space_wait_s=settings.space_wait_s,
         first_request_wait_s=settings.first_request_wait_s,
         in_flight_wait_s=settings.in_flight_wait_s,
-        **more,
+        spaces_behind=spaces_behind,
     )
 
 

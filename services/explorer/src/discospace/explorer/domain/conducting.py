@@ -22,16 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from discospace.events import (
     MAX_MESSAGE_BYTES,
+    Event,
     OperationCancelRequested,
     OperationCompleted,
     OperationFailed,
     OperationParameters,
     OperationRequested,
     OperationStarted,
+    caused_event_id,
 )
 from discospace.explorer.domain.operation import (
     Conducting,
@@ -44,6 +46,20 @@ from discospace.explorer.domain.spaces import KnownSpace, SpaceEntry
 
 Conducted: TypeAlias = Conducting | OperationCompleted | OperationFailed
 """An event a conductor may decide."""
+
+E = TypeVar("E", bound=Event)
+
+
+def derived(cls: type[E], cause: Event, now: datetime, about: str, **fields: Any) -> E:
+    """An event of type `cls` a conductor decides about `about` (a job, a child, a space),
+    with an id derived from its start (`cause`), its type and `about`: deciding it again after
+    a restart gives the same id, and every consumer drops the copy."""
+    return cls(
+        event_id=caused_event_id(cause.event_id, 0, f"{cls.type_name()}/{about}"),
+        occurred_at=now,
+        causation_id=cause.event_id,
+        **fields,
+    )
 
 
 @dataclass(frozen=True)

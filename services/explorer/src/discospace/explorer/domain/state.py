@@ -36,7 +36,6 @@ from discospace.events import (
     SpaceRegistered,
     SpaceRejected,
     SpaceSubmitted,
-    caused_event_id,
     encode_within,
 )
 from discospace.events.common import OperationEvent
@@ -47,6 +46,7 @@ from discospace.explorer.domain.conducting import (
     Conducted,
     Conductor,
     ConductorView,
+    derived,
 )
 from discospace.explorer.domain.decide import Decided, Engine, begin, decide, operator_failure
 from discospace.explorer.domain.operation import OperationState, evolve
@@ -294,12 +294,12 @@ def _cancel_children(
         child = state.operations.get(child_id)
         if child is None or child.requested is None or child.finished or child.cancel:
             continue
-        about = f"{OperationCancelRequested.type_name()}/{child_id}"
         cancels.append(
-            OperationCancelRequested(
-                event_id=caused_event_id(started.event_id, 0, about),
-                occurred_at=now,
-                causation_id=started.event_id,
+            derived(  # the id the conductor's own cancel of the child would have
+                OperationCancelRequested,
+                started,
+                now,
+                child_id,
                 correlation_id=started.correlation_id,
                 operation_id=child_id,
                 requested_by=f"operation {operation.operation_id}",

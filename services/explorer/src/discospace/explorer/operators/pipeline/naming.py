@@ -6,21 +6,15 @@
 - A submission's id derives from the pipeline, the job and the space's id.
 - Every event a pipeline decides has an id derived from its `OperationStarted`, its type and
   what it is about (the job, the child, the space), so deciding it again after a restart gives
-  the same id, and every consumer drops the copy.
+  the same id, and every consumer drops the copy (`discospace.explorer.domain.conducting.derived`).
 - A child's seed derives from the pipeline's seed and the job's name: the same seed gives the
   same pipeline.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, TypeVar
-
-from discospace.events import Event, caused_event_id
 from discospace.events.envelope import content_id
 from discospace.explorer.domain.starting import SEED_RANGE
-
-E = TypeVar("E", bound=Event)
 
 TRIALS_STAGE = "trials"
 """The stage a trial's job (`trial-<i>`) is recorded under."""
@@ -44,14 +38,3 @@ def submission_id(pipeline_id: str, job: str, space_id: str) -> str:
 def child_seed(seed: int, job: str) -> int:
     """The seed of a job's child (or hook) in a pipeline seeded `seed`."""
     return int(content_id("pipeline-seed", str(seed), job), 16) % SEED_RANGE
-
-
-def derived(cls: type[E], cause: Event, now: datetime, about: str, **fields: Any) -> E:
-    """An event of type `cls` the pipeline decides about `about` (a job, a child, a space),
-    with an id derived from its start (`cause`), its type and `about`."""
-    return cls(
-        event_id=caused_event_id(cause.event_id, 0, f"{cls.type_name()}/{about}"),
-        occurred_at=now,
-        causation_id=cause.event_id,
-        **fields,
-    )

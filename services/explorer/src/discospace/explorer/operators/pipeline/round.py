@@ -33,10 +33,16 @@ from discospace.events import (
     encode_within,
 )
 from discospace.events.envelope import MAX_OPERATION_REASON_CHARS, shortened
-from discospace.explorer.domain.conducting import ChildView, Conduct, Conducted, ConductorView
+from discospace.explorer.domain.conducting import (
+    ChildView,
+    Conduct,
+    Conducted,
+    ConductorView,
+    derived,
+)
 from discospace.explorer.domain.operation import JobEnd
 from discospace.explorer.domain.spaces import KnownSpace
-from discospace.explorer.operators.pipeline.naming import derived, submission_id
+from discospace.explorer.operators.pipeline.naming import submission_id
 from discospace.explorer.operators.pipeline.results import total_counts
 
 Result = dict[str, JsonValue]
