@@ -58,6 +58,17 @@ def test_a_parameterization_of_an_unknown_or_mistyped_option_is_refused() -> Non
         experiment.parameterize({"lora_r": "high"})
 
 
+def test_a_value_that_would_make_the_id_read_as_another_parameterization_is_refused() -> None:
+    """`precision: bf16-lora_r.8` would give the id of `precision: bf16, lora_r: 8`: the store
+    would hand one's results to the other."""
+    experiment = Experiment.from_spec(FINETUNE)
+    with pytest.raises(ExperimentError, match=r"'-lora_r\.' names the option 'lora_r'"):
+        experiment.parameterize({"precision": "bf16-lora_r.8"})
+    assert experiment.parameterize({"precision": "bf16-x.8"}).id == (
+        "finetune-lora-v1.2.0-precision.bf16-x.8"
+    )
+
+
 def test_observed_property_ids_join_the_parameterized_id_and_the_target() -> None:
     experiment = Experiment.from_spec(FINETUNE).parameterize({"lora_r": 8})
     assert experiment.observed_property_ids == (

@@ -124,7 +124,21 @@ class Experiment:
                 )
             if value != default:
                 overrides[name] = value
+        for name, value in overrides.items():
+            self._check_unambiguous(name, format_value(value))
         return ParameterizedExperiment(self, MappingProxyType(overrides))
+
+    def _check_unambiguous(self, name: str, text: str) -> None:
+        """A value whose text holds `-<option>.` would make the id read as another
+        parameterization (`b: c-d.e` and `b: c, d: e` both give `exp-b.c-d.e`), so the store
+        would hand one's results to the other."""
+        for option in self.optional_properties:
+            if f"-{option}." in text:
+                raise self._fail(
+                    f"cannot take {text!r} for '{name}': its id would read as another "
+                    f"parameterization ('-{option}.' names the option '{option}'); "
+                    "choose a value without it"
+                )
 
 
 @dataclass(frozen=True)
