@@ -280,12 +280,40 @@ def test_a_rejection_is_caused_by_its_submission_so_a_redelivery_gives_the_same_
     assert first.causation_id == submission.event_id
 
 
-def test_a_later_announcement_of_an_actuator_replaces_its_experiment_entries():
+def test_a_later_announcement_of_a_pool_replaces_its_experiment_entries():
     changed = THROUGHPUT.model_copy(update={"target_properties": ("tokens_per_second",)})
-    state = state_with(announced(THROUGHPUT), announced(changed, pool="gpu"))
+    state = state_with(announced(THROUGHPUT), announced(changed))
     answer = decide_submission(state, submitted(spec()), AT)
     assert isinstance(answer, SpaceRegistered)
     assert answer.experiments[0].target_properties == ("tokens_per_second",)
+
+
+def test_an_experiment_a_pool_no_longer_announces_is_no_longer_offered():
+    state = state_with(announced(THROUGHPUT, ENERGY), announced(THROUGHPUT))
+    energy = ExperimentRef(actuator="synthetic", experiment="energy-v1")
+    throughput = ExperimentRef(actuator="synthetic", experiment="throughput-v1")
+    answer = decide_submission(state, submitted(spec(throughput, energy)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert "'energy-v1' of actuator 'synthetic' is not in the catalog" in answer.reason
+    assert "offers: throughput-v1" in answer.reason
+
+
+@pytest.mark.parametrize("order", [("cpu", "gpu"), ("gpu", "cpu")])
+def test_pools_defining_an_experiment_differently_reject_its_spaces_whatever_the_order(order):
+    """A restart reads the pools' announcements in another order than the live registry did:
+    the answer must not change with it."""
+    narrower = THROUGHPUT.model_copy(update={"required_properties": ("batch_size",)})
+    by_pool = {"cpu": announced(narrower, pool="cpu"), "gpu": announced(THROUGHPUT, pool="gpu")}
+    state = state_with(*(by_pool[pool] for pool in order))
+    answer = decide_submission(state, submitted(spec()), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "actuator 'synthetic' defines experiment 'throughput-v1' differently on pools cpu, gpu: "
+        "a space using it could be measured by either definition; announce one definition on "
+        "every pool, or name them apart"
+    )
+    evolve(state, announced(THROUGHPUT, pool="cpu"))  # the cpu pool upgraded: one definition
+    assert isinstance(decide_submission(state, submitted(spec()), AT), SpaceRegistered)
 
 
 def test_the_catalog_counts_each_experiment_once_however_many_pools_offer_it():

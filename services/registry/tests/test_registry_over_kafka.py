@@ -204,13 +204,13 @@ async def test_a_starting_registry_folds_every_announcement_once_and_never_goes_
         RegistrySettings(kafka_bootstrap_servers=kafka_bootstrap, topic_prefix=topics.prefix)
     )
     folded: list[tuple[str, ...]] = []
-    add = service.state.catalog.add
 
-    def recording_add(spec):
-        folded.append(tuple(spec.required_properties))
-        return add(spec)
+    class Recording(dict):
+        def __setitem__(self, key, experiments):
+            folded.extend(tuple(spec.required_properties) for spec in experiments)
+            super().__setitem__(key, experiments)
 
-    service.state.catalog.add = recording_add
+    service.state.announced = Recording()
     async with service.app.start_lifespan_context():
         await publish(kafka_bootstrap, topics, make_submission())
         [answer] = await read_events(kafka_bootstrap, topics.spaces, 1, settle_s=1.0)

@@ -81,3 +81,16 @@ def test_the_latest_announcement_of_a_pool_sets_its_gpu_model(make):
     entity = _entity(batch_size=4, gpu_model="H100")
 
     assert directory.route(BENCH, entity) == "p"
+
+
+def test_a_pool_whose_latest_catalog_drops_an_experiment_is_no_longer_sent_it(make):
+    directory = _directory(
+        make, make.pool("old"), make.pool("new"), make.pool("old", None, make.profile)
+    )
+    entities = [_entity(batch_size=b) for b in range(20)]
+
+    assert {directory.route(BENCH, entity) for entity in entities} == {"new"}
+    directory.record(make.pool("new", None, make.profile))
+    assert directory.route(BENCH, entities[0]) == Unroutable(
+        "no pool offers experiment 'bench' of actuator 'synthetic'"
+    )

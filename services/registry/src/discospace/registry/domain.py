@@ -22,6 +22,7 @@ from typing import TypeAlias
 from discospace.core import (
     DiscospaceError,
     DiscoverySpace,
+    Experiment,
     ExperimentCatalog,
     ExperimentSpec,
     MeasurementSpace,
@@ -53,6 +54,10 @@ class RegistryState:
         self.catalog = ExperimentCatalog()
         self.actuators: set[str] = set()
         self.registrations: dict[str, SpaceRegistered] = {}
+        self.announced: dict[tuple[str, str], tuple[ExperimentSpec, ...]] = {}
+        """The latest catalog of each (actuator, pool): the key of its announcements."""
+        self.conflicts: dict[tuple[str, str], tuple[str, ...]] = {}
+        """(actuator, experiment) defined differently by pools: the pools, sorted."""
 
     def __len__(self) -> int:
         """How many experiments the catalog holds."""
@@ -78,15 +83,42 @@ def _fold(event: Event, state: RegistryState) -> list[str]:
 
 @_fold.register
 def _(event: ActuatorRegistered, state: RegistryState) -> list[str]:
-    """Add the announced experiments; a later announcement replaces an entry of the same name."""
+    """An announcement is its pool's whole catalog: it replaces the pool's previous one (an
+    experiment the pool no longer offers is gone), and the catalog is merged again from every
+    pool's latest, in pool order, so the merge does not depend on the order the topic's
+    partitions are read in (a restart decides as the live registry did)."""
     state.actuators.add(event.actuator)
+    state.announced[(event.actuator, event.pool)] = event.experiments
     problems = []
     for spec in event.experiments:
         try:
-            state.catalog.add(spec)
+            Experiment.from_spec(spec)
         except DiscospaceError as error:
             problems.append(f"{spec.actuator}/{spec.experiment}: {error}")
+    _merge(state)
     return problems
+
+
+def _merge(state: RegistryState) -> None:
+    """The catalog of every pool's latest announcement. An experiment two pools define
+    differently is left out and remembered as a conflict: a space using it could be measured
+    by either definition."""
+    offered: dict[tuple[str, str], dict[str, Experiment]] = {}
+    for (_, pool), specs in sorted(state.announced.items()):
+        for spec in specs:
+            try:
+                experiment = Experiment.from_spec(spec)
+            except DiscospaceError:
+                continue
+            offered.setdefault(experiment.key, {})[pool] = experiment
+    state.catalog = ExperimentCatalog()
+    state.conflicts = {}
+    for key, by_pool in offered.items():
+        definitions = list(by_pool.values())
+        if any(other != definitions[0] for other in definitions[1:]):
+            state.conflicts[key] = tuple(sorted(by_pool))
+        else:
+            state.catalog.add(definitions[0])
 
 
 @_fold.register
@@ -143,6 +175,14 @@ def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
         return space.shape_problems()
     resolved, problems = [], []
     for ref in space.experiments:
+        pools = state.conflicts.get((ref.actuator, ref.experiment))
+        if pools is not None:
+            problems.append(
+                f"actuator '{ref.actuator}' defines experiment '{ref.experiment}' differently on "
+                f"pools {', '.join(pools)}: a space using it could be measured by either "
+                "definition; announce one definition on every pool, or name them apart"
+            )
+            continue
         try:
             resolved.append(state.catalog.resolve(ref))
         except DiscospaceError as error:

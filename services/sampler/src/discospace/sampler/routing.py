@@ -32,11 +32,18 @@ class PoolDirectory:
 
     def __init__(self) -> None:
         self.gpu_models: dict[str, str | None] = {}
+        self._announced: dict[tuple[str, str], frozenset[str]] = {}
         self._offers: dict[tuple[str, str], set[str]] = defaultdict(set)
 
     def record(self, event: ActuatorRegistered) -> None:
-        """Fold one announcement in: the latest GPU model of a pool wins."""
+        """Fold one announcement in: the latest GPU model of a pool wins, and the latest
+        catalog of an (actuator, pool) is all it offers (an experiment it no longer announces
+        is no longer routed to it)."""
         self.gpu_models[event.pool] = event.gpu_model
+        key = (event.actuator, event.pool)
+        for experiment in self._announced.get(key, frozenset()):
+            self._offers[(event.actuator, experiment)].discard(event.pool)
+        self._announced[key] = frozenset(spec.experiment for spec in event.experiments)
         for spec in event.experiments:
             self._offers[(spec.actuator, spec.experiment)].add(event.pool)
 
