@@ -336,3 +336,35 @@ def test_a_time_times_a_fraction_of_duration_and_times_sum_as_composer_has_them(
         Time(2, "ep") * Time(1, "ba")
     with pytest.raises(TimeError, match="different units"):
         sum([Time(1, "ep"), Time(2, "ba")])
+
+
+@given(st.integers(1, 500), st.data())
+def test_a_fraction_of_a_duration_comes_back_as_the_whole_count_it_was(maximum, data) -> None:
+    """n/m of m epochs is n epochs: 1/3 is a float a little below a third, and its share of
+    3ep (0.9999999999999999) was rounded down to 0ep."""
+    count = data.draw(st.integers(0, maximum))
+    fraction = Time(count, "ep") / Time(maximum, "ep")
+    assert fraction.to("ep", max_duration=Time(maximum, "ep")) == Time(count, "ep")
+    samples = fraction.to("sp", max_duration=Time(maximum, "ep"), samples_per_epoch=3)
+    assert samples == Time(3 * count, "sp")
+
+
+def test_a_share_of_a_duration_short_of_a_whole_count_still_rounds_down() -> None:
+    assert Time(0.999, "dur").to("ep", max_duration="3ep") == Time(2, "ep")
+    assert Time(0.3, "dur").to("ep", max_duration="3ep") == Time(0, "ep")
+
+
+def test_a_time_takes_numbers_of_other_libraries_as_the_numbers_they_are() -> None:
+    numpy = pytest.importorskip("numpy", reason="numpy is an optional dependency of the tests")
+    assert Time(numpy.int64(3), "ep") == Time(3, "ep")
+    assert Time(2, "ep") * numpy.int64(3) == Time(6, "ep")
+    assert Time(numpy.float64(0.5), "dur") == Time(0.5, "dur")
+    assert TimeFacts(samples_per_epoch=numpy.int64(3)).samples_per_epoch == 3
+
+
+@pytest.mark.parametrize("factor", [float("inf"), float("-inf"), float("nan")])
+def test_a_time_is_multiplied_or_divided_by_finite_numbers_only(factor) -> None:
+    with pytest.raises(TimeError, match="can only multiply a time by a finite number"):
+        Time(0, "ep") * factor
+    with pytest.raises(TimeError, match="can only divide a time by a finite number"):
+        Time(5, "ep") / factor

@@ -8,6 +8,7 @@ error names the missing fact.
 """
 
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
@@ -77,7 +78,8 @@ MAX_TIME_VALUE = 2**63 - 1
 sums and products stay exact below it."""
 
 
-def _whole_or_fraction(value: int | float | Decimal, unit: TimeUnit, shown: str) -> int | float:
+def _whole_or_fraction(value: object, unit: TimeUnit, shown: str) -> int | float:
+    value = _plain_number(value)
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         raise TimeError(f"a time value is a number, not {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -91,6 +93,18 @@ def _whole_or_fraction(value: int | float | Decimal, unit: TimeUnit, shown: str)
     if value != int(value):
         raise TimeError(f"{shown} is not a whole number of {unit.value}: only dur takes fractions")
     return int(value)
+
+
+def _plain_number(value: object) -> object:
+    """A number of another library (numpy's int64 and float64, as pandas hands them over) as
+    Python's int or float; anything else as it is."""
+    if isinstance(value, bool | int | float | Decimal):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
 
 
 def _abridged(text: str, keep: int = 24) -> str:
@@ -270,8 +284,11 @@ def _number(exact: Decimal) -> int | float:
 
 
 def _factor(value: object, verb: str) -> int | float:
+    value = _plain_number(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TimeError(f"can only {verb} a time by a number, not {value!r}")
+    if not math.isfinite(value):
+        raise TimeError(f"can only {verb} a time by a finite number, not {value}")
     return value
 
 

@@ -5,12 +5,14 @@ batches), ``ep``<->``sp`` (samples_per_epoch), ``ba``<->``sp`` (batch_size), ``e
 (tokens_per_epoch), ``sp``<->``tok`` (tokens_per_sample); chains follow the shortest path whose
 facts are known. ``dur`` converts through max_duration, counted in the finer of the maximum's
 unit and the target (0.1dur of 90ep is 9ep; 0.5dur of 3ep is 15ba at 10 batches per epoch).
-Going to a coarser unit rounds down (150ba is 1ep when an epoch has 100 batches); ``units_per``
+Going to a coarser unit rounds down (150ba is 1ep when an epoch has 100 batches; a dur's share
+within 1e-9 of a whole number is that number, so 1/3 of 3ep is 1ep); ``units_per``
 gives the exact ratio instead (1ba is 1/100ep), for sums and fractions that must not round.
 ``iter`` and ``sec`` link only to ``dur``.
 """
 
 import math
+import numbers
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal
@@ -39,6 +41,9 @@ class TimeFacts:
             value = getattr(self, item.name)
             if item.name == "max_duration" or value is None:
                 continue
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool | int):
+                value = int(value)  # numpy's int64, as pandas hands facts over
+                object.__setattr__(self, item.name, value)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise TimeError(f"{item.name} must be a whole number above 0, not {value!r}")
         if self.max_duration is not None:
@@ -129,12 +134,22 @@ def convert(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
         maximum = _require_max(time, unit, facts)
         if _FINENESS.get(unit, 0) < _FINENESS.get(maximum.unit, 0):
             maximum = _convert_counted(maximum, unit, facts)
-        share = Decimal(repr(time.value)) * Decimal(maximum.value)
+        share = _snapped(Decimal(repr(time.value)) * Decimal(maximum.value))
         return convert(Time(math.floor(share), maximum.unit), unit, facts)
     if unit is DUR:
         maximum = _require_max(time, unit, facts)
         return Time(elapsed_fraction(time, maximum, facts), DUR)
     return _convert_counted(time, unit, facts)
+
+
+SNAP = Decimal("1e-9")
+"""A share of the maximum this close to a whole number (relative) is that number: a fraction
+such as 1/3 is a float a little below it (1/3 of 3ep came back as 0ep, not 1ep)."""
+
+
+def _snapped(share: Decimal) -> Decimal:
+    whole = share.to_integral_value()
+    return whole if abs(share - whole) <= SNAP * max(Decimal(1), abs(share)) else share
 
 
 def elapsed_fraction(elapsed: Time, max_duration: Time, facts: TimeFacts) -> float:
