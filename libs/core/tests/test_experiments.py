@@ -69,6 +69,12 @@ def test_a_value_that_would_make_the_id_read_as_another_parameterization_is_refu
     )
 
 
+def test_an_option_name_holding_a_dot_is_refused() -> None:
+    """Options `a` and `a.b` would give `{a: b.1}` and `{a.b: 1}` one id, `e-a.b.1`."""
+    with pytest.raises(ExperimentError, match=r"has the option 'a\.b': options are non-empty"):
+        Experiment.from_spec(FINETUNE.model_copy(update={"optional_properties": {"a.b": 1}}))
+
+
 def test_observed_property_ids_join_the_parameterized_id_and_the_target() -> None:
     experiment = Experiment.from_spec(FINETUNE).parameterize({"lora_r": 8})
     assert experiment.observed_property_ids == (

@@ -331,3 +331,21 @@ def test_a_space_without_experiment_is_rejected_with_one_sentence() -> None:
     answer = decide_submission(state_with(announced(THROUGHPUT)), submitted(empty), AT)
     assert isinstance(answer, SpaceRejected)
     assert answer.reason == "the measurement space has no experiment: a space needs at least one"
+
+
+def test_an_experiment_whose_identifier_is_another_parameterized_is_not_offered():
+    """`throughput-v1-steps.10` is the id of `throughput-v1` with steps 10: a space using the
+    one would be handed the other's results by the store."""
+    lookalike = THROUGHPUT.model_copy(
+        update={"experiment": "throughput-v1-steps.10", "optional_properties": {}}
+    )
+    state = state_with(announced(THROUGHPUT, lookalike))
+    ref = ExperimentRef(actuator="synthetic", experiment="throughput-v1-steps.10")
+    answer = decide_submission(state, submitted(spec(ref)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "experiment 'throughput-v1-steps.10' of actuator 'synthetic' has the id of experiment "
+        "'throughput-v1' of actuator 'synthetic' parameterized with steps.10: the store would "
+        "hand one's results to the other; name it apart"
+    )
+    assert isinstance(decide_submission(state, submitted(spec()), AT), SpaceRegistered)

@@ -88,6 +88,12 @@ class Experiment:
         for target in self.target_properties:
             if "." in target or not target.strip():
                 raise self._fail(f"has the target '{target}': targets are non-empty, without '.'")
+        for option in self.optional_properties:
+            if "." in option or not option.strip():
+                raise self._fail(
+                    f"has the option '{option}': options are non-empty, without '.' (a "
+                    "parameterized id joins each option to its value with one)"
+                )
         names = [*self.target_properties, *self.required_properties, *self.optional_properties]
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:

@@ -56,8 +56,8 @@ class RegistryState:
         self.registrations: dict[str, SpaceRegistered] = {}
         self.announced: dict[tuple[str, str], tuple[ExperimentSpec, ...]] = {}
         """The latest catalog of each (actuator, pool): the key of its announcements."""
-        self.conflicts: dict[tuple[str, str], tuple[str, ...]] = {}
-        """(actuator, experiment) defined differently by pools: the pools, sorted."""
+        self.conflicts: dict[tuple[str, str], str] = {}
+        """(actuator, experiment) the catalog cannot offer, and why (one sentence)."""
 
     def __len__(self) -> int:
         """How many experiments the catalog holds."""
@@ -100,9 +100,11 @@ def _(event: ActuatorRegistered, state: RegistryState) -> list[str]:
 
 
 def _merge(state: RegistryState) -> None:
-    """The catalog of every pool's latest announcement. An experiment two pools define
-    differently is left out and remembered as a conflict: a space using it could be measured
-    by either definition."""
+    """The catalog of every pool's latest announcement. Left out, and remembered as a conflict:
+    an experiment two pools define differently (a space using it could be measured by either
+    definition), and one whose identifier is another's parameterized id (`bench-precision.bf16`
+    beside `bench` with an option `precision`: the store would hand one's results to the
+    other)."""
     offered: dict[tuple[str, str], dict[str, Experiment]] = {}
     for (_, pool), specs in sorted(state.announced.items()):
         for spec in specs:
@@ -113,12 +115,37 @@ def _merge(state: RegistryState) -> None:
             offered.setdefault(experiment.key, {})[pool] = experiment
     state.catalog = ExperimentCatalog()
     state.conflicts = {}
-    for key, by_pool in offered.items():
+    for (actuator, name), by_pool in offered.items():
         definitions = list(by_pool.values())
         if any(other != definitions[0] for other in definitions[1:]):
-            state.conflicts[key] = tuple(sorted(by_pool))
+            state.conflicts[(actuator, name)] = (
+                f"actuator '{actuator}' defines experiment '{name}' differently on pools "
+                f"{', '.join(sorted(by_pool))}: a space using it could be measured by either "
+                "definition; announce one definition on every pool, or name them apart"
+            )
         else:
             state.catalog.add(definitions[0])
+    for experiment in list(state.catalog):
+        reading = _read_as_parameterized(experiment, state.catalog)
+        if reading is not None:
+            state.conflicts[experiment.key] = reading
+
+
+def _read_as_parameterized(experiment: Experiment, catalog: ExperimentCatalog) -> str | None:
+    """Why `experiment`'s identifier reads as another experiment's parameterized id, if it does."""
+    for other in catalog:
+        prefix = f"{other.identifier}-"
+        if other is experiment or not experiment.identifier.startswith(prefix):
+            continue
+        rest = experiment.identifier[len(prefix) :]
+        if any(rest.startswith(f"{option}.") for option in other.optional_properties):
+            return (
+                f"experiment '{experiment.identifier}' of actuator '{experiment.actuator}' has "
+                f"the id of experiment '{other.identifier}' of actuator '{other.actuator}' "
+                f"parameterized with {rest}: the store would hand one's results to the other; "
+                "name it apart"
+            )
+    return None
 
 
 @_fold.register
@@ -175,13 +202,9 @@ def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
         return space.shape_problems()
     resolved, problems = [], []
     for ref in space.experiments:
-        pools = state.conflicts.get((ref.actuator, ref.experiment))
-        if pools is not None:
-            problems.append(
-                f"actuator '{ref.actuator}' defines experiment '{ref.experiment}' differently on "
-                f"pools {', '.join(pools)}: a space using it could be measured by either "
-                "definition; announce one definition on every pool, or name them apart"
-            )
+        conflict = state.conflicts.get((ref.actuator, ref.experiment))
+        if conflict is not None:
+            problems.append(conflict)
             continue
         try:
             resolved.append(state.catalog.resolve(ref))
