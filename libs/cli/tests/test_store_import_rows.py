@@ -259,6 +259,52 @@ def test_text_in_a_column_of_numbers_is_refused_not_stored_as_text(
     ]
 
 
+def test_a_boolean_or_a_python_only_spelling_in_a_column_of_numbers_is_refused(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(
+        tmp_path,
+        "batch_size,model_name,throughput\n1,llama-7b,999\n2,llama-7b,true\n4,llama-7b,1_000\n",
+    )
+    to = target()
+
+    mapped = map_rows(frame, plan_for(frame, to), to)
+
+    assert [r.values for r in mapped.results] == [{"throughput": 999}]
+    assert [r.reason for r in mapped.refused] == [
+        "row 2 cannot be read: throughput 'true' is not a number, as the column's other cells are",
+        "row 3 cannot be read: throughput '1_000' is not a number, as the column's other cells are",
+    ]
+
+
+def test_is_valid_written_as_pandas_writes_a_float_column_is_read(
+    tmp_path: Path, target: Target
+) -> None:
+    frame = csv(
+        tmp_path,
+        "batch_size,model_name,throughput,is_valid,invalid_reason\n"
+        "1,llama-7b,10,1.0,\n2,llama-7b,,0.0,OOM\n",
+    )
+
+    events = events_of(frame, target())
+
+    assert [(e.is_valid, e.invalid_reason) for e in events] == [(True, None), (False, "OOM")]
+
+
+def test_a_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
+    """pandas kept the first and renamed the second 'throughput.1', then ignored in silence."""
+    path = tmp_path / "runs.csv"
+    path.write_text("batch_size,model_name,throughput,throughput\n1,llama-7b,10,20\n")
+
+    with pytest.raises(CliError) as refused:
+        read_table(path)
+
+    assert str(refused.value) == (
+        f"{path}: the header names the column 'throughput' more than once (columns 3, 4); "
+        "nothing was imported: name each column once"
+    )
+
+
 def test_rows_ending_in_a_delimiter_keep_their_columns(tmp_path: Path, target: Target) -> None:
     frame = csv(tmp_path, "batch_size,model_name,throughput\n8,llama-7b,300,\n4,llama-7b,200,\n")
 
@@ -427,6 +473,7 @@ def test_an_identifier_read_from_csv_names_the_entity_yaml_and_parquet_name(
 ) -> None:
     from discospace.core import ExperimentSpec, PropertySpec, SpaceSpec
     from discospace.core.discovery import DiscoverySpace
+    from discospace.core.loading import parse_document
     from discospace.events import new_event
 
     benchmark = ExperimentSpec(
@@ -454,7 +501,7 @@ def test_an_identifier_read_from_csv_names_the_entity_yaml_and_parquet_name(
         ),
         None,
     )
-    text = "batch_size,model_name,throughput\n1,7,10\n2,true,10\n4,007,3\n8,7.0,3\n"
+    text = "batch_size,model_name,throughput\n1,7,10\n2,true,10\n4,007,3\n8,7.50,3\n"
     (tmp_path / "runs.csv").write_text(text)
     pd.DataFrame({"batch_size": [1], "model_name": [7], "throughput": [10]}).to_parquet(
         tmp_path / "runs.parquet"
@@ -465,7 +512,9 @@ def test_an_identifier_read_from_csv_names_the_entity_yaml_and_parquet_name(
     from_csv = map_rows(table.frame, plan_for(table.frame, to), to, typed=table.typed)
     from_parquet = map_rows(parquet.frame, plan_for(parquet.frame, to), to, typed=parquet.typed)
 
-    assert [r.entity.as_dict()["model_name"] for r in from_csv.results] == [7, True, "007", 7]
+    read_as_yaml = parse_document("[7, true, 007, 7.50]", "entities.yaml")
+    assert [r.entity.as_dict()["model_name"] for r in from_csv.results] == read_as_yaml
+    assert read_as_yaml == [7, True, 7, 7.5]
     assert from_csv.results[0].entity.id == from_parquet.results[0].entity.id
     assert (
         from_csv.results[0].entity.id

@@ -1,4 +1,5 @@
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -281,3 +282,42 @@ def test_an_experiment_the_catalog_refuses_is_refused_naming_the_file_and_item(t
         load_experiment_specs(path)
 
     assert str(refused.value) == f"{path}: item 2: experiment 'f' declares t more than once"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "7",
+        "007",
+        "+7",
+        "-0",
+        "7.50",
+        "1e3",
+        "1E-05",
+        ".5",
+        "1_000",
+        "0x1F",
+        "0o17",
+        "true",
+        "FALSE",
+        "yes",
+        "1:30",
+        "2024-01-01",
+        "llama-7b",
+        ".inf",
+        ".nan",
+        "1" * 25,
+        "9223372036854775808",
+    ],
+)
+def test_a_plain_scalar_is_what_a_space_file_reads_unquoted(text: str) -> None:
+    """Cells of a table name the entities a space file names (`store import`)."""
+    from discospace.core.loading import parse_document, plain_scalar
+
+    try:
+        read = parse_document(f"value: {text}", "cell.yaml")["value"]
+    except SpecError:  # a whole number beyond 64 bits, which a space file refuses
+        read = text
+    expected = text if isinstance(read, float) and not math.isfinite(read) else read
+    assert plain_scalar(text) == expected
+    assert type(plain_scalar(text)) is type(expected)

@@ -264,8 +264,9 @@ def _values(
             value = target_value(cells[column])
         except CellError as error:
             raise CellError(f"{name} {error}") from None
-        if isinstance(value, str) and name in numeric:
-            raise CellError(f"{name} {value!r} is not a number, as the column's other cells are")
+        if isinstance(value, str | bool) and name in numeric:
+            shown = value if isinstance(value, str) else str(cells[column]).strip()
+            raise CellError(f"{name} {shown!r} is not a number, as the column's other cells are")
         if value is not None:
             values[name] = value
     return values

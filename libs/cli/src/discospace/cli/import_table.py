@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from discospace.cli.errors import CliError
 from discospace.core.canonical import Value, beyond_64_bits, normalise_number, not_finite
+from discospace.core.loading import plain_scalar
 from discospace.events.envelope import shortened
 
 if TYPE_CHECKING:
@@ -42,6 +43,11 @@ _CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _NOT_A_VALUE = frozenset({"nan", "na", "n/a", "null", "none", "<na>"})
 _WHOLE = re.compile(r"[+-]?[0-9]+")
+_REAL = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I
+)
+"""The numbers a cell may spell, in ASCII (Python's float() also takes `1_000` and other
+scripts' digits; `inf` and `nan` are read to be refused as not finite)."""
 """The whole numbers a stored value may be (the store's Int64; Python reads longer text)."""
 _TRUE = frozenset({"true", "yes", "1", "valid"})
 _FALSE = frozenset({"false", "no", "0", "invalid"})
@@ -83,11 +89,38 @@ def read_table(path: Path) -> Table:
     except OSError as error:
         raise CliError(f"{path}: cannot be read ({error.strerror or error})") from None
     frame = _parse(path, data)
+    if not path.name.lower().endswith(_PARQUET_SUFFIXES):
+        _refuse_repeated_columns(path, data)
     frame.columns = [str(column).strip() for column in frame.columns]
     if frame.empty:
         raise CliError(f"{path}: holds no rows of measurements")
     typed = path.name.lower().endswith(_PARQUET_SUFFIXES)
     return Table(path.name, hashlib.sha256(data).hexdigest(), frame, typed)
+
+
+def _refuse_repeated_columns(path: Path, data: bytes) -> None:
+    """A CSV header naming a column twice: pandas keeps the first and renames the other
+    'name.1', which was then ignored in silence (which of the two was meant?)."""
+    import pandas as pd
+
+    name = path.name.lower()
+    header = pd.read_csv(
+        io.BytesIO(data),
+        sep=_CSV_SUFFIXES[next(s for s in _CSV_SUFFIXES if name.removesuffix(".gz").endswith(s))],
+        header=None,
+        nrows=1,
+        dtype=str,
+        keep_default_na=False,
+        compression="gzip" if name.endswith(".gz") else None,
+    )
+    named = [str(cell).strip() for cell in header.iloc[0]] if len(header) else []
+    twice = next((column for column in named if named.count(column) > 1), None)
+    if twice is not None:
+        at = [str(i + 1) for i, column in enumerate(named) if column == twice]
+        raise CliError(
+            f"{path}: the header names the column '{twice}' more than once (columns "
+            f"{', '.join(at)}); nothing was imported: name each column once"
+        )
 
 
 def _parse(path: Path, data: bytes) -> pd.DataFrame:
@@ -266,19 +299,10 @@ def constitutive_value(cell: Any) -> Any:
 
 
 def identifier_value(text: str) -> Value:
-    """A CSV cell of an identifier property as YAML reads an unquoted scalar, so that a row
-    names the entity a space file or an actuator names: text that is a number as written in
-    its shortest form ("7", "2.5", "7.0"; not "007" or "1e3") is that number, "true"/"false" a
-    boolean, anything else text."""
-    if text in ("true", "True", "TRUE", "false", "False", "FALSE"):  # YAML 1.2's booleans
-        return text.lower() == "true"
-    if _WHOLE.fullmatch(text) and str(int(text)) == text.lstrip("+") and len(text) <= 19:
-        return int(text)
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return number if math.isfinite(number) and repr(number) == text else text
+    """A CSV cell of an identifier property as a space file reads it unquoted (YAML 1.2's core
+    schema: `core.loading.plain_scalar`), so that a row names the entity a space file or an
+    actuator names: "7.50" is 7.5, "1e3" is 1000.0, "true" a boolean, anything else text."""
+    return plain_scalar(text)
 
 
 def target_value(cell: Any) -> Value | None:
@@ -304,12 +328,8 @@ def _value_of_text(text: str) -> Value | None:
         if digits > 19:  # int() of thousands of digits is refused by Python itself
             raise CellError(f"{text[:12]}... ({digits} digits) is beyond a 64-bit whole number")
         return _finite(int(text))
-    try:
-        number = float(text)
-    except ValueError:
-        number = None
-    if number is not None:
-        return _finite(number)
+    if _REAL.fullmatch(text):
+        return _finite(float(text))
     lowered = text.lower()
     return lowered == "true" if lowered in ("true", "false") else text
 
@@ -331,6 +351,8 @@ def validity(cell: Any) -> bool | None:
         return cell
     text = str(normalise_number(cell)) if isinstance(cell, int | float) else str(cell)
     lowered = text.strip().lower()
+    if _REAL.fullmatch(lowered) and float(lowered) in (0.0, 1.0):  # "1.0": pandas's float column
+        lowered = str(int(float(lowered)))
     if lowered in _TRUE or lowered in _FALSE:
         return lowered in _TRUE
     raise CellError(f"is_valid {text!r} is not true or false")

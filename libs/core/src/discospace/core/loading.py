@@ -15,6 +15,7 @@ hostile file is refused with one sentence instead of a traceback or hours of wor
 """
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -155,6 +156,33 @@ _Loader.yaml_implicit_resolvers = {
 }
 for _tag, _rule, _first in _CORE_RESOLVERS:
     _Loader.add_implicit_resolver(_tag, re.compile(_rule), list(_first))
+
+
+_RESOLVED = tuple((tag, re.compile(rule)) for tag, rule, _ in _CORE_RESOLVERS)
+
+
+def plain_scalar(text: str) -> bool | int | float | str:
+    """What a space file makes of `text` written unquoted: a boolean, a whole number or a real
+    by YAML 1.2's core schema (`7.50` is 7.5, `1e3` is 1000.0, `1_000` and `010` are whole),
+    anything else (and a number that is not finite or beyond 64 bits) the text itself. For
+    cells of a table, which name the entities a space file names."""
+    for tag, rule in _RESOLVED:
+        if not rule.match(text):
+            continue
+        if tag.endswith(":bool"):
+            return text.lower() == "true"
+        digits = text.replace("_", "")
+        if tag.endswith(":int"):
+            if digits.startswith(("0o", "0x")):
+                return int(digits[2:], 8 if digits[1] == "o" else 16)
+            if len(digits.lstrip("+-")) > 19 or abs(value := int(digits)) > 2**63 - 1:
+                return text
+            return value
+        if digits.lstrip("+-").startswith(".") and digits[-1].isalpha():  # .inf, .nan
+            return text
+        number = float(digits)
+        return number if math.isfinite(number) else text
+    return text
 
 
 def _short(text: Any, length: int = 40) -> str:
