@@ -160,6 +160,24 @@ def test_a_pair_already_measured_for_this_operation_is_not_answered_again(state,
     assert not _of(MeasurementReused, again)
 
 
+@pytest.mark.parametrize("single_measurement", [True, False])
+def test_a_pair_measured_for_this_operation_is_not_answered_again_when_another_result_is_kept(
+    state, make, single_measurement
+):
+    """The memo keeps the earliest result of a pair: another operation's, which landed beside
+    this one's. A request read again then sent the pair to a pool again (or reused the other
+    result) though the operation had its own."""
+    point = {"batch_size": 8, "gpu_model": "H100"}
+    request = make.request(_space(make), points=(point,), single_measurement=single_measurement)
+    decide(state, request, make.at)
+    evolve_memo(state, make.completed(point, operation="op-other", minutes=0))
+    evolve_memo(state, make.completed(point, operation="op-1", minutes=5))
+
+    again = decide(state, request, make.at)
+
+    assert [type(answer) for answer in again] == [SamplesDrawn]
+
+
 def test_a_retry_carries_its_attempt_and_the_inputs_of_its_point(state, make):
     point = {"batch_size": 2, "gpu_model": "A100"}
     inputs = ({"bench.throughput": 42.5},)

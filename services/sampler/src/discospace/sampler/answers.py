@@ -113,13 +113,14 @@ def answer_pair(
     """The event that answers one pair (see the module docstring), `Waiting`, or None."""
     request = context.request
     request_id = measurement_request_id(request.operation_id, pair.entity.id, pair.experiment_id)
-    found = memo.lookup(context.sample_store, pair.entity.id, pair.experiment_id)
-    if found is not None and found.request_id == request_id:
-        return None
+    key = (context.sample_store, pair.entity.id, pair.experiment_id)
+    found = memo.lookup(*key)
+    if found is not None and memo.completed(key, request_id):
+        return None  # the operation has its own result: a request read again asks nothing
     subject = _subject(context, pair, request_id)
     if found is not None and request.single_measurement:
         return _reused(context, pair, found, subject)
-    holder = in_flight.holder((context.sample_store, pair.entity.id, pair.experiment_id))
+    holder = in_flight.holder(key)
     if holder is not None and holder.request_id != request_id and request.single_measurement:
         return Waiting(context, pair, request_id)
     pool = _sent_to(holder, request_id, request.attempt) or pools.route(pair.ref, pair.entity)

@@ -56,6 +56,8 @@ class MemoIndex:
 
     def __init__(self) -> None:
         self._memos: dict[MemoKey, Memo] = {}
+        self._others: dict[MemoKey, set[str]] = {}
+        """The requests that completed a key besides its memo's (a pair measured twice)."""
 
     def record(self, event: MeasurementCompleted) -> bool:
         """Fold one completion in; True when it became the memo of its key."""
@@ -63,9 +65,21 @@ class MemoIndex:
         memo = Memo.of(event)
         current = self._memos.get(key)
         if current is not None and not memo.preferred_over(current):
+            if current.request_id != memo.request_id:
+                self._others.setdefault(key, set()).add(memo.request_id)
             return False
+        if current is not None and current.request_id != memo.request_id:
+            self._others.setdefault(key, set()).add(current.request_id)
         self._memos[key] = memo
         return True
+
+    def completed(self, key: MemoKey, request_id: str) -> bool:
+        """Whether `request_id` itself completed `key`, kept as its memo or not (another
+        operation's earlier result may be the one kept)."""
+        memo = self._memos.get(key)
+        if memo is None:
+            return False
+        return memo.request_id == request_id or request_id in self._others.get(key, ())
 
     def lookup(self, sample_store: str, entity_id: str, experiment_id: str) -> Memo | None:
         """The measurement `sample_store` holds for the entity and experiment, if any."""
