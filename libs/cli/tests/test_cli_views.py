@@ -304,6 +304,17 @@ def test_a_space_the_projector_does_not_know_is_one_line() -> None:
     assert result.stderr == "error: space 'space-unknown' is not known.\n"
 
 
+def test_an_id_too_long_for_a_url_is_one_line_about_the_id_not_the_projector_url() -> None:
+    """httpx refuses a query over 64 KiB as an invalid URL: that was told as a bad projector
+    URL, sending the user to check a setting that was fine."""
+    result = cli("space", "show", "x" * 70_000)
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: the id given is too long to send (70,000 characters); no id is that long: "
+        "check what was given.\n"
+    )
+
+
 def test_operation_show_prints_status_counts_and_best() -> None:
     result = cli("operation", "show", "op-1")
     assert result.exit_code == 0, result.output

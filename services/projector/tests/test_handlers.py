@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import anyio.to_thread
+import httpx
 import pytest
 from aiokafka import ConsumerRecord
+from faststream.asgi import AsgiFastStream
 from faststream.kafka import TestKafkaBroker
 from prometheus_client import CollectorRegistry
 
@@ -189,3 +191,30 @@ def test_an_event_of_an_earlier_version_is_stored_upcast_as_its_current_json(sto
     assert read.event == completed
     assert read.record.payload == completed.model_dump_json()
     assert json.loads(read.record.payload)["schema_version"] == completed.current_version()
+
+
+async def test_a_store_server_gone_since_start_is_unreachable_so_views_answer_503() -> None:
+    """clickhouse-connect's OperationalError (the server went away after the projector opened
+    it) failed the view with 500, "the view failed", as a defect would."""
+    from clickhouse_connect.driver.exceptions import OperationalError
+
+    from discospace.projector.routes import view_routes
+    from discospace.store.errors import StoreUnreachableError
+
+    settings = StoreSettings(url="http://ch.example:8123")
+    store = StoreWorker(settings, "projector", ProjectorMetrics.create(CollectorRegistry()))
+    store._views = object()  # type: ignore[assignment]  # opened, then the server went away
+
+    def gone(views):
+        raise OperationalError(
+            "HTTPConnectionPool(host='ch.example', port=8123): Connection refused"
+        )
+
+    with pytest.raises(StoreUnreachableError, match="does not answer: connection refused"):
+        await store.read(gone)
+    app = AsgiFastStream(asgi_routes=view_routes(lambda function: store.read(gone)))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://projector") as client:
+        answer = await client.get("/spaces")
+    assert answer.status_code == 503
+    assert answer.json()["error"].startswith("the store cannot be read: ClickHouse at http://ch")

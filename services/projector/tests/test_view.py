@@ -106,6 +106,22 @@ def test_never_sampled_entities_are_the_rest_of_the_space_in_grid_order(story, f
     assert _points(table)[0] == {"model_name": "llama-7b", "batch_size": 1, "number_gpus": 1}
 
 
+def test_without_a_limit_as_many_never_sampled_entities_are_listed_whatever_else_is_asked(
+    story, folded, monkeypatch
+) -> None:
+    """The default cap counted every sampled entity, asked for or not: `include=unsampled`
+    alone listed that many more never-sampled ones (1,300 instead of 1,000 with 300 sampled)."""
+    monkeypatch.setattr("discospace.projector.view.DEFAULT_UNSAMPLED_LIMIT", 3)
+    alone = _table(folded, story.space_a.space_id, ("unsampled",))
+    whole = _table(folded, story.space_a.space_id)
+
+    assert list(alone["status"]) == ["unsampled"] * 3
+    assert (
+        list(whole["status"])
+        == ["measured"] * 2 + ["elsewhere"] + ["unmeasured"] * 4 + ["unsampled"] * 3
+    )
+
+
 def test_the_whole_space_lists_every_entity_once_in_view_order(story, folded) -> None:
     table = _table(folded, story.space_a.space_id)
     assert len(table) == 16

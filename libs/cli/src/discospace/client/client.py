@@ -305,7 +305,11 @@ class Client:
 
     def _get(self, path: str, parameters: dict[str, str]) -> httpx.Response:
         try:
-            answer = self._http.get(path, params=parameters)
+            request = self._http.build_request("GET", path, params=parameters)
+        except httpx.InvalidURL as error:  # the URL was checked when the client was made
+            raise ClientError(_too_long(parameters, error)) from None
+        try:
+            answer = self._http.send(request)
         except httpx.TimeoutException:
             raise ProjectorUnavailableError(
                 f"the projector at {self.base_url} did not answer within {self.timeout_s:g} s."
@@ -321,6 +325,17 @@ class Client:
         if answer.status_code >= 400:
             raise _error_of(answer, self.base_url)
         return answer
+
+
+def _too_long(parameters: dict[str, str], error: httpx.InvalidURL) -> str:
+    """A request whose values cannot be sent in a URL: the longest one named."""
+    name, value = max(parameters.items(), key=lambda item: len(item[1]), default=("", ""))
+    if not name:
+        return f"the request cannot be sent ({error})."
+    return (
+        f"the {name} given is too long to send ({len(value):,} characters); no {name} is that "
+        "long: check what was given."
+    )
 
 
 def _check_jobs(operation_id: str, names: Sequence[str], runs: Sequence[Run]) -> None:

@@ -207,7 +207,7 @@ def _open_server(target: ServerTarget, timeout_s: float) -> Client:
         )
     except OperationalError as error:
         raise StoreUnreachableError(
-            f"Cannot reach ClickHouse at {target.redacted}: {_unreachable_reason(error)}."
+            f"Cannot reach ClickHouse at {target.redacted}: {unreachable_reason(error)}."
         ) from error
     except DatabaseError as error:
         raise StoreError(
@@ -215,7 +215,8 @@ def _open_server(target: ServerTarget, timeout_s: float) -> Client:
         ) from error
 
 
-def _unreachable_reason(error: Exception) -> str:
+def unreachable_reason(error: Exception) -> str:
+    """Why no ClickHouse server answered, in words, from the error and its causes."""
     text = " ".join(str(e) for e in _error_chain(error))
     for needle, reason in _UNREACHABLE_REASONS:
         if needle in text:

@@ -19,8 +19,8 @@ from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.reading import StoreViews
 from discospace.projector.writing import Projection, ReadEvent
 from discospace.runtime import TransientError
-from discospace.store.client import StoreSettings, connect
-from discospace.store.errors import StoreError
+from discospace.store.client import StoreSettings, connect, unreachable_reason
+from discospace.store.errors import StoreError, StoreUnreachableError
 from discospace.store.events import TopicPartition
 from discospace.store.migrations import migrate
 
@@ -90,8 +90,17 @@ class StoreWorker:
         await self._call(projection.reload)
 
     async def read(self, function: Callable[[StoreViews], T]) -> T:
-        """`function(views)` on the store's thread: how the HTTP routes read the views."""
-        return await self._call(function, self._open(self._views))
+        """`function(views)` on the store's thread: how the HTTP routes read the views. A
+        store that stopped answering (a ClickHouse server gone since the projector started)
+        is a `StoreUnreachableError`, which the routes answer with 503, not a failed view."""
+        from clickhouse_connect.driver.exceptions import OperationalError
+
+        try:
+            return await self._call(function, self._open(self._views))
+        except OperationalError as error:
+            raise StoreUnreachableError(
+                f"{self.settings.describe()} does not answer: {unreachable_reason(error)}"
+            ) from error
 
     def _open(self, part: T | None) -> T:
         if part is None:

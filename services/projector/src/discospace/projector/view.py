@@ -92,7 +92,8 @@ def entity_table(
     sampled = {key for entities in views.values() for key in entities}
     if "unsampled" in include:
         parts["unsampled"] = _unsampled_rows(layout, sampled, len(include) == 1, grid)
-    cap = limit if limit is not None else len(sampled) + DEFAULT_UNSAMPLED_LIMIT
+    shown = sum(len(views[view]) for view in include if view != "unsampled")
+    cap = limit if limit is not None else shown + DEFAULT_UNSAMPLED_LIMIT
     rows = list(islice((row for view in include for row in parts[view]), cap))
     return whole_numbers_kept(pd.DataFrame(rows, columns=list(layout.columns)), rows)
 
