@@ -146,6 +146,11 @@ OFFLINE = [
         "operation job 'probe': operator 'random_wlak' is not known: use ",
     ),
     ({"stages": {}}, "the pipeline has no job: give at least one in stages"),
+    (
+        {"stages": {"probe": [{**PROBE, "parameters": {"number_entitis": 4}}]}},
+        "operation job 'probe': its parameters are not valid: number_entitis: Extra inputs are "
+        "not permitted",
+    ),
 ]
 
 

@@ -47,6 +47,21 @@ def test_a_failed_job_fails_the_pipeline_with_its_reason(world):
     assert not [e for e in w.of(PipelineJobStarted, "op-1") if e.job == "search"]
 
 
+def test_a_job_whose_parameters_no_operation_takes_is_refused_before_any_job_runs(world):
+    """They were refused when the job's turn came, after the jobs before it had run (and spent
+    their measurements)."""
+    w = world()
+    bad = _walk("search", parameters={"batch_size": 0})
+    w.request("op-1", w.register(), _pipeline(_walk("probe"), execute=(bad,)), seed=1)
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason.endswith(
+        "operation job 'search': its parameters are not valid: batch_size: Input should be "
+        "greater than 0"
+    )
+    assert not w.of(PipelineJobStarted, "op-1")
+    assert not w.of(OperationRequested, "op-1-probe")
+
+
 def test_a_failed_optional_job_is_recorded_and_the_pipeline_goes_on(world):
     w = world()
     broken = _walk("probe", optional=True, parameters={"options": {"depth": 3}})

@@ -41,6 +41,7 @@ from discospace.events import (
 )
 from discospace.events.codec import EventDecodeError
 from discospace.events.envelope import Record
+from discospace.events.parameters import parameters_problem
 from discospace.runtime.replay import Record as KafkaRecord
 from discospace.runtime.replay import existing_partitions, read_up_to, reader
 
@@ -199,7 +200,9 @@ async def check_request(request: OperationRequested, registration: Registration)
 def _pipeline_shape(request: OperationRequested) -> str | None:
     if request.operator != PIPELINE:
         return None
-    return pipeline_shape_problem(request.parameters.options, hook_names(), OPERATORS)
+    return pipeline_shape_problem(
+        request.parameters.options, hook_names(), OPERATORS, parameters_problem
+    )
 
 
 def registered_problem(request: OperationRequested, registered: SpaceRegistered) -> str | None:
@@ -237,7 +240,12 @@ def _core_problem(request: OperationRequested, registered: SpaceRegistered) -> s
     if problem is None and request.operator == PIPELINE:
         catalog = ExperimentCatalog(registered.experiments)
         problem = pipeline_problem(
-            parameters.options, space, hook_names(), catalog=catalog, operators=OPERATORS
+            parameters.options,
+            space,
+            hook_names(),
+            catalog=catalog,
+            operators=OPERATORS,
+            parameters=parameters_problem,
         )
     return problem
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Annotated, Any, Literal
@@ -395,6 +395,10 @@ def read_jobs(job: JobSpec) -> list[str]:
     return list(dict.fromkeys(named))
 
 
+ParametersCheck = Callable[[Mapping[str, Any]], str | None]
+"""Why data are no operation's parameters (`discospace.events.parameters_problem`), or None."""
+
+
 # -- the rules --------------------------------------------------------------------------------
 
 
@@ -409,15 +413,17 @@ def pipeline_problem(
     hooks: Collection[str],
     catalog: ExperimentCatalog | None = None,
     operators: Collection[str] | None = None,
+    parameters: ParametersCheck | None = None,
 ) -> str | None:
     """Why the pipeline cannot run on `space`, in one sentence; None when it can.
 
     `hooks` are the installed hooks' names (:func:`hook_names`); with a `catalog` (the space's
-    registered experiments) a measure job's parameterization is checked too, and with
-    `operators` the operators of operation jobs. The rules that need no space come first
+    registered experiments) a measure job's parameterization is checked too, with
+    `operators` the operators of operation jobs, and with `parameters` the parameters of every
+    job that names no other job's result. The rules that need no space come first
     (:func:`pipeline_shape_problem`).
     """
-    problem = pipeline_shape_problem(spec_options, hooks, operators)
+    problem = pipeline_shape_problem(spec_options, hooks, operators, parameters)
     if problem is not None:
         return problem
     try:
@@ -436,10 +442,12 @@ def pipeline_shape_problem(
     spec_options: Mapping[str, Any],
     hooks: Collection[str],
     operators: Collection[str] | None = None,
+    parameters: ParametersCheck | None = None,
 ) -> str | None:
     """Why the pipeline is malformed whatever its space, in one sentence, or None: its shape,
     unknown hooks (and operators, when given), references to no job, itself or a later job,
-    args a shipped hook would refuse."""
+    args a shipped hook would refuse, and (with `parameters`, the operation parameters' own
+    check) a job's parameters no operation could run with."""
     try:
         spec = parse_pipeline(spec_options)
         return (
@@ -448,9 +456,26 @@ def pipeline_shape_problem(
             or _order_problem(spec)
             or _hook_args_problem(spec)
             or _child_id_problem(spec)
+            or (_job_parameters_problem(spec, parameters) if parameters else None)
         )
     except DiscospaceError as error:
         return str(error)
+
+
+def _job_parameters_problem(spec: PipelineSpec, check: ParametersCheck) -> str | None:
+    """The first job whose parameters `check` refuses: they were refused only when the job's
+    turn came, after the jobs before it had run. A job whose parameters name another job's
+    result (`${...}`) is checked when it runs, with the result written in."""
+    for _, job in ordered_jobs(spec):
+        if job.kind not in ("operation", "measure") or references(job.parameters):
+            continue
+        data = dict(job.parameters)
+        if job.kind == "measure":
+            data["options"] = {"points": []}  # the job's entities, given when it runs
+        problem = check(data)
+        if problem is not None:
+            return f"{job.kind} job '{job.name}': its parameters are not valid: {problem}"
+    return None
 
 
 def _hooks_problem(spec: PipelineSpec, hooks: Collection[str]) -> str | None:

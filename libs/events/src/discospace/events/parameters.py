@@ -12,9 +12,17 @@ change is additive, so the events keep their schema version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, NonNegativeInt, PositiveInt, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    model_validator,
+)
 
 from discospace.core.canonical import not_finite
 from discospace.core.results import Objective
@@ -178,3 +186,19 @@ def _not_finite_at(value: JsonValue, where: str) -> str | None:
         elif isinstance(node, list):
             todo.extend((f"{path}[{index}]", item) for index, item in enumerate(node))
     return None
+
+
+def parameters_problem(data: Mapping[str, Any]) -> str | None:
+    """Why `data` are no operation's parameters, briefly (`where: what`); None when they are."""
+    try:
+        OperationParameters.model_validate(data)
+    except ValidationError as error:
+        return parameters_error_text(error)
+    return None
+
+
+def parameters_error_text(error: ValidationError) -> str:
+    """The first problem of a validation of `OperationParameters`, as `where: what`."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "parameters"
+    return f"{where}: {first['msg']}"

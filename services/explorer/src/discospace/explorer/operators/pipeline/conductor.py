@@ -41,6 +41,7 @@ from discospace.core.hooks import Hook, load_hook
 from discospace.core.pipelines import TrialsSpec, hook_names, parse_pipeline, pipeline_problem
 from discospace.core.spec import Scalar
 from discospace.events import OperationParameters, StoppingRules
+from discospace.events.parameters import parameters_problem
 from discospace.explorer.domain.conducting import Conduct, ConductorView
 from discospace.explorer.domain.spaces import KnownSpace
 from discospace.explorer.operators.pipeline.jobs import JobsRound
@@ -75,7 +76,12 @@ class Pipeline:
             return "a pipeline takes no stopping rules: give them to its jobs' parameters"
         catalog = ExperimentCatalog(experiment.experiment for experiment in space.experiments)
         return pipeline_problem(
-            parameters.options, spec_of(space), self.installed(), catalog, self.operators or None
+            parameters.options,
+            spec_of(space),
+            self.installed(),
+            catalog,
+            self.operators or None,
+            parameters_problem,
         )
 
     def conduct(self, view: ConductorView) -> Conduct:

@@ -27,6 +27,7 @@ from discospace.events import (
     PipelineJobCompleted,
     PipelineJobStarted,
 )
+from discospace.events.parameters import parameters_error_text
 from discospace.explorer.domain.conducting import ChildView, ConductorView
 from discospace.explorer.domain.operation import JobEnd, JobFacts
 from discospace.explorer.operators.pipeline.naming import child_operation_id, child_seed
@@ -255,9 +256,8 @@ class JobsRound(Round):
         try:
             parameters = OperationParameters.model_validate(data)
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "parameters"
-            raise PipelineError(f"its parameters are not valid: {where}: {first['msg']}") from None
+            problem = parameters_error_text(error)
+            raise PipelineError(f"its parameters are not valid: {problem}") from None
         return self.request(child_id, space_id, operator, parameters)
 
     def measures(self, space_id: str, objective: Objective) -> bool:
