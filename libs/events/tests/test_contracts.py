@@ -107,3 +107,16 @@ def test_the_published_json_schema_refuses_what_the_model_refuses(
 def test_the_json_schemas_are_plain_json_and_stable_between_calls() -> None:
     first = json.dumps(json_schemas(), sort_keys=True)
     assert first == json.dumps(json_schemas(), sort_keys=True)
+
+
+@pytest.mark.parametrize("type_name", ["ActuatorRegistered", "MeasurementRequested"])
+def test_the_published_json_schema_refuses_a_pool_that_names_no_topic(
+    type_name: str, payloads: Payloads, schemas: Schemas
+) -> None:
+    """A producer following `proto/` had every announcement with such a pool dead-lettered."""
+    event_class = event_type(type_name)
+    payload = payloads[(type_name, event_class.current_version())]
+    with pytest.raises(jsonschema.ValidationError, match="does not match"):
+        jsonschema.validate({**payload, "pool": "Bad Pool/.."}, schemas[type_name], cls=DRAFT)
+    with pytest.raises(ValueError, match="must be letters, digits"):
+        event_class.model_validate({**payload, "pool": "Bad Pool/.."})

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from discospace.core.spec import ExperimentSpec
 from discospace.events.common import NonEmptyStr
 from discospace.events.envelope import Event, type_field, version_field
-from discospace.events.topics import Topic, actuator_key, validate_pool
+from discospace.events.topics import POOL_PATTERN, Topic, actuator_key, validate_pool
 
 
 class ActuatorRegistered(Event):
@@ -30,6 +30,7 @@ class ActuatorRegistered(Event):
     pool: NonEmptyStr = Field(
         description="The GPU pool the worker serves; it consumes the measure topic of this pool.",
         examples=["a100-80gb"],
+        json_schema_extra={"pattern": POOL_PATTERN},
     )
     experiments: tuple[ExperimentSpec, ...] = Field(
         description="The catalog: every experiment this actuator offers on this pool.",

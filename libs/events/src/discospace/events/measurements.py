@@ -28,7 +28,14 @@ from discospace.core.results import MAX_ATTEMPT
 from discospace.core.spec import ExperimentRef
 from discospace.events.common import NonEmptyStr, OperationEvent, PropertyValues, SpaceId
 from discospace.events.envelope import Record, content_id, type_field, version_field
-from discospace.events.topics import DEFAULT_TOPICS, Topic, TopicNames, measure_key, validate_pool
+from discospace.events.topics import (
+    DEFAULT_TOPICS,
+    POOL_PATTERN,
+    Topic,
+    TopicNames,
+    measure_key,
+    validate_pool,
+)
 from discospace.events.upcasting import Payload, upcaster
 
 Attempt = Annotated[
@@ -103,6 +110,7 @@ class MeasurementRequested(_MeasurementEvent):
     pool: NonEmptyStr = Field(
         description="The GPU pool whose workers run it (names the measure topic).",
         examples=["a100-80gb"],
+        json_schema_extra={"pattern": POOL_PATTERN},
     )
     attempt: Attempt = 1
     inputs: PropertyValues = Field(

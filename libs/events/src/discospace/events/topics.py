@@ -35,7 +35,9 @@ COMPACTED = frozenset({Topic.SPACES, Topic.ACTUATORS})
 """Topics that hold the latest fact per key (log compaction): spaces and actuator catalogs."""
 
 _PREFIX = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
-_POOL = re.compile(r"[A-Za-z0-9_-]+")
+POOL_PATTERN = "^[A-Za-z0-9_-]+$"
+"""A pool name, as the JSON Schema of the events in `proto/` states it to other producers."""
+_POOL = re.compile(POOL_PATTERN)
 _MAX_TOPIC_LENGTH = 249
 _LONGEST_SUFFIX = len(".space-submissions")
 
