@@ -81,7 +81,7 @@ check-schemas: setup ## fail when regenerating proto/ would change it
 	$(PY) -m discospace.runtime.contracts proto --check
 
 .PHONY: chaos
-chaos: setup ## chaos suite, full form: overlapping walks while every service is SIGKILLed >= 20 times, the broker stopped and killed, and on a 3-broker cluster brokers lost (CHAOS_SEED, CHAOS_KILLS, CHAOS_BROKER_STOPS, CHAOS_BROKER_KILLS, CHAOS_BROKER_LOSSES, CHAOS_REPEAT)
+chaos: setup ## chaos suite, full form: overlapping walks while every service is SIGKILLed >= 20 times, the broker stopped and killed, and on a 3-broker cluster brokers lost (CHAOS_SEED, CHAOS_KILLS, CHAOS_BROKER_STOPS, CHAOS_BROKER_KILLS, CHAOS_BROKER_LOSSES, CHAOS_REPEAT, CHAOS_TIMEOUT_S)
 	CHAOS_KILLS=$${CHAOS_KILLS:-20} CHAOS_BROKER_STOPS=$${CHAOS_BROKER_STOPS:-3} \
 	  CHAOS_BROKER_KILLS=$${CHAOS_BROKER_KILLS:-2} CHAOS_BROKER_LOSSES=$${CHAOS_BROKER_LOSSES:-2} \
 	  CHAOS_REPEAT=$${CHAOS_REPEAT:-1} CHAOS_TIMEOUT_S=$${CHAOS_TIMEOUT_S:-3600} \

@@ -27,7 +27,7 @@ from discospace.registry.settings import RegistrySettings
 from discospace.testing.kafka import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SEED_SPACE = REPO_ROOT / "examples" / "seed-space.yaml"
+SEED_SPACE = REPO_ROOT / "tests" / "data" / "seed-space.yaml"
 
 runner = CliRunner()
 

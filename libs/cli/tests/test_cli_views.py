@@ -30,7 +30,7 @@ from discospace.core import ExperimentSpec, load_space_spec
 from discospace.testing.kafka import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SEED = load_space_spec(REPO_ROOT / "examples" / "seed-space.yaml")
+SEED = load_space_spec(REPO_ROOT / "tests" / "data" / "seed-space.yaml")
 AT = datetime(2026, 11, 21, 17, 0, tzinfo=UTC)
 SPACE_ID = "space-0123456789ab"
 

@@ -15,7 +15,7 @@ from discospace.core import ExperimentSpec
 from discospace.testing.kafka import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SEED_SPACE = REPO_ROOT / "examples" / "seed-space.yaml"
+SEED_SPACE = REPO_ROOT / "tests" / "data" / "seed-space.yaml"
 NOBODY = f"http://127.0.0.1:{free_port()}"
 """A projector URL nothing answers at: describe stays offline whatever runs on this machine."""
 
