@@ -136,6 +136,8 @@ write_scrape_config() {
     for job in $(for name in "${SERVICES[@]}"; do module_of "$name"; done | awk '!seen[$0]++'); do
       echo "  - job_name: $job"
       echo "    file_sd_configs: [{files: [\"$TARGETS_DIR/$job/*.json\"], refresh_interval: 30s}]"
+      # a worker's metrics carry the pool it serves: that label wins over its target's
+      if [[ "$job" == actuator ]]; then echo "    honor_labels: true"; fi
     done
   } >"$RUN_DIR/prometheus.yml.partial"
   mv "$RUN_DIR/prometheus.yml.partial" "$RUN_DIR/prometheus.yml"

@@ -92,6 +92,7 @@ def test_the_compose_prometheus_scrapes_every_actuator_in_the_actuator_job() -> 
     hosts |= {name for sd in job.get("dns_sd_configs", []) for name in sd["names"]}
 
     assert hosts == set(EXPECTED)
+    assert job["honor_labels"] is True  # a worker's own pool label wins over its target's
 
 
 def test_every_k8s_actuator_is_an_expected_one() -> None:

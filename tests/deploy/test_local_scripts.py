@@ -153,6 +153,9 @@ def test_the_scrape_config_lists_every_process_of_make_up_on_the_port_it_was_giv
         "projector": ["127.0.0.1:9105"],
     }
     assert jobs["actuator"]["127.0.0.1:9106"] == {"process": "actuator-cpu", "pool": "cpu"}
+    config = yaml.safe_load((tmp_path / "run" / "prometheus.yml").read_text())
+    honoring = {job["job_name"] for job in config["scrape_configs"] if job.get("honor_labels")}
+    assert honoring == {"actuator"}  # a worker's own pool label wins over its target's
 
 
 @pytest.mark.usefixtures("clean_env")
