@@ -348,3 +348,20 @@ def test_a_duration_that_is_not_a_finite_number_of_seconds_is_no_wait(tmp_path: 
     csv = "model,gpus,batch,peft,tokens_per_s,memory_bytes,runtime\nm1,1,4,,1.0,1,inf\n"
     actuator = _replay_of(tmp_path, csv, duration={"column": "runtime"})
     assert actuator.replayer.replay(ENTITY, "req", 1).duration_s == 0.0
+
+
+def test_a_value_map_tells_booleans_from_numbers_and_reads_numbers_in_ascii() -> None:
+    """Python has True == 1: a map of `true` caught the cells holding 1 and 1.0; and float()
+    read the text 1_000 as the number 1000."""
+    from discospace.actuator.replay.table import ValueMap, match_text
+
+    by_flag = ValueMap({True: "yes", "1": "one"})
+    assert (by_flag(True), by_flag(1), by_flag(1.0), by_flag("true")) == (
+        "yes",
+        "one",
+        "one",
+        "yes",
+    )
+    by_number = ValueMap({1: "one"})
+    assert (by_number(1), by_number("1"), by_number(True)) == ("one", "one", True)
+    assert (match_text("1_000"), match_text(" 1e3 "), match_text("4.0")) == ("1_000", "1000", "4")

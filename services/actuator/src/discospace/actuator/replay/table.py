@@ -19,6 +19,7 @@ cell that is no scalar at all (a timestamp, bytes) stops the worker at start, na
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -82,18 +83,32 @@ def cell_value(cell: object) -> Value:
     return "" if is_empty(cell) else normalise_value(cell)
 
 
+_NUMBER_TEXT = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I
+)
+"""Text that names a number, in ASCII (as a CSV cell or a YAML number writes it)."""
+
+
 class ValueMap:
     """A column's value map, matching a cell by value or by its text (`1` or `"1"`)."""
 
     def __init__(self, mapping: Mapping[Value, Value]) -> None:
-        self._by_value = {normalise_value(k): normalise_value(v) for k, v in mapping.items()}
-        self._by_text = {format_value(k): v for k, v in self._by_value.items()}
+        pairs = [(normalise_value(k), normalise_value(v)) for k, v in mapping.items()]
+        self._by_value = {_typed(key): value for key, value in pairs}
+        self._by_text = {format_value(key): value for key, value in pairs}
 
     def __call__(self, cell: object) -> Value:
         value = cell_value(cell)
-        if value in self._by_value and type(value) is not bool:
-            return self._by_value[value]
+        typed = _typed(value)
+        if typed in self._by_value:
+            return self._by_value[typed]
         return self._by_text.get(format_value(value), value)
+
+
+def _typed(value: Value) -> tuple[bool, Value]:
+    """A value as a key that tells booleans from numbers (Python has True == 1): a map of
+    `true` caught the cells holding 1 and 1.0."""
+    return (isinstance(value, bool), value)
 
 
 def configuration_key(values: Mapping[str, object]) -> Key:
@@ -226,11 +241,9 @@ def _number(value: Value) -> int | float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
+        if not _NUMBER_TEXT.fullmatch(value.strip()):  # float() also reads 1_000, other digits
             return None
-        value = normalise_value(number)
+        value = normalise_value(float(value))
         assert isinstance(value, int | float)
     return value if math.isfinite(value) else None
 
