@@ -60,3 +60,39 @@ def test_points_outside_the_space_or_malformed_options_are_refused_in_one_senten
     assert "batch_size" in reasons["op-a"]
     assert reasons["op-b"].startswith("points needs options {points: [entities]}: points:")
     assert reasons["op-c"].startswith("points needs options {points: [entities]}:")
+
+
+def test_a_point_the_sampler_refuses_is_counted_as_refused_not_as_failed(
+    loop, small_space, make_request
+):
+    """It was counted failed and not requested: requested < measured + reused + failed, and
+    the cancelled figure (the difference) hid a pair in flight."""
+    from discospace.events import SamplesDrawn
+
+    running = _loop(loop, small_space)
+    running.send(
+        make_request(
+            small_space, operator="points", batch_size=2, seed=1, options={"points": POINTS}
+        )
+    )
+    first, second = running.draws
+    running.draws.clear()
+    running.answer(first)
+    running.send(
+        SamplesDrawn.caused_by(
+            second,
+            running.now,
+            operation_id=second.operation_id,
+            request_index=second.request_index,
+            entity_ids=(),
+            next_position=0,
+            exhausted=False,
+            rejected_points=("batch_size=1: no pool offers bench",),
+        )
+    )
+    running.measure_next()
+
+    [done] = running.decisions(OperationCompleted)
+    counts = done.counts
+    assert (counts.requested, counts.measured, counts.reused, counts.failed) == (1, 1, 0, 0)
+    assert done.stop_detail.endswith("0 failed, 1 refused by the sampler")

@@ -138,3 +138,46 @@ def test_the_same_seed_gives_the_same_decisions_and_another_seed_other_entities(
     first, again, other = run(21), run(21), run(22)
     assert first == again
     assert set(other[1]) != set(first[1])
+
+
+def test_a_plateau_ends_the_operation_whether_its_results_were_read_one_by_one_or_together(
+    loop, small_space, make_request
+):
+    """An improvement that landed after the plateau reset the counter when a restarted explorer
+    read every result at once: it went on drawing where the live explorer had stopped."""
+
+    def results(*tps):
+        values = iter(tps)
+        return lambda entity, experiment, attempt: ("valid", {"tps": next(values), "mem": 1})
+
+    def walk():
+        return make_request(
+            small_space,
+            batch_size=4,
+            seed=1,
+            sampler="sequential",
+            number_entities=8,
+            objective={"property": "tps", "direction": "max"},
+            stopping={"no_improvement": 2},
+        )
+
+    live = loop(small_space, results(10.0, 5.0, 5.0, 20.0))
+    live.send(walk())
+    live.answer_draws()
+    ends = []
+    while not ends:
+        ends = [e for e in live.measure_next() if isinstance(e, OperationCompleted)]
+
+    restarted = loop(small_space, results(10.0, 5.0, 5.0, 20.0))
+    restarted.send(walk())
+    restarted.answer_draws()
+    restarted.crash()
+    for _ in range(4):
+        restarted.log.append(restarted.fakes.measure(restarted.measuring.pop(0), restarted.now))
+    decided = restarted.restart()
+
+    assert [(end.stop_reason, end.counts.measured) for end in ends] == [("no_improvement", 3)]
+    assert [type(e) for e in decided] == [OperationCompleted]
+    assert decided[0].stop_reason == "no_improvement"
+    for end in (ends[0], decided[0]):
+        assert end.stop_detail.startswith("2 measurements in a row did not improve tps;")

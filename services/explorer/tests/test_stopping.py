@@ -155,6 +155,19 @@ def test_the_measurement_budget_stops_the_operation(loop, eighty_space, make_req
     assert completed.counts.measured == 5
 
 
+def test_the_window_holds_no_more_than_the_measurement_budget_can_still_count(
+    loop, eighty_space, make_request
+):
+    """Near the end of the budget the window filled to batch_size anyway: measurements that
+    could never count, reported cancelled, whose actuators went on running them."""
+    sim = loop(eighty_space)
+    sim.send(make_request(eighty_space, batch_size=4, stopping={"max_measurements": 6}))
+    sim.run()
+    [completed] = sim.decisions(OperationCompleted)
+    assert (completed.counts.requested, completed.counts.measured) == (6, 6)
+    assert "cancelled" not in completed.stop_detail
+
+
 def test_reaching_the_target_value_stops_the_operation(loop, eighty_space, make_request):
     sim = loop(eighty_space)
     rules = {"target_value": 1000.0}
@@ -195,7 +208,9 @@ def test_the_maximum_duration_stops_the_operation_when_its_timer_fires(
 
 def test_a_finished_operation_ignores_what_still_arrives(loop, small_space, make_request):
     sim = loop(small_space)
-    sim.send(make_request(small_space, batch_size=2, stopping={"max_measurements": 1}))
+    tps = {"property": "tps", "direction": "max"}
+    stopping = {"target_value": -1e9}  # reached by the first result, the second still in flight
+    sim.send(make_request(small_space, batch_size=2, objective=tps, stopping=stopping))
     sim.answer_draws()
     [completed] = sim.measure_next()
     assert isinstance(completed, OperationCompleted)

@@ -48,6 +48,7 @@ from discospace.explorer.domain.entity_progress import (
     counts,
     entity_progress,
     inputs_for,
+    refused,
 )
 from discospace.explorer.domain.objective import ObjectiveTracker
 from discospace.explorer.domain.operation import Decision, OperationState, Published, evolve
@@ -271,7 +272,7 @@ class _Running:
         self.follow_up()
         in_flight = self.state.draws.undrawn + len(self.state.open)
         proposal = self.operator.propose(self._view(in_flight))
-        in_flight += self.act(proposal, max(0, self.parameters.batch_size - in_flight))
+        in_flight += self.act(proposal, self._free_slots(in_flight))
         if in_flight == 0 and isinstance(proposal, Finish):
             self.complete(Stop(proposal.reason, proposal.detail))
         elif in_flight == 0:
@@ -338,7 +339,8 @@ class _Running:
             source = self.space.measures(objective.property)
             if source is None:
                 return None
-            self.state.tracker = ObjectiveTracker(objective, source)
+            patience = self.parameters.stopping.no_improvement
+            self.state.tracker = ObjectiveTracker(objective, source, patience)
         self.state.tracker.update(self.state.outcomes)
         return self.state.tracker
 
@@ -349,6 +351,20 @@ class _Running:
             self.state.training.update(self.state.outcomes, self.space)
         return self.state.training
 
+    def _free_slots(self, in_flight: int) -> int:
+        """Entities the window has room for: `batch_size` less those in flight, and no more
+        than `max_measurements` can still count (each entity in flight taken to bring a result
+        of every experiment): near the end of the budget the window filled to `batch_size`
+        anyway, with measurements that could never count, reported cancelled, whose actuators
+        went on running them."""
+        free = max(0, self.parameters.batch_size - in_flight)
+        budget = self.parameters.stopping.max_measurements
+        if budget is None:
+            return free
+        per_entity = max(1, len(self.space.experiments))
+        left = budget - len(self.state.outcomes) - in_flight * per_entity
+        return min(free, max(0, -(-left // per_entity)))
+
     def _view(self, in_flight: int) -> OperationView:
         draws = self.state.draws
         return OperationView(
@@ -357,7 +373,7 @@ class _Running:
             space=self.space,
             started_at=self.started_at,
             now=self.now,
-            free_slots=max(0, self.parameters.batch_size - in_flight),
+            free_slots=self._free_slots(in_flight),
             in_flight=in_flight,
             drawn_by_strategy=draws.asked,
             entities_drawn=draws.drawn,
@@ -488,6 +504,8 @@ class _Running:
         )
         cancelled = tally.requested - tally.measured - tally.reused - tally.failed
         summary += f", {cancelled} cancelled (in flight)" if cancelled > 0 else ""
+        rejected = refused(self.state)
+        summary += f", {rejected} refused by the sampler" if rejected else ""
         training = self._training()
         if training is not None and stop.reason != "max_training":
             summary = f"{training.summary()}; {summary}"

@@ -122,16 +122,28 @@ def inputs_for(experiment: ParameterizedExperiment, progress: EntityProgress) ->
     return ready.inputs if isinstance(ready, Ready) else {}
 
 
+def refused(state: OperationState) -> int:
+    """Pairs of explicit points the sampler refused (outside the space, no pool) that no pool
+    was ever asked for (a retry it refused was requested, and failed)."""
+    return sum(
+        1
+        for facts in state.pairs.values()
+        if facts.rejected and not facts.outcome and not facts.failures
+    )
+
+
 def counts(state: OperationState, progress: list[EntityProgress]) -> OperationCounts:
     """What became of the operation's measurements so far."""
     steps = [step for entity in progress for step in entity.steps.values()]
     measured = [o for o in state.outcomes if not o.reused]
     requested = sum(isinstance(s, InFlight | RetryDue | Done | GaveUp) for s in steps)
-    rejected = sum(1 for facts in state.pairs.values() if facts.rejected and not facts.outcome)
+    # a point the sampler refused was never asked of a pool: neither requested nor failed, as
+    # the projector counts it (so requested = measured + reused + failed + in flight)
+    rejected = refused(state)
     return OperationCounts(
         requested=requested - rejected,
         measured=len(measured),
         reused=len(state.outcomes) - len(measured),
-        failed=sum(isinstance(s, GaveUp) for s in steps),
+        failed=sum(isinstance(s, GaveUp) for s in steps) - rejected,
         invalid=sum(not o.is_valid for o in measured),
     )

@@ -35,10 +35,17 @@ class ObjectiveTracker:
 
     objective: Objective
     source: ObjectiveSource
+    patience: int | None = None
+    """The stopping rule `no_improvement`, if the operation has one."""
     read: int = 0
     best: Best | None = None
     without_improvement: int = 0
     """Results of the source experiment since the best last improved (invalid ones included)."""
+    plateaued: bool = False
+    """Whether `patience` results in a row once failed to improve the best: latched, so the
+    rule holds whether the results were read one by one (a live explorer, which decides after
+    each) or together (a restarted one, which would otherwise see the counter reset by an
+    improvement that landed after the plateau, and go on where the live one stopped)."""
 
     def update(self, outcomes: Sequence[PairResult]) -> None:
         for outcome in outcomes[self.read :]:
@@ -54,6 +61,8 @@ class ObjectiveTracker:
             self.without_improvement = 0
         else:
             self.without_improvement += 1
+        if self.patience is not None and self.without_improvement >= self.patience:
+            self.plateaued = True
 
     @property
     def _best_value(self) -> float | None:

@@ -125,9 +125,6 @@ def _objective_rule_met(rules: StoppingRules, tracker: ObjectiveTracker) -> Stop
     if target is not None and tracker.best is not None and tracker.reached(target):
         return Stop("target_reached", f"{name} reached {tracker.best.value}, target {target}")
     patience = rules.no_improvement
-    if patience is not None and tracker.without_improvement >= patience:
-        return Stop(
-            "no_improvement",
-            f"{tracker.without_improvement} measurements in a row did not improve {name}",
-        )
+    if patience is not None and tracker.plateaued:
+        return Stop("no_improvement", f"{patience} measurements in a row did not improve {name}")
     return None
