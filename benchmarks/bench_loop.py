@@ -8,7 +8,8 @@ runs:
   timestamps of its request and its completion, the broker's clock), and CPU milliseconds per
   measurement of every service process and the broker's JVM (its progress is read every
   `POLL_S`, as `operation create --watch` reads it);
-- the bare pipeline, batched and one record at a time: the same figures for 2,000 messages;
+- the bare pipeline, batched and one record at a time: the same figures for as many messages
+  (400);
 - a fully memoised 80-entity operation (a walk over a space measured in full already): seconds
   between the Kafka record timestamps of its request and its completion, and how many
   measurements it made (the actuator's calls: 0 expected).
@@ -42,12 +43,13 @@ from discospace.client import Client, ClientError
 from discospace.events import decode
 from discospace.testing.loop import REPO, Loop
 
-PIPELINE_MESSAGES = 2_000
-"""Measurements' worth of records through the bare pipeline per round."""
 ZERO_LATENCY = {"experiments": [{"experiment": "benchmark"}], "invalid_when": None}
 BATCH_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
 LEARNING_RATES = [1e-5, 3e-5, 1e-4, 3e-4, 1e-3]
 """With two GPU counts and five sequence lengths: the 400 entities of a measured walk."""
+PIPELINE_MESSAGES = len(BATCH_SIZES) * len(LEARNING_RATES) * 2 * 5
+"""Measurements' worth of records through the bare pipeline per round: as many as the loop's
+walk measures (2,000 before, which spread the pipeline's ramp over five times the work)."""
 
 
 def space(store: str, batch_sizes: list[int], learning_rates: list[float]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Store figures on embedded chDB: connect + migrate, event insert rate, query by operation.
 
-Run: .venv/bin/python libs/store/benchmarks/bench_store.py [--events 100000] [--batch 1000]
+Run: .venv/bin/python benchmarks/bench_store.py [--events 100000] [--batch 1000]
 Each figure is printed as one line; a fresh temporary data dir is used and removed.
 """
 

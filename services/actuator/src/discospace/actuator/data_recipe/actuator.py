@@ -7,7 +7,10 @@ Experiments (see `README.md`, "The data_recipe actuator"):
   what the recipe would keep of it (`kept_*`, `dropped_<operator>`), without training;
 - `process_train`: the same processing, then a training run on the kept documents for
   `duration` (a counted time: `400ba`, `400000tok`, `2ep`; one `ep` is one pass over the kept
-  text) and the held-out loss on clean prose, with the statistics of the kept documents.
+  text) and the held-out loss on clean prose, with the statistics of the kept documents. The
+  duration counts the timed batches: one untimed warm-up batch (cpu_train's traced step, which
+  trains too) comes before them, so `400ba` is 401 optimizer steps, as `tokens_trained` and
+  `epochs_trained` report.
 
 Neither requires a property: the recipe's properties (`recipe.RECIPE_DEFAULTS`) and the
 training's (`TRAINING_DEFAULTS`) are optional, and a value the entity space holds wins over

@@ -12,7 +12,8 @@ defaults keep every document: a recipe states only the filters it means.
 - `max_char_rep_ratio` (1.0): `character_repetition_filter`'s `max_ratio` (10-gram repetition);
 - `max_special_char_ratio` (1.0): `special_characters_filter`'s `max_ratio`: digits,
   punctuation, white space and symbols per character;
-- `min_num_words` (0): `words_num_filter`'s `min_num`, white-space separated words;
+- `min_num_words` (0): `words_num_filter`'s `min_num`, white-space separated words, those made
+  only of punctuation or symbols not counted (`=`, `.`: Data-Juicer's word refinement);
 - `dedup` (false): `document_deduplicator` (exact: the MD5 of the stripped text), after the
   filters.
 
