@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 from discospace.events import (
     Event,
     OperationCompleted,
+    OperationFailed,
     OperationStarted,
     SamplesRequested,
     decode,
@@ -193,3 +194,19 @@ def test_the_first_end_of_an_operation_in_the_log_wins(loop, small_space, make_r
     _fold(state, [*sim.log, rival])
 
     assert state.operations["op-1"].finished == completed
+
+
+def test_a_child_read_after_its_pipelines_end_is_not_kept_as_its_child(small_space, make_request):
+    """Nothing orders a child's request (its partition) after its parent's end (another): a
+    replica that read the end first kept the children's ids under the ended parent for good,
+    one list per pipeline ever run."""
+    state = ExplorerState()
+    explore(state, small_space, ENGINE, T0)
+    explore(state, make_request(small_space, "pipe-1"), ENGINE, T0)
+    end = OperationFailed(event_id="end-pipe-1", occurred_at=T0, operation_id="pipe-1", reason="x")
+    explore(state, end, ENGINE, T0)
+    for number in range(3):
+        child = make_request(small_space, f"pipe-1-job{number}")
+        explore(state, child.model_copy(update={"parent_operation_id": "pipe-1"}), ENGINE, T0)
+
+    assert state.children == {}

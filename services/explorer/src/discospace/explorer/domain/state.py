@@ -177,8 +177,12 @@ def _adopt(state: ExplorerState, operation: OperationState, now: datetime) -> No
     if operation.noticed_at is None:
         operation.noticed_at = now
     parent = operation.parent_id
-    if parent is not None and operation.operation_id not in state.children.get(parent, ()):
-        state.children.setdefault(parent, []).append(operation.operation_id)
+    if parent is None or operation.operation_id in state.children.get(parent, ()):
+        return
+    folded = state.operations.get(parent)
+    if folded is not None and folded.finished is not None:
+        return  # its end, read first (another partition), forgot its children: so is this one
+    state.children.setdefault(parent, []).append(operation.operation_id)
 
 
 def _decide(
