@@ -399,6 +399,21 @@ def test_a_projector_that_does_not_answer_is_one_line_naming_it(
     )
 
 
+@pytest.mark.parametrize("scheme", ["http://", "htp://"])
+def test_a_projector_url_holding_a_password_is_shown_without_it(
+    monkeypatch: pytest.MonkeyPatch, scheme: str
+) -> None:
+    """A proxy's user and password in the URL were printed with every error."""
+    monkeypatch.undo()
+    port = free_port()
+    result = runner.invoke(
+        app, ["--projector", f"{scheme}alice:hunter2@127.0.0.1:{port}", "space", "get"]
+    )
+    assert result.exit_code == 2
+    assert "hunter2" not in result.stderr
+    assert f"{scheme}alice:***@127.0.0.1:{port}" in result.stderr
+
+
 def _table_rows(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if line.startswith("│")]
 

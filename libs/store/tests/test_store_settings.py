@@ -66,9 +66,14 @@ def test_a_bad_url_is_refused_with_one_sentence(url: str, message: str) -> None:
     assert str(caught.value).endswith(".")
 
 
-def test_an_error_about_a_url_never_shows_its_password() -> None:
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://admin:hunter2@ch:21", "http:/admin:hunter2@ch:8123/db", "https//admin:hunter2@ch"],
+)
+def test_an_error_about_a_url_never_shows_its_password(url: str) -> None:
+    """Also written wrongly: with one slash, the password was shown."""
     with pytest.raises(StoreSettingsError) as caught:
-        connect(StoreSettings(url="ftp://admin:hunter2@ch:21"))
+        connect(StoreSettings(url=url))
     assert "hunter2" not in str(caught.value)
     assert "admin:***@ch" in str(caught.value)
 

@@ -13,6 +13,7 @@ from discospace.cli.errors import CliError
 from discospace.cli.settings import CliSettings
 from discospace.core.errors import DiscospaceError
 from discospace.core.experiment import ExperimentCatalog
+from discospace.core.urls import redacted_url
 
 CATALOG_TIMEOUT_S = 2.0
 
@@ -47,7 +48,7 @@ def projector_catalog(
     except ClientError as error:
         return str(error).rstrip(".")
     except DiscospaceError as error:
-        url = settings.projector_url
+        url = redacted_url(settings.projector_url)
         return f"the projector at {url} serves a catalog the core refuses ({error})"
 
 

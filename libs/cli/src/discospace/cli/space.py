@@ -29,6 +29,7 @@ from discospace.core.loading import (
     load_experiment_specs,
     load_space_spec,
 )
+from discospace.core.urls import redacted_url
 from discospace.events import SpaceRejected
 
 space_app = typer.Typer(
@@ -83,7 +84,7 @@ def _catalog(settings: CliSettings, file: Path | None) -> Catalog:
     found = projector_catalog(settings)
     if isinstance(found, str):
         return Catalog(None, f"{found}; give --catalog FILE, a list of experiments")
-    return Catalog(found, f"the projector at {settings.projector_url}")
+    return Catalog(found, f"the projector at {redacted_url(settings.projector_url)}")
 
 
 @space_app.command("create")

@@ -46,6 +46,7 @@ from discospace.client.pipelines import (
     trial_points,
 )
 from discospace.core import Objective, target_of
+from discospace.core.urls import redacted_url
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,8 +105,10 @@ class Client:
         url = base_url or os.environ.get(URL_ENV) or DEFAULT_URL
         problem = _url_problem(url)
         if problem is not None:
-            raise ClientError(f"the projector URL {url!r} is not valid: {problem}.")
+            raise ClientError(f"the projector URL {redacted_url(url)!r} is not valid: {problem}.")
         self.base_url = url.rstrip("/")
+        self.shown_url = redacted_url(self.base_url)
+        """`base_url` as messages show it: without its password, if it holds one."""
         self.timeout_s = timeout_s
         given = token if token is not None else os.environ.get(TOKEN_ENV)
         if given is not None and not given.isascii():
@@ -122,7 +125,7 @@ class Client:
                 headers=_authorization(given),
             )
         except httpx.InvalidURL as error:
-            raise _invalid_url(self.base_url, error) from None
+            raise _invalid_url(self.shown_url, error) from None
 
     def __enter__(self) -> Client:
         return self
@@ -299,7 +302,7 @@ class Client:
         """What to say of an answer this client cannot read (another server at the URL, or
         another version of the projector)."""
         return ClientError(
-            f"the projector at {self.base_url} answered {path} with a document this client "
+            f"the projector at {self.shown_url} answered {path} with a document this client "
             "cannot read; are the client and the projector the same version?"
         )
 
@@ -312,18 +315,18 @@ class Client:
             answer = self._http.send(request)
         except httpx.TimeoutException:
             raise ProjectorUnavailableError(
-                f"the projector at {self.base_url} did not answer within {self.timeout_s:g} s."
+                f"the projector at {self.shown_url} did not answer within {self.timeout_s:g} s."
             ) from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as error:
-            raise _invalid_url(self.base_url, error) from None
+            raise _invalid_url(self.shown_url, error) from None
         except httpx.TransportError:
             raise ProjectorUnavailableError(
-                f"the projector at {self.base_url} is not answering: start it with `make up`."
+                f"the projector at {self.shown_url} is not answering: start it with `make up`."
             ) from None
         if answer.status_code == 401:
-            raise _unauthorized(self.base_url, sent="authorization" in self._http.headers)
+            raise _unauthorized(self.shown_url, sent="authorization" in self._http.headers)
         if answer.status_code >= 400:
-            raise _error_of(answer, self.base_url)
+            raise _error_of(answer, self.shown_url)
         return answer
 
 

@@ -16,6 +16,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from discospace.core.urls import redacted_url
 from discospace.store._chdb import open_chdb, refuse_query_in_path
 from discospace.store.errors import (
     StoreError,
@@ -162,10 +163,10 @@ def _split_url(url: str) -> SplitResult:
     parts = urlsplit(url.strip())
     if parts.scheme not in _DEFAULT_PORTS:
         raise StoreSettingsError(
-            f"CLICKHOUSE_URL must start with http:// or https://, got {_safe_url(url)!r}."
+            f"CLICKHOUSE_URL must start with http:// or https://, got {redacted_url(url)!r}."
         )
     if not parts.hostname:
-        raise StoreSettingsError(f"CLICKHOUSE_URL {_safe_url(url)!r} names no host.")
+        raise StoreSettingsError(f"CLICKHOUSE_URL {redacted_url(url)!r} names no host.")
     return parts
 
 
@@ -180,15 +181,9 @@ def _url_port(parts: SplitResult, url: str) -> int:
             else ""
         )
         raise StoreSettingsError(
-            f"CLICKHOUSE_URL {_safe_url(url)!r} has a port that is not a number from 0 to "
+            f"CLICKHOUSE_URL {redacted_url(url)!r} has a port that is not a number from 0 to "
             f"65535{hint}."
         ) from None
-
-
-def _safe_url(url: str) -> str:
-    """The URL with any password replaced, so an error message never leaks it: everything
-    from the first ':' after the user to the last '@' (a password may hold '/' or '@')."""
-    return re.sub(r"(//[^/:@]*:).*@", r"\1***@", url.strip())
 
 
 def _open_server(target: ServerTarget, timeout_s: float) -> Client:
