@@ -375,7 +375,6 @@ def test_a_request_answered_again_sends_its_pair_to_the_pool_it_was_sent_to(
 def test_a_later_attempt_of_the_holders_request_takes_its_place_and_only_its_failure_frees_it():
     in_flight = InFlight()
     in_flight.hold(KEY, "req-a", 1, "a100")
-    in_flight.hold(KEY, "req-b", 1, "a100")  # another request: the key keeps its holder
     in_flight.hold(KEY, "req-a", 2, "a100")
     in_flight.hold(KEY, "req-a", 1, "a100")  # attempt 1 read again: attempt 2 stays
     in_flight.wait(_waiter("op-b", "req-b"))
@@ -387,6 +386,49 @@ def test_a_later_attempt_of_the_holders_request_takes_its_place_and_only_its_fai
     assert freed is not None
     assert freed.request_id == "req-b"
     assert in_flight.holder(KEY) is None
+
+
+def test_another_requests_send_of_a_held_key_is_its_own_and_holds_the_key_when_the_holder_fails():
+    """A pair that waited too long is sent on its own (or both sends are read back at start):
+    read again, its request repeated no send and waited, to be answered twice (a reuse beside
+    its own measurement); and when the holder failed, the first waiter was sent to a pool while
+    that send was in flight, a third measurement of the key."""
+    in_flight = InFlight()
+    in_flight.hold(KEY, "req-a", 1, "a100")
+    in_flight.hold(KEY, "req-b", 1, "h100")  # beside: the key keeps its holder
+    in_flight.wait(_waiter("op-c", "req-c"))
+
+    assert in_flight.holder(KEY) == Holder("req-a", 1, "a100")
+    assert in_flight.sent(KEY, "req-b") == Holder("req-b", 1, "h100")
+    assert in_flight.sent(KEY, "req-c") is None
+    assert in_flight.fail(KEY, "req-a", 1) is None  # req-b's send holds it now: req-c waits on
+    assert in_flight.holder(KEY) == Holder("req-b", 1, "h100")
+    freed = in_flight.fail(KEY, "req-b", 1)
+    assert freed is not None
+    assert freed.request_id == "req-c"
+
+
+def test_a_request_read_again_after_its_pair_was_sent_on_its_own_sends_it_again_to_that_pool(
+    state, make
+):
+    """Restarted before the waiting request's offset was committed: its pair, sent on its own
+    when the wait ran out, is sent again as the same event to the same pool, and the holder's
+    completion does not answer it a second time."""
+    holding, waiting = _request(make, "op-a", POINT), _request(make, "op-b", POINT)
+    [_, held] = _decide_and_take(state, holding, make)
+    take(state, decide(state, waiting, make.at))
+    [sent] = stop_waiting(state, waiting.event_id, make.at)
+
+    restarted = SamplerState()
+    evolve_space(restarted, make.registered())
+    evolve_pools(restarted, make.pool("a100", "A100"))
+    evolve_pools(restarted, make.pool("a100-b", "A100"))
+    hold_sent(restarted, held)
+    hold_sent(restarted, sent)
+    again = take(restarted, decide(restarted, waiting, make.at))
+
+    assert [a for a in again if isinstance(a, MeasurementRequested)] == [sent]
+    assert land(restarted, make.completed(POINT, operation="op-a"), make.at) == []
 
 
 def test_a_started_measurement_learns_its_pool_when_its_request_is_read_back():

@@ -108,9 +108,16 @@ def pairs_of(request: SamplesRequested, drawn: Drawn) -> list[Pair]:
 
 
 def answer_pair(
-    context: Context, pair: Pair, memo: MemoIndex, pools: PoolDirectory, in_flight: InFlight
+    context: Context,
+    pair: Pair,
+    memo: MemoIndex,
+    pools: PoolDirectory,
+    in_flight: InFlight,
+    wait: bool = True,
 ) -> PairAnswer | Waiting | None:
-    """The event that answers one pair (see the module docstring), `Waiting`, or None."""
+    """The event that answers one pair (see the module docstring), `Waiting`, or None.
+    `wait=False`: a pair that has waited long enough is sent to a pool even though its key is
+    in flight for another request."""
     request = context.request
     request_id = measurement_request_id(request.operation_id, pair.entity.id, pair.experiment_id)
     key = (context.sample_store, pair.entity.id, pair.experiment_id)
@@ -121,9 +128,11 @@ def answer_pair(
     if found is not None and request.single_measurement:
         return _reused(context, pair, found, subject)
     holder = in_flight.holder(key)
-    if holder is not None and holder.request_id != request_id and request.single_measurement:
+    own = in_flight.sent(key, request_id)  # this request's send, already in flight
+    waits = wait and request.single_measurement and own is None
+    if holder is not None and holder.request_id != request_id and waits:
         return Waiting(context, pair, request_id)
-    pool = _sent_to(holder, request_id, request.attempt) or pools.route(pair.ref, pair.entity)
+    pool = _sent_to(own, request_id, request.attempt) or pools.route(pair.ref, pair.entity)
     if isinstance(pool, Unroutable):
         return MeasurementFailed.caused_by(
             request,

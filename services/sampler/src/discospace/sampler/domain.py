@@ -165,7 +165,9 @@ def stop_waiting(state: SamplerState, request_event_id: str, now: datetime) -> l
     for waiter in state.in_flight.release(request_event_id):
         waiting = _waiting(waiter)
         context = Context(waiting.context.request, waiting.context.sample_store, now)
-        answered = answer_pair(context, waiting.pair, state.memo, state.pools, InFlight())
+        answered = answer_pair(
+            context, waiting.pair, state.memo, state.pools, state.in_flight, wait=False
+        )
         if answered is not None:
             answers.append(answered)
     return take(state, answers)

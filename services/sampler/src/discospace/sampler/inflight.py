@@ -18,7 +18,12 @@ for it (the waiters):
 - a `MeasurementFailed` of the holder releases the key and hands back the first waiter, which
   is then answered as if asked anew: sent to the pool as its own `MeasurementRequested` (it
   holds the key from then on), the others wait on for it (`fail`);
-- a waiter whose operation ended is dropped (`end`); a holder stays: what is in flight lands.
+- a waiter whose operation ended is dropped (`end`); a holder stays: what is in flight lands;
+- a pair of another request sent to a pool while the key is held (it waited longer than the
+  sampler waits, `stop_waiting`, or both were read back at start) is a send of its own
+  (`sent`): that request, read again, repeats its send to the same pool and does not wait; when
+  the holder fails, such a send holds the key in its place and the waiters wait on for it (a
+  waiter sent to a pool then would measure the key a third time while it is in flight).
 
 Each waiting pair is answered exactly once: `land`, `fail` and `end` remove the waiters they
 hand back. The deferred answer's id derives, like an immediate one, from the waiting request
@@ -71,6 +76,8 @@ class InFlight:
 
     def __init__(self) -> None:
         self._holders: dict[MemoKey, Holder] = {}
+        self._others: dict[MemoKey, dict[str, Holder]] = {}
+        """Sends of a held key for other requests than its holder's, by request id."""
         self._waiters: dict[MemoKey, list[Waiter]] = {}
         self._by_request: dict[str, int] = {}
         """How many pairs wait, per request event id (`waiting_for`, asked often)."""
@@ -89,6 +96,18 @@ class InFlight:
         current = self._holders.get(key)
         if current is None or current.replaced_by(held):
             self._holders[key] = held
+        elif current.request_id != request_id:
+            others = self._others.setdefault(key, {})
+            known = others.get(request_id)
+            if known is None or known.replaced_by(held):
+                others[request_id] = held
+
+    def sent(self, key: MemoKey, request_id: str) -> Holder | None:
+        """The send of `key` for `request_id` in flight, if any: as its holder, or beside it."""
+        current = self._holders.get(key)
+        if current is not None and current.request_id == request_id:
+            return current
+        return self._others.get(key, {}).get(request_id)
 
     def wait(self, waiter: Waiter) -> None:
         """The waiter waits for the holder of its key (once, however often it is added)."""
@@ -100,16 +119,31 @@ class InFlight:
     def land(self, key: MemoKey) -> list[Waiter]:
         """A completion of `key` landed: nothing is in flight for it; the waiters to answer."""
         self._holders.pop(key, None)
+        self._others.pop(key, None)
         return self._counted_out(self._waiters.pop(key, []))
 
     def fail(self, key: MemoKey, request_id: str, attempt: int = 1) -> Waiter | None:
         """Attempt `attempt` of `request_id` failed: if it held `key` (that attempt or an
         earlier one of the request: a retry is sent only after a failure), the key is free and
         the first waiter (removed) is to be sent to a pool in its place."""
+        others = self._others.get(key, {})
+        beside = others.get(request_id)
+        if beside is not None and attempt >= beside.attempt:
+            del others[request_id]  # a send beside the holder failed: the holder stays
+            if not others:
+                del self._others[key]
+            return None
         current = self._holders.get(key)
         if current is None or current.request_id != request_id or attempt < current.attempt:
             return None
         del self._holders[key]
+        if others:  # another request's send is in flight: it holds the key now
+            request, send = next(iter(others.items()))
+            del others[request]
+            if not others:
+                del self._others[key]
+            self._holders[key] = send
+            return None
         waiters = self._waiters.get(key, [])
         if not waiters:
             self._waiters.pop(key, None)
