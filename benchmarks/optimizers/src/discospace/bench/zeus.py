@@ -26,12 +26,13 @@ cost of an attempt divided by the chance of converging), the cumulative cost of 
 against `recurrences * oracle`, and the energy saving of the choice against the default batch
 size at the highest power limit. Random choice draws a configuration uniformly for every attempt.
 
-The worst seed of a workload can end on a batch size other than the cheapest: when the cheapest
-one's two pruning runs cost nearly the same (both drew its slowest training run), its learned
-reward precision pins its posterior there and Thompson sampling does not come back to it. Zeus's
-own simulator (zeus-ml 0.4.0) does the same at the same rate: over seeds 0-299 on
-movielens-1m/ncf, 1.7% of ours and 2.0% of Zeus's end on 8192 on V100 (1.202x the oracle), 3.0%
-and 3.3% on A40 (1.125x).
+The operator runs with its default settings, the robust posterior (`zeus_robust.py` compares
+it with Zeus's own). With `posterior: zeus`, the worst seed of a workload can end on a batch
+size other than the cheapest: when the cheapest one's two pruning runs cost nearly the same
+(both drew its slowest training run), its learned reward precision pins its posterior there and
+Thompson sampling does not come back to it. Zeus's own simulator (zeus-ml 0.4.0) does the same
+at the same rate: over seeds 0-299 on movielens-1m/ncf, 1.7% of ours and 2.0% of Zeus's end on
+8192 on V100 (1.202x the oracle), 3.0% and 3.3% on A40 (1.125x).
 """
 
 from __future__ import annotations
