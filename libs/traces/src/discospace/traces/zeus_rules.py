@@ -84,7 +84,13 @@ def profiling_epoch(profiles: Sequence[LimitProfile]) -> ProfilingEpoch:
 def epochs_within(cost_limit: float | None, epoch_cost: float, max_epochs: int) -> int:
     """Whole epochs a run may train before its cost would pass `cost_limit` (Zeus's early
     stopping: the run stops right before the epoch that would cross it), at most `max_epochs`.
-    None: no limit. 0 means the run cannot afford a single epoch and does not start."""
+    None: no limit. 0 means the run cannot afford a single epoch and does not start.
+
+    As Zeus's simulator computes it (zeus-ml 0.4.0, `simulate.py`: `cost_ub // cost_per_epoch`
+    at the chosen limit), so that the replay makes Zeus's decisions, with its two quirks: a
+    limit equal to a run's reported cost may allow one epoch fewer (the floor of a quotient one
+    ulp below a whole number), and a profiling run's first epoch, dearer than the chosen
+    limit's, is not counted against the limit (its run may end a little above it)."""
     if cost_limit is None:
         return max_epochs
     if epoch_cost <= 0.0:
