@@ -223,6 +223,22 @@ def test_a_worker_without_a_gpu_fails_transiently_so_the_explorer_retries_it():
     assert backend.trained == []
 
 
+def test_a_worker_whose_nvml_cannot_start_fails_transiently(monkeypatch):
+    """The README promises a retry: another worker's machine may read its GPU."""
+    from discospace.actuator.gpu_train.nvml import NvmlUnavailableError
+
+    def unavailable(uuid):
+        raise NvmlUnavailableError("NVML cannot read the GPU (NVML Shared Library Not Found)")
+
+    monkeypatch.setattr(gpu_actuator, "open_counters", unavailable)
+    backend = FakeBackend(devices=1)
+
+    outcome = measure_on_gpu(CONFIG, 1, 60.0, backend=backend)
+
+    assert outcome == TransientFailure("NVML cannot read the GPU (NVML Shared Library Not Found)")
+    assert backend.trained == []
+
+
 def test_without_torch_a_measurement_fails_transiently_naming_what_is_missing(monkeypatch):
     monkeypatch.setattr(gpu_actuator, "load_backend", lambda: None)
     actuator = GpuTrainActuator(GpuTrainParameters(duration="2ba"))

@@ -7,7 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from discospace.actuator.gpu_train.nvml import GpuMonitor, NvmlCounters, open_counters
+from discospace.actuator.gpu_train.nvml import (
+    GpuMonitor,
+    NvmlCounters,
+    NvmlUnavailableError,
+    open_counters,
+)
 
 
 class FakeCounters:
@@ -97,8 +102,14 @@ class NVMLError(Exception):
     pass
 
 
-def fake_pynvml(energy_supported: bool = True, uuids: tuple[str, ...] = ()) -> SimpleNamespace:
+def fake_pynvml(
+    energy_supported: bool = True, uuids: tuple[str, ...] = (), devices: int = 1, loads: bool = True
+) -> SimpleNamespace:
     """The functions of `pynvml` that the counters call, with fixed readings."""
+
+    def init():
+        if not loads:
+            raise NVMLError("NVML Shared Library Not Found")
 
     def energy(handle):
         if not energy_supported:
@@ -112,7 +123,8 @@ def fake_pynvml(energy_supported: bool = True, uuids: tuple[str, ...] = ()) -> S
 
     return SimpleNamespace(
         NVMLError=NVMLError,
-        nvmlInit=lambda: None,
+        nvmlInit=init,
+        nvmlDeviceGetCount=lambda: devices,
         nvmlDeviceGetHandleByUUID=by_uuid,
         nvmlDeviceGetHandleByIndex=lambda index: ("index", index),
         nvmlDeviceGetUtilizationRates=lambda handle: SimpleNamespace(gpu=87, memory=40),
@@ -136,9 +148,25 @@ def test_a_device_without_an_energy_counter_reads_none():
 
 
 def test_the_gpu_is_found_by_its_cuda_uuid_else_by_index():
-    nvml = fake_pynvml(uuids=("GPU-abc",))
+    nvml = fake_pynvml(uuids=("GPU-abc", "MIG-def"))
 
     assert open_counters("abc", nvml=nvml).handle == ("uuid", "GPU-abc")
     assert open_counters("GPU-abc", nvml=nvml).handle == ("uuid", "GPU-abc")
-    assert open_counters("other", nvml=nvml).handle == ("index", 0)
+    assert open_counters("MIG-def", nvml=nvml).handle == ("uuid", "MIG-def")
+    assert open_counters("other", nvml=nvml).handle == ("index", 0)  # the only GPU NVML sees
     assert open_counters(None, index=2, nvml=nvml).handle == ("index", 2)
+
+
+def test_a_uuid_nvml_does_not_know_among_several_gpus_is_no_guess():
+    """Device 0 was read instead: another GPU's energy and power, stored as this run's."""
+    nvml = fake_pynvml(uuids=("GPU-abc",), devices=4)
+
+    with pytest.raises(NvmlUnavailableError, match=r"NVML knows no GPU GPU-other .* among its 4"):
+        open_counters("other", nvml=nvml)
+
+
+def test_nvml_that_cannot_start_is_unavailable_not_a_crash():
+    """pynvml installed, the driver's library not mounted (a container without the utility
+    capability): nvmlInit raised, and the measurement failed for good."""
+    with pytest.raises(NvmlUnavailableError, match=r"NVML cannot read the GPU .*Not Found"):
+        open_counters("abc", nvml=fake_pynvml(loads=False))

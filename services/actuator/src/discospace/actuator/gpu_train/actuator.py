@@ -37,7 +37,13 @@ from discospace.actuator.gpu_train.backend import (
     is_out_of_memory,
     load_backend,
 )
-from discospace.actuator.gpu_train.nvml import GpuCounters, GpuMonitor, GpuUsage, open_counters
+from discospace.actuator.gpu_train.nvml import (
+    GpuCounters,
+    GpuMonitor,
+    GpuUsage,
+    NvmlUnavailableError,
+    open_counters,
+)
 from discospace.actuator.plugin import MeasurementTask, Outcome, TransientFailure
 from discospace.core import ExperimentSpec, Time
 from discospace.core.canonical import Value
@@ -150,6 +156,8 @@ def measure_on_gpu(
             counters = open_counters(backend.device_uuid(0))
         except ImportError:
             return TransientFailure("no NVML: gpu_train needs nvidia-ml-py (the gpu extra)")
+        except NvmlUnavailableError as error:  # another worker's machine may have it
+            return TransientFailure(str(error))
     monitor = GpuMonitor(counters, interval_s)
     try:
         run = backend.train_on_device(config, lambda: monitor)

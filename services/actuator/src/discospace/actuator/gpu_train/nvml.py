@@ -158,20 +158,36 @@ class NvmlCounters:
             return None
 
 
+class NvmlUnavailableError(RuntimeError):
+    """NVML cannot read the GPU a measurement runs on (no driver library, no such device):
+    the worker's environment, not the configuration; `str()` says why in one sentence."""
+
+
 def open_counters(uuid: str | None, index: int = 0, nvml: ModuleType | Any = None) -> NvmlCounters:
     """The counters of the GPU with this UUID (as CUDA names it), else of NVML device `index`.
 
     CUDA and NVML may number devices differently (`CUDA_VISIBLE_DEVICES`), the UUID does not.
+    A UUID NVML does not know falls back to device `index` only when NVML sees one GPU: with
+    several, that would read another GPU's energy and power as this run's. `NvmlUnavailableError`
+    when NVML cannot start (its library missing: pynvml installed, the driver's library not
+    mounted) or the GPU cannot be told.
     """
     if nvml is None:
         import pynvml
 
         nvml = pynvml
-    nvml.nvmlInit()
-    if uuid:
-        name = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
-        try:
-            return NvmlCounters(nvml, nvml.nvmlDeviceGetHandleByUUID(name))
-        except nvml.NVMLError:
-            pass
-    return NvmlCounters(nvml, nvml.nvmlDeviceGetHandleByIndex(index))
+    try:
+        nvml.nvmlInit()
+        if uuid:
+            name = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+            try:
+                return NvmlCounters(nvml, nvml.nvmlDeviceGetHandleByUUID(name))
+            except nvml.NVMLError:
+                if nvml.nvmlDeviceGetCount() != 1:
+                    raise NvmlUnavailableError(
+                        f"NVML knows no GPU {name} (CUDA's device) among its "
+                        f"{nvml.nvmlDeviceGetCount()}: its counters would be another GPU's"
+                    ) from None
+        return NvmlCounters(nvml, nvml.nvmlDeviceGetHandleByIndex(index))
+    except nvml.NVMLError as error:
+        raise NvmlUnavailableError(f"NVML cannot read the GPU ({error})") from None
