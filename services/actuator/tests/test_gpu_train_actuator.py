@@ -239,6 +239,26 @@ def test_a_worker_whose_nvml_cannot_start_fails_transiently(monkeypatch):
     assert backend.trained == []
 
 
+def test_nvml_failing_during_the_run_fails_it_transiently_not_a_partial_reading():
+    """The sampling thread died with the error (printed only) and the run was stored as valid,
+    its utilization and power averaged over the samples before the error."""
+
+    class Failing(FakeCounters):
+        reads = 0
+
+        def utilization_percent(self) -> float:
+            self.reads += 1
+            if self.reads > 1:  # the first reading, at the start; the thread's fail
+                raise RuntimeError("Unknown Error\nmore")
+            return 80.0
+
+    outcome = measure_on_gpu(CONFIG, 1, 0.01, backend=FakeBackend(), counters=Failing())
+
+    assert outcome == TransientFailure(
+        "NVML stopped answering during the run (Unknown Error): its readings cover part of it only"
+    )
+
+
 def test_without_torch_a_measurement_fails_transiently_naming_what_is_missing(monkeypatch):
     monkeypatch.setattr(gpu_actuator, "load_backend", lambda: None)
     actuator = GpuTrainActuator(GpuTrainParameters(duration="2ba"))

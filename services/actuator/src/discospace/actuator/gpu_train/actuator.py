@@ -165,6 +165,11 @@ def measure_on_gpu(
         if is_out_of_memory(error):
             return InvalidMeasurement(reason=f"out of memory: {first_line(error)}")
         raise
+    if monitor.failure is not None:
+        return TransientFailure(
+            f"NVML stopped answering during the run ({first_line(monitor.failure)}): its "
+            "readings cover part of it only"
+        )
     return outcome_of(config, gpus, run, monitor.usage(_reserved_fraction(run)))
 
 

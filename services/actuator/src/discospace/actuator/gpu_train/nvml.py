@@ -71,6 +71,9 @@ class GpuMonitor:
     _stopped_s: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    failure: Exception | None = None
+    """What stopped the sampling thread before the run ended (NVML lost the GPU, a reading
+    not supported): the samples then cover part of the run only."""
 
     def __enter__(self) -> GpuMonitor:
         self._energy_at_start = self.counters.energy_joules()
@@ -84,13 +87,20 @@ class GpuMonitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.sample()
         self._stopped_s = self.clock()
-        self._energy_at_end = self.counters.energy_joules()
+        try:
+            self.sample()
+            self._energy_at_end = self.counters.energy_joules()
+        except Exception as error:  # as in the thread: the run's readings are incomplete
+            self.failure = self.failure or error
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.sample()
+            try:
+                self.sample()
+            except Exception as error:  # kept for the caller: a thread's error is only printed
+                self.failure = error
+                return
 
     def sample(self) -> None:
         """Read every counter once."""
