@@ -117,3 +117,31 @@ def test_two_services_migrating_at_once_end_with_one_schema(
     finally:
         for client in clients:
             client.close()
+
+
+@pytest.mark.parametrize("foreign", ["events", "schema_migrations"])
+def test_a_table_of_the_same_name_made_by_something_else_is_refused_with_a_sentence(
+    store_settings, foreign: str
+) -> None:
+    """CREATE TABLE IF NOT EXISTS left it be and the migration was recorded: every write then
+    failed and was retried for good (or, for the history table, a raw ClickHouse error)."""
+    client = connect(store_settings)
+    try:
+        client.command(
+            f"CREATE TABLE {foreign} (id UInt64, name String) ENGINE = MergeTree ORDER BY id"
+        )
+        with pytest.raises(MigrationError, match=rf"^The store's table {foreign} was made by"):
+            migrate(client)
+    finally:
+        client.close()
+
+
+def test_a_store_migrated_by_a_newer_version_is_used_with_a_warning(store_client, caplog) -> None:
+    migrate(store_client, (*MIGRATIONS, _EXTRA))
+
+    with caplog.at_level("WARNING", logger="discospace.store.migrations"):
+        assert migrate(store_client) == []
+
+    assert f"the store holds migrations {_EXTRA.version}, which this code does not know" in (
+        caplog.text
+    )

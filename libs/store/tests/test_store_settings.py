@@ -144,3 +144,10 @@ def test_a_chdb_data_dir_under_home_is_described_where_it_is_opened(monkeypatch,
     monkeypatch.setenv("HOME", str(tmp_path))
     described = StoreSettings(url=None, data_dir=Path("~/store")).describe()
     assert described == f"chDB at {tmp_path / 'store'} (database discospace)"
+
+
+@pytest.mark.parametrize("name", ["system", "INFORMATION_SCHEMA", "_temporary_and_external_tables"])
+def test_clickhouses_own_databases_are_refused_as_the_store_database(name: str) -> None:
+    """`system` holds a table `events` of its own, which the store took for its events table."""
+    with pytest.raises(StoreSettingsError, match=f"'{name}' is one of ClickHouse's own databases"):
+        StoreSettings(database=name).check()

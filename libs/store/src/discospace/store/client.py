@@ -137,11 +137,21 @@ def connect(settings: StoreSettings | None = None) -> Client:
     return client
 
 
+_RESERVED_DATABASES = frozenset({"system", "information_schema", "_temporary_and_external_tables"})
+"""ClickHouse's own databases: `system` holds a table `events` of its own, which the store
+then took for its events table (every write failed)."""
+
+
 def _checked_database(name: str) -> str:
     if not _DATABASE_NAME.match(name):
         raise StoreSettingsError(
             f"The store database name {name!r} must start with a letter or underscore and hold "
             "only letters, digits and underscores (64 at most)."
+        )
+    if name.lower() in _RESERVED_DATABASES:
+        raise StoreSettingsError(
+            f"The store database name {name!r} is one of ClickHouse's own databases: choose "
+            "another (the default is discospace)."
         )
     return name
 

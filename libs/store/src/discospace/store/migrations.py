@@ -24,6 +24,7 @@ Tables serving a space's views should likewise start their ORDER BY with the spa
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from clickhouse_connect.driver.client import Client
+
+    from discospace.store.schema import Table
+
+logger = logging.getLogger("discospace.store.migrations")
 
 
 @dataclass(frozen=True)
@@ -83,15 +88,55 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 
 def migrate(client: Client, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
-    """Apply the migrations the store lacks, in order; return the versions applied now."""
+    """Apply the migrations the store lacks, in order; return the versions applied now.
+
+    Every table the store's migrations create must then hold the columns declared for it: a
+    table of the same name made by something else (`CREATE TABLE IF NOT EXISTS` leaves it be)
+    is refused here with a sentence, where every write would have failed afterwards."""
+    from clickhouse_connect.driver.exceptions import Error
+
     _check_history_order(migrations)
-    client.command(SCHEMA_MIGRATIONS.create_statement())
-    applied = applied_migrations(client)
+    try:
+        client.command(SCHEMA_MIGRATIONS.create_statement())
+        _check_columns(client, (SCHEMA_MIGRATIONS,))
+        applied = applied_migrations(client)
+    except Error as error:
+        raise MigrationError(
+            f"Cannot read the store's migration history: {reason_of(error)}."
+        ) from error
     _check_unchanged(migrations, applied)
+    newer = sorted(set(applied) - {m.version for m in migrations})
+    if newer:
+        logger.warning(
+            "the store holds migrations %s, which this code does not know (a newer version "
+            "of discospace migrated it): upgrade this service",
+            ", ".join(map(str, newer)),
+        )
     missing = [m for m in migrations if m.version not in applied]
     for migration in missing:
         _apply(client, migration)
+    _check_columns(client, (EVENTS, CONSUMER_OFFSETS, *PROJECTION_TABLES))
     return [m.version for m in missing]
+
+
+def _check_columns(client: Client, tables: Sequence[Table]) -> None:
+    """`MigrationError` naming a table that lacks columns declared for it."""
+    result = client.query(
+        "SELECT table, name FROM system.columns WHERE database = currentDatabase()"
+        " AND table IN {tables:Array(String)}",
+        parameters={"tables": [table.name for table in tables]},
+    )
+    present: dict[str, set[str]] = {}
+    for table, name in result.result_rows:
+        present.setdefault(str(table), set()).add(str(name))
+    for table in tables:
+        missing = [c for c in table.column_names if c not in present.get(table.name, set())]
+        if missing and table.name in present:
+            raise MigrationError(
+                f"The store's table {table.name} was made by something else: it has no column "
+                f"{', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}; give the store "
+                "a database of its own (CLICKHOUSE_URL's path, or DISCOSPACE_STORE_DATABASE)."
+            )
 
 
 def applied_migrations(client: Client) -> dict[int, str]:
