@@ -32,7 +32,9 @@ class SearchOptions(BaseModel):
     transfer: bool = Field(
         default=True,
         description="Learn from the sample store's results outside the space (the same "
-        "experiment on other values, e.g. another model): they choose the start-up points.",
+        "experiment on other values, e.g. another model): they choose the start-up points of "
+        "TPE and GP on a space whose points can be listed (finite, at most 50,000, or given as "
+        "candidates); CMA-ES, NSGA-II and larger or continuous spaces start at random.",
     )
     multivariate: bool = Field(
         default=True, description="TPE models the parameters jointly rather than one by one."
