@@ -30,7 +30,7 @@ from discospace.runtime import (
     create_service,
     is_transient,
 )
-from discospace.runtime.deadletter import pause
+from discospace.runtime.deadletter import DeadLetterPolicy, pause
 from discospace.runtime.failures import Attempts, settle
 
 from .conftest import announcement, event_of, fixed_clock, sample
@@ -331,6 +331,62 @@ async def test_the_pause_before_a_message_comes_again_grows(topics, monkeypatch)
 
     assert pauses == [0.5, 1.0, 2.0, 3.0, 3.0]
     assert len(dead_letters) == 1
+
+
+def _dead_letter_policy(service: Service) -> DeadLetterPolicy:
+    [policy] = [m for m in service.broker.middlewares if isinstance(m, DeadLetterPolicy)]
+    return policy
+
+
+async def test_a_dead_letter_the_topic_refuses_as_too_large_goes_without_its_original(topics):
+    """A dead-letter topic taking smaller messages than the service: the letter was refused,
+    and the message redelivered, at once and for good."""
+    flaky = Flaky({"bad": [ValueError("no such pool 'x'")]})
+    service, dead_letters = _service(topics, flaky, handler_max_attempts=1)
+    policy = _dead_letter_policy(service)
+    publish = policy.publish
+
+    async def small_topic(letter: DeadLettered) -> None:
+        if letter.original_base64:
+            raise kafka_errors.MessageSizeTooLargeError("the topic's max.message.bytes")
+        await publish(letter)
+
+    object.__setattr__(policy, "publish", small_topic)
+    poison = encode(announcement("bad"))
+    async with TestKafkaBroker(service.broker) as broker:
+        await broker.publish(poison, topics.actuators)
+
+    [letter] = dead_letters
+    assert isinstance(letter, DeadLettered)
+    assert (letter.original_base64, letter.original_truncated) == ("", True)
+    assert letter.original_size == len(poison)
+
+
+async def test_a_dead_letter_that_cannot_be_published_is_waited_out_with_the_backoff(
+    topics, monkeypatch
+):
+    """The give-up verdict paused 0 s: redelivered at once, for good, in a busy loop."""
+    pauses: list[float] = []
+
+    async def no_pause(seconds: float, subscriber: object) -> None:
+        pauses.append(seconds)
+
+    monkeypatch.setattr("discospace.runtime.deadletter.pause", no_pause)
+    flaky = Flaky({"bad": [ValueError("no such pool 'x'")] * 10})
+    service, _ = _service(topics, flaky, retry_backoff_s=1.0, retry_backoff_max_s=8.0)
+    policy = _dead_letter_policy(service)
+
+    async def refused(letter: DeadLettered) -> None:
+        raise kafka_errors.InvalidTopicError("the dead-letter topic's name is refused")
+
+    object.__setattr__(policy, "publish", refused)
+    async with TestKafkaBroker(service.broker) as broker:
+        for _ in range(6):
+            with pytest.raises((ValueError, kafka_errors.InvalidTopicError)):
+                await broker.publish(encode(announcement("bad")), topics.actuators)
+
+    assert 0.0 not in pauses
+    assert pauses[-1] == 8.0
 
 
 class Subscriber:

@@ -135,6 +135,11 @@ class DeadLettered(Event):
             update={"original_base64": _base64(kept), "original_truncated": kept != original}
         )
 
+    def without_original(self) -> DeadLettered:
+        """This letter with none of the original's bytes (its size and SHA-256 kept): for a
+        dead-letter topic that takes smaller messages than the service that set it aside."""
+        return self.model_copy(update={"original_base64": "", "original_truncated": True})
+
     def original(self) -> bytes:
         """The message value as it was read (its start only, when `original_truncated`)."""
         return base64.b64decode(self.original_base64)

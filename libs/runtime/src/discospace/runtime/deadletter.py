@@ -35,25 +35,26 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
 from aiokafka import ConsumerRecord, TopicPartition
+from aiokafka import errors as kafka_errors
 from aiokafka.errors import IllegalStateError
 from faststream import BaseMiddleware
 from faststream._internal.context.repository import ContextRepo
 from faststream.exceptions import HandlerException
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 
-from discospace.events import MAX_MESSAGE_BYTES, DeadLettered, EventDecodeError
+from discospace.events import MAX_MESSAGE_BYTES, DeadLettered, EventDecodeError, EventTooLargeError
 from discospace.events.factory import Clock
 from discospace.runtime.committing import commits_of
 from discospace.runtime.consuming import AlreadyFolded
 from discospace.runtime.failures import Attempts, Verdict
 from discospace.runtime.lag import group_of
 from discospace.runtime.metrics import HANDLER_FAILED, RuntimeMetrics
-from discospace.runtime.stalls import PartitionKey, StallWatch
+from discospace.runtime.stalls import PartitionKey, StallWatch, describe
 
 IGNORED_KIND = "unexpected_type"
 """The decode error kind of a valid event no handler takes: ignored, never dead-lettered."""
@@ -81,6 +82,23 @@ class DeadLetterPolicy:
     def __call__(self, msg: Any, /, *, context: ContextRepo) -> DeadLetterMiddleware:
         """FastStream builds one middleware per message through this call."""
         return DeadLetterMiddleware(msg, context=context, policy=self)
+
+    async def send(self, record: ConsumerRecord[Any, Any], reason: str) -> None:
+        """Publish `record`'s dead letter; without the original when the dead-letter topic
+        refuses it as too large (it takes smaller messages than this service's limit: its size
+        and SHA-256 stay), where the letter was refused, and the message redelivered, for good."""
+        letter = self.dead_letter(record, reason)
+        try:
+            await self.publish(letter)
+        except (EventTooLargeError, kafka_errors.MessageSizeTooLargeError) as refused:
+            if not letter.original_base64:
+                raise
+            logger.warning(
+                "the dead letter with its original was refused (%s): sent without it",
+                describe(refused),
+                extra=_position(record),
+            )
+            await self.publish(letter.without_original())
 
     def dead_letter(self, record: ConsumerRecord[Any, Any], reason: str) -> DeadLettered:
         """The dead letter of `record`, set aside by this service for `reason`."""
@@ -133,7 +151,14 @@ class DeadLetterMiddleware(BaseMiddleware):
             decided = await self._decide(record, exc_val)
         except Exception as error:  # setting it aside failed: the message comes again
             verdict = self.policy.attempts.failed(*self._at(record), error)
-            await self._hand_back(record, error, verdict)
+            # the dead-letter topic is a dependency: its failure is waited out with the
+            # backoff, whatever kind (a verdict to give up paused 0 s: redelivered at once,
+            # for good, its partition blocked in a busy loop)
+            policy = self.policy.attempts.policy
+            waited = replace(
+                verdict, transient=True, give_up=False, pause_s=policy.pause_s(verdict.failures)
+            )
+            await self._hand_back(record, error, waited)
             raise
         return decided
 
@@ -242,7 +267,7 @@ class DeadLetterMiddleware(BaseMiddleware):
         await self._publish(record, verdict.reason, HANDLER_FAILED)
 
     async def _publish(self, record: ConsumerRecord[Any, Any], reason: str, kind: str) -> None:
-        await self.policy.publish(self.policy.dead_letter(record, reason))
+        await self.policy.send(record, reason)
         self.policy.metrics.dead_lettered.labels(reason_kind=kind).inc()
         logger.warning(
             "dead-lettered a message: %s", reason, extra=_position(record) | {"reason_kind": kind}

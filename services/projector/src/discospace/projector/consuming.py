@@ -150,7 +150,7 @@ def dead_letter_to(service: Service) -> DeadLetter:
     policy = _dead_letter_policy(service)
 
     async def dead_letter(record: Record, error: EventDecodeError) -> None:
-        await policy.publish(policy.dead_letter(record, error.reason))
+        await policy.send(record, error.reason)
         service.metrics.dead_lettered.labels(reason_kind=error.kind).inc()
         logger.warning(
             "dead-lettered a message: %s",
