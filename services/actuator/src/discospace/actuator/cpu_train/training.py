@@ -33,6 +33,9 @@ from discospace.actuator.cpu_train.model import (
 from discospace.actuator.cpu_train.plan import TrainConfig
 from discospace.actuator.cpu_train.presets import ModelPreset
 
+np.random.default_rng  # noqa: B018  (numpy imports numpy.random lazily, at its first use: here,
+# not inside the first run's traced peak, which then counted its 0.6 MiB of modules)
+
 FINAL_LOSS_WINDOW = 10
 """The final loss is the mean over the last steps (up to this many): one step's loss is noisy."""
 
@@ -69,7 +72,10 @@ class TrainResult:
 
     @property
     def final_loss(self) -> float:
-        return float(np.mean(self.losses[-FINAL_LOSS_WINDOW:]))
+        """The mean loss of the last timed steps (the warm-up's, an untrained model's, only
+        when no step was timed)."""
+        timed = self.losses[1:] or self.losses
+        return float(np.mean(timed[-FINAL_LOSS_WINDOW:]))
 
     @property
     def diverged(self) -> bool:
@@ -80,10 +86,12 @@ def train(
     config: TrainConfig,
     timer: Callable[[], float] = time.perf_counter,
     batches: BatchSource | None = None,
+    peak_limit_bytes: int | None = None,
 ) -> TrainResult:
     """Train from random weights on `batches` (default: the synthetic stream): one traced
     warm-up step, then the timed steps until the config's stop. Only the timed steps count in
-    the runtime."""
+    the runtime. A warm-up peak above `peak_limit_bytes` ends the run there (no timed step):
+    every later step allocates the same, so the run would only confirm it."""
     preset = config.preset
     with traced_peak() as peak:
         source = batches or MarkovStream.create(preset.vocab_size, config.seed).batch
@@ -91,6 +99,16 @@ def train(
         optimizer = AdamW(preset.learning_rate)
         losses = [_step(params, optimizer, preset, source(0, *_shape(config)))]
     begun = timer()
+    if peak_limit_bytes is not None and peak.bytes > peak_limit_bytes:
+        return TrainResult(
+            steps=0,
+            runtime_s=1e-9,
+            peak_memory_bytes=peak.bytes,
+            losses=tuple(losses),
+            tokens_per_batch=config.tokens_per_batch,
+            batch_size=config.batch_size,
+            parameters=params,
+        )
     while not config.finished(len(losses) - 1, timer() - begun):
         batch = source(len(losses), *_shape(config))
         losses.append(_step(params, optimizer, preset, batch))
