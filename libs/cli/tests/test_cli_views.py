@@ -358,6 +358,16 @@ def test_operation_list_narrows_to_a_space_and_statuses(options: list[str], list
     assert [op["operation_id"] for op in as_json] == listed
 
 
+def test_operation_list_refuses_parent_and_top_level_together() -> None:
+    """Together they always listed nothing, in silence."""
+    result = cli("operation", "list", "--parent", "op-1", "--top-level")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: --parent and --top-level exclude each other: a pipeline's operations are not "
+        "top-level; give one of them\n",
+    )
+
+
 def test_operation_list_refuses_a_status_operations_never_have() -> None:
     result = cli("operation", "list", "--status", "done")
     assert result.exit_code == 2

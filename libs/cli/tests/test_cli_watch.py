@@ -152,3 +152,44 @@ def test_without_a_best_the_choice_is_what_the_operator_found() -> None:
     assert best_text(progress("completed", 3, 3, choice=ZEUS_CHOICE)) == (
         "batch_size=128, power_limit=175"
     )
+
+
+class _AwayError(Exception):
+    """Stands for the projector answering 503, or not at all, for now."""
+
+
+def test_a_projector_away_for_a_while_is_polled_through_and_the_watch_goes_on() -> None:
+    """Once, a 503 (its store briefly unreadable) ended the watch, with the exit code of a
+    failed operation, while the operation ran on."""
+    running, completed = progress("running", 4, 1), progress("completed", 4, 4)
+    answers = iter([running, _AwayError(), _AwayError(), progress("running", 4, 2), completed])
+
+    def fetch() -> OperationProgress:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    sleeps: list[float] = []
+    out = io.StringIO()
+    final = follow(fetch, 0.5, Console(file=out), sleeps.append, away=(_AwayError,))
+
+    assert final.status == "completed"
+    assert len(sleeps) == 4
+
+
+def test_a_projector_away_for_longer_than_the_grace_ends_the_watch_with_its_error() -> None:
+    def fetch() -> OperationProgress:
+        raise _AwayError("the projector at http://p is not answering")
+
+    sleeps: list[float] = []
+    with pytest.raises(_AwayError, match="not answering"):
+        follow(
+            fetch,
+            0.5,
+            Console(file=io.StringIO()),
+            sleeps.append,
+            away=(_AwayError,),
+            away_grace_s=5,
+        )
+    assert len(sleeps) == 10

@@ -106,10 +106,16 @@ def list_operations(
     why each failed operation failed below the table."""
     from rich.console import Console
 
+    from discospace.cli.errors import CliError
     from discospace.cli.projector import projector_client
     from discospace.cli.views import print_json, print_line, print_wide, table
     from discospace.cli.watch import ending
 
+    if parent is not None and top_level:
+        raise CliError(
+            "--parent and --top-level exclude each other: a pipeline's operations are not "
+            "top-level; give one of them"
+        )
     with projector_client(settings_of(ctx)) as client:
         if parent is not None:
             client.operation(parent)  # an unknown pipeline is one sentence, not an empty list

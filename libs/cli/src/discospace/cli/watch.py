@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 UNSEEN_GRACE_S = 60.0
 """How long `operation create --watch` waits for the projector to show the operation it just
 requested (its explorer may be starting, replaying the topics)."""
+AWAY_GRACE_S = 60.0
+"""How long a watch rides out a projector that does not answer or cannot read its store (a
+restart, a store briefly away) before it gives up: once, it ended the watch with the exit code
+of a failed operation while the operation ran on."""
 KNOWN_GRACE_S = 5.0
 """How long `operation watch` waits for an operation the projector does not know: one just
 requested by another command may not be projected yet, a mistyped id never will be."""
@@ -223,15 +227,27 @@ def follow(
     sleep: Callable[[float], None] = time.sleep,
     expand: Expand | None = None,
     unseen_grace_s: float = UNSEEN_GRACE_S,
+    away: tuple[type[Exception], ...] = (),
+    away_grace_s: float = AWAY_GRACE_S,
 ) -> "OperationProgress":
     """Poll ``fetch`` (None while the operation is not visible yet) until the operation ends:
     one bar for an operation, a board of its jobs for a pipeline (``expand`` reads a running
-    trial's child pipeline). An operation not visible for ``unseen_grace_s`` is an error."""
-    unseen_s = 0.0
+    trial's child pipeline). An operation not visible for ``unseen_grace_s`` is an error; an
+    error of the kinds ``away`` (the projector for now unavailable) is polled through for up to
+    ``away_grace_s`` in a row, then raised."""
+    unseen_s = away_s = 0.0
     display: _OperationBar | _PipelineBoard | None = None
     try:
         while True:
-            progress = fetch()
+            try:
+                progress = fetch()
+            except away:
+                away_s += interval_s
+                if away_s > away_grace_s:
+                    raise
+                sleep(interval_s)
+                continue
+            away_s = 0.0
             if progress is None:
                 unseen_s += interval_s
                 if unseen_s > unseen_grace_s:
@@ -264,7 +280,7 @@ def watch_operation(
 ) -> "OperationProgress":
     """Follow an operation through the projector until it ends; print how it ended (a
     pipeline: with its jobs' results and its best)."""
-    from discospace.client import NotKnownError
+    from discospace.client import NotKnownError, ProjectorUnavailableError
 
     console = Console(stderr=True)
     with projector_client(settings) as client:
@@ -275,7 +291,14 @@ def watch_operation(
             except NotKnownError:
                 return None
 
-        final = follow(fetch, interval_s, console, expand=fetch, unseen_grace_s=unseen_grace_s)
+        final = follow(
+            fetch,
+            interval_s,
+            console,
+            expand=fetch,
+            unseen_grace_s=unseen_grace_s,
+            away=(ProjectorUnavailableError,),
+        )
     print_line(console, f"{operation_id} {final.status}: {ending(final)}")
     if final.is_pipeline and final.best is not None:
         print_line(console, f"best {best_text(final)}: {values_text(final.best.entity_values)}")
