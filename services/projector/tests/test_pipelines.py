@@ -312,7 +312,7 @@ def test_a_childs_best_found_the_other_way_is_not_the_pipelines_best() -> None:
     )
     from discospace.projector.pipelines import jobs_best
 
-    def job(name: str, direction: str, value: float) -> PipelineJob:
+    def job(name: str, direction: str, value: float, stage: str = "execute") -> PipelineJob:
         best = BestSoFar(
             property="train_tokens_per_second",
             direction=direction,
@@ -327,10 +327,19 @@ def test_a_childs_best_found_the_other_way_is_not_the_pipelines_best() -> None:
         child = ChildProgress(
             operation_id=f"op-{name}", status="completed", counts=counts, done=2, best=best
         )
-        return PipelineJob(job=name, stage="probe", status="completed", child=child)
+        return PipelineJob(job=name, stage=stage, status="completed", child=child)
 
-    slowest_first = [job("probe", "min", 1000.0), job("search", "max", 1200.0)]
+    slowest_first = [job("search", "max", 1200.0), job("check", "min", 1000.0, "evaluate")]
     best = jobs_best(slowest_first, TPS)
     assert best is not None
     assert (best.direction, best.value, best.entity_id) == ("max", 1200.0, "e-search")
-    assert jobs_best([job("probe", "min", 1000.0)], TPS) is None
+    assert jobs_best([job("check", "min", 1000.0)], TPS) is None
+
+    # a running pipeline names what the explorer will name: the last execute or evaluate job
+    # with a best, never a probe's (3000 at batch 8, outside the refined space, was shown
+    # while the search on it stood at 2500)
+    probe_first = [job("probe", "max", 3000.0, "probe"), job("search", "max", 2500.0)]
+    best = jobs_best(probe_first, TPS)
+    assert best is not None
+    assert (best.value, best.entity_id) == (2500.0, "e-search")
+    assert jobs_best([job("probe", "max", 3000.0, "probe")], TPS) is None

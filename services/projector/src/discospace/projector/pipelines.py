@@ -221,10 +221,22 @@ def pipeline_objective(parameters: OperationParameters) -> Objective | None:
     return ranking_objective(parameters.options, parameters.objective)
 
 
+RESULT_STAGES = ("execute", "evaluate")
+"""The stages whose jobs hold a pipeline's best: the explorer names the last of their jobs (in
+the spec's order) with a best, never a probe's (its entity may lie outside the refined space)."""
+
+
 def jobs_best(jobs: Sequence[PipelineJob], objective: Objective | None) -> BestSoFar | None:
-    """The best of the trials' objective values, or of the children's bests, for
-    `objective` (the first to reach it wins ties)."""
+    """The best the pipeline names so far for `objective`, by the explorer's rule: of trials,
+    the best trial's objective value (the first to reach it wins ties); else the best of the
+    last execute or evaluate job that has one."""
     if objective is None:
+        return None
+    if not any(job.stage == TRIALS_STAGE for job in jobs):
+        for job in reversed([job for job in jobs if job.stage in RESULT_STAGES]):
+            found = _job_best(job, objective)
+            if found is not None:
+                return found
         return None
     best: BestSoFar | None = None
     for candidate in (_job_best(job, objective) for job in jobs):
