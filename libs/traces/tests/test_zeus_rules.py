@@ -161,3 +161,17 @@ def test_profiling_a_batch_size_lacking_a_limit_covers_only_the_limits_it_has() 
 
     assert (got.power_limit, got.time_s) == (200, pytest.approx(11.0 + 2 * 10.0))
     assert planned == got
+
+
+def test_a_run_is_stopped_and_profiled_at_the_max_power_its_optimizer_prices_time_with():
+    """The actuator priced time at the GPU's highest limit, the optimizer at the highest of
+    its space's: the same limit stopped runs short that the optimizer meant to converge."""
+    profiles = (LimitProfile(100, 20.0, 90.0), LimitProfile(150, 12.0, 140.0))
+    at_gpu = RunControls(cost_limit=20_000.0)
+    at_space = RunControls(cost_limit=20_000.0, max_power=150.0)
+
+    gpu = controlled_run(profiles, 150, 10.0, 0.5, 250.0, 50, at_gpu)
+    space = controlled_run(profiles, 150, 10.0, 0.5, 250.0, 50, at_space)
+
+    assert (gpu.converged, gpu.epochs) == (False, 8.0)  # (0.5*140 + 0.5*250) * 12: 2340 an epoch
+    assert (space.converged, space.epochs) == (True, 10.0)  # (0.5*140 + 0.5*150) * 12: 1740

@@ -84,6 +84,7 @@ def test_the_experiment_needs_the_workload_knobs_and_gpu_and_takes_eta_and_run_c
         "cost_limit": 0,
         "profile_power": 0,
         "max_epochs": 0,
+        "max_power": 0,
     }
     assert set(spec.target_properties) == {
         "target_epoch",

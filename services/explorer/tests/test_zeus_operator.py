@@ -124,6 +124,24 @@ def test_reusing_runs_from_the_store_is_refused(space):
     assert "single_measurement to false" in (ZeusBso().check(reusing, space) or "")
 
 
+def test_an_eta_other_than_the_one_the_experiment_prices_runs_with_is_refused(make_space):
+    """The operator's cost limit, at its eta, stopped the runs the actuator priced at the
+    experiment's: runs that should converge stopped short, and were retried."""
+    priced = RUN.model_copy(update={"optional_properties": {"eta": 0.5}})
+    entry = known_space(make_space(PROPERTIES, (priced,)))
+    assert isinstance(entry, KnownSpace)
+
+    assert ZeusBso().check(parameters(eta=0.5), entry) is None
+    assert ZeusBso().check(parameters(eta=1.0), entry) == (
+        "zeus_bso's eta 1 is not the 0.5 experiment 'train_to_target' prices its runs with: give "
+        "the option eta: 0.5, or parameterize the experiment with eta: 1"
+    )
+    fixed = (*PROPERTIES, PropertySpec(name="eta", values=(0.7,)))  # the entity's value wins
+    entry = known_space(make_space(fixed, (priced,)))
+    assert isinstance(entry, KnownSpace)
+    assert "is not the 0.7 experiment" in (ZeusBso().check(parameters(eta=0.5), entry) or "")
+
+
 def test_a_space_without_recurrence_is_refused(make_space):
     entry = known_space(make_space(PROPERTIES[:3], (RUN,)))
     assert isinstance(entry, KnownSpace)
@@ -185,13 +203,15 @@ def test_a_space_whose_experiment_reports_no_run_is_refused(make_space):
 
 def test_the_first_run_profiles_power_at_the_default_batch_size(space):
     proposal = ZeusBso().propose(view(space))
-    assert proposal == Measure((point(32, 200, 0),), ({"profile_power": 1},))
+    assert proposal == Measure((point(32, 200, 0),), ({"profile_power": 1, "max_power": 200.0},))
 
 
 def test_the_next_run_carries_the_early_stopping_limit_and_the_profiled_limit(space):
     first = outcome(point(32, 200, 0), 1500.0, trained_power_limit=100)
     proposal = ZeusBso().propose(view(space, [first]))
-    assert proposal == Measure((point(16, 200, 1),), ({"cost_limit": 3000.0, "profile_power": 1},))
+    assert proposal == Measure(
+        (point(16, 200, 1),), ({"cost_limit": 3000.0, "profile_power": 1, "max_power": 200.0},)
+    )
 
 
 def test_a_profiled_batch_size_runs_at_the_limit_profiling_chose(space):
@@ -202,13 +222,13 @@ def test_a_profiled_batch_size_runs_at_the_limit_profiling_chose(space):
         outcome(point(64, 200, 3), 30.0, converged=False, trained_power_limit=100),
     ]
     proposal = ZeusBso().propose(view(space, history))
-    assert proposal == Measure((point(32, 100, 4),), ({"cost_limit": 20.0},))
+    assert proposal == Measure((point(32, 100, 4),), ({"cost_limit": 20.0, "max_power": 200.0},))
 
 
 def test_max_epochs_is_passed_to_every_run(space):
     proposal = ZeusBso().propose(view(space, max_epochs=12))
     assert isinstance(proposal, Measure)
-    assert proposal.inputs == ({"profile_power": 1, "max_epochs": 12},)
+    assert proposal.inputs == ({"profile_power": 1, "max_power": 200.0, "max_epochs": 12},)
 
 
 def test_free_slots_before_anything_converged_start_only_the_exploration(space):

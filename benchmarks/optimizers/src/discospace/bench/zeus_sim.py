@@ -65,14 +65,16 @@ class Simulator:
             zeus_job.max_power,
         )
 
-    def run(self, plan: Plan, rng: np.random.Generator) -> Attempt:
+    def run(self, plan: Plan, rng: np.random.Generator, max_power: float | None = None) -> Attempt:
         """One run of `plan` on a training run drawn with `rng`, under the rules the replay
         actuator applies (`discospace.traces.zeus_rules.simulated_run`)."""
-        return self.run_to(plan, self.trace.sample_run(self.workload, plan.batch_size, rng))
+        epoch = self.trace.sample_run(self.workload, plan.batch_size, rng)
+        return self.run_to(plan, epoch, max_power)
 
-    def run_to(self, plan: Plan, target_epoch: float) -> Attempt:
+    def run_to(self, plan: Plan, target_epoch: float, max_power: float | None = None) -> Attempt:
         """One run of `plan` on the training run that reaches the target at `target_epoch`
-        (NaN: never), e.g. one a reference simulator drew."""
+        (NaN: never), e.g. one a reference simulator drew; time priced at `max_power` (the
+        operator's, as its run controls send it; None: the job's)."""
         run = simulated_run(
             self.trace,
             self.workload,
@@ -82,6 +84,7 @@ class Simulator:
             target_epoch,
             self.settings.eta,
             self.max_epochs,
+            max_power,
         )
         return Attempt(
             plan.batch_size,
@@ -182,7 +185,7 @@ def simulate_job(
             _float(controls.get("cost_limit")),
         )
         rng = run_rng(seed, len(attempts)) if draw is None else draw(point, len(attempts))
-        attempt = sim.run(plan, rng)
+        attempt = sim.run(plan, rng, _float(controls.get("max_power")))
         attempts.append(attempt)
         outcomes.append(_outcome(point, attempt, len(outcomes)))
 

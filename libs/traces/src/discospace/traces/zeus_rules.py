@@ -109,6 +109,8 @@ class RunControls:
     """Profile every power limit in the first epoch and train the rest at the cheapest."""
     max_epochs: int | None = None
     """Epochs after which an unconverged run gives up; None: the job's."""
+    max_power: float | None = None
+    """The price of time (W) of the cost the limit and profiling use; None: the job's."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ def controlled_run(
     """One run that would reach the target at `target_epoch` (NaN: never), at `power_limit`
     (or the limit profiling picks among `profiles`), stopped by `controls`."""
     profiled = controls.profile_power
+    max_power = controls.max_power or max_power
     limit = cheapest_limit(profiles, eta, max_power) if profiled else power_limit
     epoch = _profile_at(profiles, limit)
     cap = max_epochs if controls.max_epochs is None else controls.max_epochs
@@ -207,17 +210,20 @@ def simulated_run(
     target_epoch: float,
     eta: float,
     max_epochs: int | None = None,
+    max_power: float | None = None,
 ) -> ControlledRun:
     """One run as Zeus's simulator replays it: at `power_limit`, or, when None, profiling the
     power limits the trace holds at this batch size, from the highest; stopped before the
     epoch that would pass `cost_limit` (None: no limit); at most `max_epochs` epochs (None: the
-    job's); the training run reaches the target at `target_epoch` (NaN: never, e.g. a draw of
-    `ZeusTrace.sample_run`)."""
+    job's); time priced at `max_power` (None: the job's); the training run reaches the target
+    at `target_epoch` (NaN: never, e.g. a draw of `ZeusTrace.sample_run`)."""
     profile = power_limit is None
     key = tuple(workload)
     held = trace.power_limits_at(key, batch_size) if profile else ()
     limit = max(held or trace.job(key).power_limits) if power_limit is None else power_limit
-    controls = RunControls(cost_limit=cost_limit, profile_power=profile, max_epochs=max_epochs)
+    controls = RunControls(
+        cost_limit=cost_limit, profile_power=profile, max_epochs=max_epochs, max_power=max_power
+    )
     return trace_run(trace, key, batch_size, limit, target_epoch, eta, controls)
 
 

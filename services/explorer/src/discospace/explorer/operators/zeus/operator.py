@@ -106,6 +106,25 @@ def _experiment_problem(space: KnownSpace) -> str | None:
     return None
 
 
+def _eta_problem(space: KnownSpace, options: ZeusOptions) -> str | None:
+    """An `eta` other than the one the experiment prices its runs with: the operator's early
+    stopping limit (`beta` x its cheapest cost) and the runs' stops would be counted in two
+    currencies, so runs that should converge stop short (and are retried)."""
+    [experiment] = space.experiments
+    priced = experiment.option_values.get("eta")
+    if "eta" in space.entity_space.names:  # an entity's value wins over the experiment's
+        explicit = space.entity_space.get_property("eta").domain.explicit_values
+        if explicit and len(explicit) == 1:  # one value only: `zeus_space` refuses others
+            priced = explicit[0]
+    if isinstance(priced, int | float) and not isinstance(priced, bool) and priced != options.eta:
+        return (
+            f"zeus_bso's eta {options.eta:g} is not the {priced:g} experiment "
+            f"'{experiment.id}' prices its runs with: give the option eta: {priced:g}, or "
+            f"parameterize the experiment with eta: {options.eta:g}"
+        )
+    return None
+
+
 class ZeusBso:
     """The Zeus batch-size optimizer over a recurring job's batch sizes and power limits."""
 
@@ -121,7 +140,7 @@ class ZeusBso:
             zeus_space(space.entity_space, options)
         except DiscospaceError as error:
             return str(error)
-        problem = _experiment_problem(space)
+        problem = _experiment_problem(space) or _eta_problem(space, options)
         if problem is not None:
             return problem
         if parameters.single_measurement:
@@ -310,15 +329,20 @@ def _measure(plans: list[Plan], knobs: ZeusSpace, options: ZeusOptions, requeste
     for index, plan in enumerate(plans):
         limit = highest if plan.power_limit is None else plan.power_limit
         points.append(knobs.point(plan.batch_size, limit, requested + index))
-        inputs.append(run_inputs(plan, options))
+        inputs.append(run_inputs(plan, options, knobs.job.max_power))
     return Measure(tuple(points), tuple(inputs))
 
 
-def run_inputs(plan: Plan, options: ZeusOptions) -> PropertyValues:
-    """The run controls of one planned run."""
+def run_inputs(plan: Plan, options: ZeusOptions, max_power: float) -> PropertyValues:
+    """The run controls of one planned run. With a cost limit or profiling, the `max_power`
+    the operator prices time with goes too, so the run stops, and profiling picks its limit,
+    by the operator's cost (the actuator's own is the GPU's highest limit: a space of lower
+    limits had its runs stopped short)."""
     controls: PropertyValues = {}
     if plan.cost_limit is not None:
         controls["cost_limit"] = plan.cost_limit
+    if plan.cost_limit is not None or plan.power_limit is None:
+        controls["max_power"] = max_power
     if plan.power_limit is None:
         controls["profile_power"] = 1
     if options.max_epochs is not None:
