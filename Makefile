@@ -20,6 +20,8 @@ help: ## list the targets
 $(VENV)/.installed: $(PYPROJECTS)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "discospace needs Python >= 3.11 (found $$($(PYTHON) --version))"; exit 2; }
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || \
+	  { echo "discospace needs Python's venv module with pip (Debian, Ubuntu: apt-get install python3-venv)"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES)) $(DEV_TOOLS)

@@ -15,6 +15,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$HERE/../.." && pwd)"
 # shellcheck source=settings.sh
 source "$HERE/settings.sh"
+credentials="$(credentials_dir)" # before the exports below: they set KAFKA_BOOTSTRAP_SERVERS
 export_client_settings
 CLI="${DISCOSPACE_CLI:-$REPO_ROOT/.venv/bin/discospace}"
 OUT="${DISCOSPACE_DEMO_DIR:-$REPO_ROOT/demo-output}"
@@ -52,6 +53,11 @@ step "Plot"
 "$CLI" space plot "$space_id" --x batch_size --y train_tokens_per_second --line model_size \
   -o "$OUT/tokens-per-second.png"
 
+login=""
+if [[ -n "$credentials" && -f "$credentials/cli.env" ]]; then
+  login=", and
+the CLI's Kafka login with: set -a; . $credentials/cli.env; set +a"
+fi
 cat <<EOF
 
 Done. Written:
@@ -59,8 +65,7 @@ Done. Written:
   $OUT/cpu-train.csv           every configuration with its measurements
 
 Look further (the CLI here used KAFKA_BOOTSTRAP_SERVERS=$KAFKA_BOOTSTRAP_SERVERS and
-DISCOSPACE_PROJECTOR_URL=$DISCOSPACE_PROJECTOR_URL; set them likewise in another shell, and
-the CLI's Kafka login with: set -a; . .run/kafka/credentials/cli.env; set +a):
+DISCOSPACE_PROJECTOR_URL=$DISCOSPACE_PROJECTOR_URL; set them likewise in another shell${login}):
   .venv/bin/discospace space show $space_id --include all     every entity of the space
   .venv/bin/discospace operation show $operation_id           how the operation went
   .venv/bin/discospace --help                                 every command

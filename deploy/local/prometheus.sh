@@ -185,6 +185,10 @@ status() {
   say "running on http://127.0.0.1:$(cat "$STATE_DIR/port") (pid $pid)"
 }
 
+if [[ "${1:-}" == start ]] && ! command -v curl >/dev/null; then
+  die "needs curl to see the server answer (Debian: apt-get install curl)."
+fi
+
 case "${1:-}" in
   fetch) fetch && say "$(version_of "$(binary)") ready: $(binary)" ;;
   path) fetch >&2 && binary ;;

@@ -148,8 +148,8 @@ start_broker() {
     say "using the Kafka cluster at $KAFKA_BOOTSTRAP_SERVERS"
     return 0
   fi
+  touch "$RUN_DIR/kafka.ours" # first: a start interrupted while the broker comes up is ours too
   bash "$KAFKA_SH" start
-  touch "$RUN_DIR/kafka.ours"
 }
 
 launch() {
@@ -295,6 +295,10 @@ logs() {
   ((${#files[@]})) || die "no logs in $RUN_DIR yet: run \`make up\` first."
   exec tail -n "$lines" -F "${files[@]}"
 }
+
+for tool in curl ps; do # health checks, free ports and pids: without them starts never end
+  command -v "$tool" >/dev/null || die "needs $tool (Debian: apt-get install curl procps)."
+done
 
 case "${1:-}" in
   start) start ;;
