@@ -142,6 +142,20 @@ def test_an_eta_other_than_the_one_the_experiment_prices_runs_with_is_refused(ma
     assert "is not the 0.7 experiment" in (ZeusBso().check(parameters(eta=0.5), entry) or "")
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"num_pruning_rounds": 1, "mab_num_explorations": 1}, {"window_size": 1}],
+)
+def test_the_robust_posterior_without_an_arm_run_twice_is_refused(space, options):
+    """No arm with two rewards: the pooled spread was 0, every posterior exact, and the bandit
+    greedy for good, the pinned arm the robust posterior is there to remove."""
+    assert ZeusBso().check(parameters(**options), space) == (
+        "zeus_bso options: the robust posterior needs arms run twice: give num_pruning_rounds "
+        "or mab_num_explorations of at least 2 and no window_size of 1, or posterior: zeus"
+    )
+    assert ZeusBso().check(parameters(**options, posterior="zeus"), space) is None
+
+
 def test_a_space_without_recurrence_is_refused(make_space):
     entry = known_space(make_space(PROPERTIES[:3], (RUN,)))
     assert isinstance(entry, KnownSpace)

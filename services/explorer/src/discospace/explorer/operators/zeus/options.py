@@ -9,6 +9,8 @@ Options (`parameters.options`, every one optional except `default_batch_size`):
 - `posterior` (`robust`): how the bandit learns each arm's reward variance. `robust` pools it
   across arms (`bandit.py`; `pseudo_count`, 2.0, is what the pooled variance weighs);
   `zeus` learns it from each arm's own rewards, as Zeus does (its decisions, one for one);
+  `robust` needs arms run twice (`num_pruning_rounds` or `mab_num_explorations` at least 2, no
+  `window_size` of 1);
 - `warm_start` (true): use runs of the same workload elsewhere in the sample store (`warm.py`);
   `shared_across` (`["gpu_model"]`): the properties in which such runs may differ;
 - `default_batch_size`: where the walk starts (the job's usual batch size);
@@ -26,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from discospace.core import DiscospaceError, EntitySpace
 from discospace.core.canonical import Value
@@ -65,6 +67,20 @@ class ZeusOptions(BaseModel):
     max_power: float | None = Field(default=None, gt=0.0, le=1e6)
     max_epochs: int | None = Field(default=None, ge=1, le=10**6)
 
+    @model_validator(mode="after")
+    def _robust_sees_arms_twice(self) -> ZeusOptions:
+        """The robust posterior learns a reward's spread from arms run at least twice: with
+        none (one pruning round, one exploration, or a window of one run) its spread was 0,
+        every posterior exact, and the bandit greedy for good: the pinned arm it removes."""
+        if self.posterior != "robust":
+            return self
+        if max(self.num_pruning_rounds, self.mab_num_explorations) < 2 or self.window_size == 1:
+            raise ValueError(
+                "the robust posterior needs arms run twice: give num_pruning_rounds or "
+                "mab_num_explorations of at least 2 and no window_size of 1, or posterior: zeus"
+            )
+        return self
+
     @classmethod
     def parse(cls, options: dict[str, Any]) -> ZeusOptions:
         """The options, or `DiscospaceError` with one sentence naming what is wrong."""
@@ -72,7 +88,10 @@ class ZeusOptions(BaseModel):
             return cls.model_validate(options)
         except ValidationError as error:
             first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "options"
+            where = ".".join(str(part) for part in first["loc"])
+            if not where:  # a rule over several options
+                message = str(first["msg"]).removeprefix("Value error, ")
+                raise DiscospaceError(f"zeus_bso options: {message}") from None
             raise DiscospaceError(f"zeus_bso option '{where}': {first['msg']}") from None
 
     @property
