@@ -34,6 +34,7 @@ SCENARIOS = (
     "retried twice, failed",
     "reused",
     "valid, without the objective's target",
+    "completed twice",
 )
 
 
@@ -56,6 +57,11 @@ def _pair(operation: Operation, rng: random.Random, values: dict[str, Any], dono
         operation.fail(request, "no such image", retryable=False)
     elif scenario == "failed, may be retried":
         operation.fail(request, "node lost", retryable=True)
+    elif scenario == "completed twice":  # a redelivered attempt completes beside its retry
+        operation.fail(request, "node lost", retryable=True)
+        again = operation.request(values, attempt=2)
+        operation.complete(request, invalid="CUDA out of memory")
+        operation.complete(again, {"train_tokens_per_second": rng.choice(TPS)})
     elif scenario.startswith("retried"):
         operation.fail(request, "node lost", retryable=True)
         again = operation.request(values, attempt=2)
@@ -145,3 +151,28 @@ def test_the_earliest_of_equal_bests_is_the_best(store_client) -> None:
         best = StoreViews(store_client, progress_rows_limit=limit).operation("op-ties").best
         assert best is not None
         assert best.entity_values == point("llama-7b", 3, 1), limit
+
+
+def test_a_pair_completed_twice_counts_and_names_its_best_by_its_first_result(store_client):
+    """The explorer keeps a pair's first result: the view counted the pair valid when either
+    result was, and took the best from both (a best the explorer never reported, until the
+    operation's end replaced it)."""
+    history = History()
+    history.actuator("w0")
+    space = history.register(space_spec((1, 2, 4, 8)))
+    objective = Objective(property="train_tokens_per_second", direction="max")
+    operation = history.start(space, "op-twice", number_entities=9, objective=objective)
+    operation.measure(point("llama-7b", 1, 1), tps=2000.0)
+    values = point("llama-7b", 2, 1)
+    first = operation.request(values)
+    operation.fail(first, "node lost", retryable=True)
+    again = operation.request(values, attempt=2)
+    operation.complete(first, invalid="CUDA out of memory")
+    operation.complete(again, {"train_tokens_per_second": 9000.0, "peak_gpu_memory_mib": 1})
+    Projection(store_client, "projector").write(history.read())
+
+    for limit in (ROWS, SUMMED):
+        progress = StoreViews(store_client, progress_rows_limit=limit).operation("op-twice")
+        assert (progress.counts.measured, progress.counts.invalid) == (2, 1), limit
+        assert progress.best is not None
+        assert progress.best.value == 2000.0, limit

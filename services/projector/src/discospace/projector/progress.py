@@ -282,12 +282,17 @@ def summed_counts(
 
 
 def _summary(rows: Sequence[MeasurementRow]) -> PairSummary:
-    """One pair's rows summed up as the store sums them up (`queries.pair_summaries`)."""
+    """One pair's rows summed up as the store sums them up (`queries.pair_summaries`): its
+    first result counts, as the explorer counts it (a pair answered twice, a redelivered
+    attempt completing beside its retry, was counted by its later result too)."""
     latest = max(rows, key=lambda row: (row.attempt, row.occurred_at, row.kind == "failed"))
+    results = [row for row in rows if row.kind in RESULT_KINDS]
+    first = min(results, key=lambda row: (row.occurred_at, row.event_id)) if results else None
+    completed = first is not None and first.kind == "completed"
     return PairSummary(
-        completed=any(row.kind == "completed" for row in rows),
-        valid=any(row.kind == "completed" and row.is_valid for row in rows),
-        reused=any(row.kind == "reused" for row in rows),
+        completed=completed,
+        valid=completed and first is not None and bool(first.is_valid),
+        reused=first is not None and first.kind == "reused",
         kind=latest.kind,
         retryable=latest.retryable,
         attempt=latest.attempt,
@@ -343,7 +348,7 @@ def best_so_far(
     if objective is None or source is None:
         return None
     best: BestSoFar | None = None
-    for result in results_of(rows):
+    for result in results_of(first_results(rows)):
         value = result_value(result, source)
         if value is not None and objective.improves(value, best.value if best else None):
             entity, experiment = result.entity_id, result.experiment_id
@@ -376,6 +381,25 @@ class RowResult:
     is_valid: bool
     values: Mapping[str, Any]
     entity_values: Mapping[str, Any]
+
+
+RESULT_KINDS = ("completed", "reused")
+
+
+def first_results(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
+    """The first result row of each pair (by time, then event id), in time order: what the
+    explorer counts and names its best from."""
+    ordered = sorted(
+        (row for row in rows if row.kind in RESULT_KINDS),
+        key=lambda row: (row.occurred_at, row.event_id),
+    )
+    seen: set[str] = set()
+    first = []
+    for row in ordered:
+        if row.request_id not in seen:
+            seen.add(row.request_id)
+            first.append(row)
+    return first
 
 
 def results_of(rows: Sequence[MeasurementRow]) -> list[RowResult]:

@@ -173,13 +173,15 @@ class PairSummary(NamedTuple):
 
 
 _PER_PAIR = (
-    "SELECT countIf(kind = 'completed') > 0 AS completed,"
-    " countIf(kind = 'completed' AND is_valid = true) > 0 AS valid,"
-    " countIf(kind = 'reused') > 0 AS reused,"
+    "SELECT argMinIf(tuple(kind, is_valid), tuple(occurred_at, event_id),"
+    " kind IN ('completed', 'reused')) AS first,"
+    " first.1 = 'completed' AS completed, completed AND first.2 AS valid,"
+    " first.1 = 'reused' AS reused,"
     " argMax(tuple(kind, retryable, attempt), tuple(attempt, occurred_at, kind = 'failed'))"
     " AS latest"
     " FROM measurements WHERE {where} GROUP BY request_id"
 )
+"""Per pair: its first result (what the explorer counts), and its latest row."""
 
 
 def pair_summaries(
@@ -222,9 +224,12 @@ def best_result(
     where, parameters = _operation_rows(space_id, operation_id, until)
     order = "DESC" if direction == "max" else "ASC"
     columns = ", ".join(MEASUREMENTS.column(name).name for name in MeasurementRow._fields)
-    sql = (
+    first = (  # each pair's first result: the explorer names its best from those
         f"SELECT {columns} FROM measurements WHERE {where}"  # noqa: S608 (declared names only)
-        " AND kind IN ('completed', 'reused') AND is_valid = true"
+        " AND kind IN ('completed', 'reused') ORDER BY occurred_at, event_id LIMIT 1 BY request_id"
+    )
+    sql = (
+        f"SELECT {columns} FROM ({first}) WHERE is_valid = true"  # noqa: S608 (declared names)
         " AND experiment_id = {experiment:String}"
         " AND JSONType(values, {target:String}) IN ('Int64', 'UInt64', 'Double')"
         " AND isFinite(JSONExtractFloat(values, {target:String}))"
