@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from discospace.cli.errors import CliError
-from discospace.core.canonical import Value, beyond_64_bits, normalise_number, not_finite
+from discospace.core.canonical import (
+    NUMBER_TEXT,
+    Value,
+    beyond_64_bits,
+    normalise_number,
+    not_finite,
+)
 from discospace.core.loading import plain_scalar
 from discospace.events.envelope import shortened
 
@@ -43,11 +49,6 @@ _CSV_SUFFIXES = {".csv": ",", ".tsv": "\t"}
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _NOT_A_VALUE = frozenset({"nan", "na", "n/a", "null", "none", "<na>"})
 _WHOLE = re.compile(r"[+-]?[0-9]+")
-_REAL = re.compile(
-    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I
-)
-"""The numbers a cell may spell, in ASCII (Python's float() also takes `1_000` and other
-scripts' digits; `inf` and `nan` are read to be refused as not finite)."""
 """The whole numbers a stored value may be (the store's Int64; Python reads longer text)."""
 _TRUE = frozenset({"true", "yes", "1", "valid"})
 _FALSE = frozenset({"false", "no", "0", "invalid"})
@@ -89,8 +90,6 @@ def read_table(path: Path) -> Table:
     except OSError as error:
         raise CliError(f"{path}: cannot be read ({error.strerror or error})") from None
     frame = _parse(path, data)
-    if not path.name.lower().endswith(_PARQUET_SUFFIXES):
-        _refuse_repeated_columns(path, data)
     frame.columns = [str(column).strip() for column in frame.columns]
     if frame.empty:
         raise CliError(f"{path}: holds no rows of measurements")
@@ -98,21 +97,10 @@ def read_table(path: Path) -> Table:
     return Table(path.name, hashlib.sha256(data).hexdigest(), frame, typed)
 
 
-def _refuse_repeated_columns(path: Path, data: bytes) -> None:
-    """A CSV header naming a column twice: pandas keeps the first and renames the other
-    'name.1', which was then ignored in silence (which of the two was meant?)."""
-    import pandas as pd
-
-    name = path.name.lower()
-    header = pd.read_csv(
-        io.BytesIO(data),
-        sep=_CSV_SUFFIXES[next(s for s in _CSV_SUFFIXES if name.removesuffix(".gz").endswith(s))],
-        header=None,
-        nrows=1,
-        dtype=str,
-        keep_default_na=False,
-        compression="gzip" if name.endswith(".gz") else None,
-    )
+def _refuse_repeated_columns(path: Path, header: pd.DataFrame) -> None:
+    """A CSV header (its first row, read as cells) naming a column twice: pandas keeps the
+    first and renames the other 'name.1', which was then ignored in silence (which of the two
+    was meant?)."""
     named = [str(cell).strip() for cell in header.iloc[0]] if len(header) else []
     twice = next((column for column in named if named.count(column) > 1), None)
     if twice is not None:
@@ -141,18 +129,22 @@ def _parse(path: Path, data: bytes) -> pd.DataFrame:
             # a column pandas wrote as the index (to_parquet after set_index) is a column here
             named = any(name is not None for name in frame.index.names)
             return frame.reset_index() if named else frame
+        csv: dict[str, Any] = {
+            "sep": _CSV_SUFFIXES[suffix],
+            "compression": "gzip" if compressed else None,
+            "dtype": str,
+            "keep_default_na": False,
+        }
         with warnings.catch_warnings():
             # a row with more fields than the header: pandas would drop them (index_col=False)
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            return pd.read_csv(
+            frame = pd.read_csv(
                 io.BytesIO(data),
-                sep=_CSV_SUFFIXES[suffix],
-                dtype=str,
-                keep_default_na=False,
                 na_values=[""],
                 index_col=False,  # rows ending in a delimiter: never a shifted index column
-                compression="gzip" if compressed else None,
+                **csv,
             )
+        header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, **csv)
     except pd.errors.ParserWarning:
         raise CliError(
             f"{path}: a row holds more fields than the header names columns; nothing was "
@@ -162,6 +154,8 @@ def _parse(path: Path, data: bytes) -> pd.DataFrame:
         kind = "Parquet" if suffix in _PARQUET_SUFFIXES else "CSV"
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
         raise CliError(f"{path}: cannot be read as {kind} ({first_line})") from None
+    _refuse_repeated_columns(path, header)
+    return frame
 
 
 def parse_renames(options: Iterable[str]) -> dict[str, str]:
@@ -328,7 +322,7 @@ def _value_of_text(text: str) -> Value | None:
         if digits > 19:  # int() of thousands of digits is refused by Python itself
             raise CellError(f"{text[:12]}... ({digits} digits) is beyond a 64-bit whole number")
         return _finite(int(text))
-    if _REAL.fullmatch(text):
+    if NUMBER_TEXT.fullmatch(text):
         return _finite(float(text))
     lowered = text.lower()
     return lowered == "true" if lowered in ("true", "false") else text
@@ -351,7 +345,7 @@ def validity(cell: Any) -> bool | None:
         return cell
     text = str(normalise_number(cell)) if isinstance(cell, int | float) else str(cell)
     lowered = text.strip().lower()
-    if _REAL.fullmatch(lowered) and float(lowered) in (0.0, 1.0):  # "1.0": pandas's float column
+    if NUMBER_TEXT.fullmatch(lowered) and float(lowered) in (0.0, 1.0):  # "1.0": a float column
         lowered = str(int(float(lowered)))
     if lowered in _TRUE or lowered in _FALSE:
         return lowered in _TRUE

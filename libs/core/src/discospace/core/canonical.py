@@ -9,12 +9,21 @@ import hashlib
 import json
 import math
 import numbers
+import re
 from collections.abc import Mapping
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 Value = bool | int | float | str
 """A canonical property value."""
+
+
+NUMBER_TEXT = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I
+)
+"""Text that spells a number in ASCII, as a table's cell writes one (`fullmatch` it): Python's
+float() also reads `1_000` and other scripts' digits; `inf` and `nan` are spelled, to be
+refused as not finite where they are read."""
 
 
 def is_number(value: object) -> bool:

@@ -52,6 +52,9 @@ HOOK_GROUP = "discospace.hooks"
 JobKind = Literal["operation", "measure", "hook"]
 StageName = Literal["probe", "refine", "execute", "evaluate"]
 STAGES: tuple[StageName, ...] = ("probe", "refine", "execute", "evaluate")
+RESULT_STAGES: tuple[StageName, ...] = ("execute", "evaluate")
+"""The stages whose jobs hold a pipeline's best: the last of their jobs (in the spec's order)
+with a best, never a probe's (its entity may lie outside the refined space)."""
 """The stages, in the order they run."""
 
 TRIAL = "trial"

@@ -79,7 +79,7 @@ sums and products stay exact below it."""
 
 
 def _whole_or_fraction(value: object, unit: TimeUnit, shown: str) -> int | float:
-    value = _plain_number(value)
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         raise TimeError(f"a time value is a number, not {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -95,7 +95,7 @@ def _whole_or_fraction(value: object, unit: TimeUnit, shown: str) -> int | float
     return int(value)
 
 
-def _plain_number(value: object) -> object:
+def plain_number(value: object) -> object:
     """A number of another library (numpy's int64 and float64, as pandas hands them over) as
     Python's int or float; anything else as it is."""
     if isinstance(value, bool | int | float | Decimal):
@@ -284,7 +284,7 @@ def _number(exact: Decimal) -> int | float:
 
 
 def _factor(value: object, verb: str) -> int | float:
-    value = _plain_number(value)
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TimeError(f"can only {verb} a time by a number, not {value!r}")
     if not math.isfinite(value):

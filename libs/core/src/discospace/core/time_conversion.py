@@ -12,7 +12,6 @@ gives the exact ratio instead (1ba is 1/100ep), for sums and fractions that must
 """
 
 import math
-import numbers
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from decimal import Decimal
@@ -20,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from discospace.core.errors import TimeConversionError, TimeError
-from discospace.core.time import Time, TimeUnit, as_unit
+from discospace.core.time import Time, TimeUnit, as_unit, plain_number
 
 EP, BA, SP, TOK, DUR = (TimeUnit.EPOCH, TimeUnit.BATCH, TimeUnit.SAMPLE, TimeUnit.TOKEN,
                         TimeUnit.DURATION)  # fmt: skip
@@ -41,9 +40,8 @@ class TimeFacts:
             value = getattr(self, item.name)
             if item.name == "max_duration" or value is None:
                 continue
-            if isinstance(value, numbers.Integral) and not isinstance(value, bool | int):
-                value = int(value)  # numpy's int64, as pandas hands facts over
-                object.__setattr__(self, item.name, value)
+            value = plain_number(value)  # numpy's int64, as pandas hands facts over
+            object.__setattr__(self, item.name, value)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise TimeError(f"{item.name} must be a whole number above 0, not {value!r}")
         if self.max_duration is not None:

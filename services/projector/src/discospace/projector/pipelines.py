@@ -26,7 +26,12 @@ from datetime import datetime
 from typing import Any
 
 from discospace.core import DiscospaceError, Objective, as_number, target_of
-from discospace.core.pipelines import PipelineSpec, parse_pipeline, ranking_objective
+from discospace.core.pipelines import (
+    RESULT_STAGES,
+    PipelineSpec,
+    parse_pipeline,
+    ranking_objective,
+)
 from discospace.events import OperationParameters
 from discospace.projector.models import (
     BestSoFar,
@@ -219,11 +224,6 @@ def pipeline_objective(parameters: OperationParameters) -> Objective | None:
     """The objective its trials are ranked by, as the explorer ranks them; without trials, its
     parameters'."""
     return ranking_objective(parameters.options, parameters.objective)
-
-
-RESULT_STAGES = ("execute", "evaluate")
-"""The stages whose jobs hold a pipeline's best: the explorer names the last of their jobs (in
-the spec's order) with a best, never a probe's (its entity may lie outside the refined space)."""
 
 
 def jobs_best(jobs: Sequence[PipelineJob], objective: Objective | None) -> BestSoFar | None:

@@ -98,18 +98,9 @@ def train(
         params = init_parameters(preset, config.max_length, config.dtype, config.seed)
         optimizer = AdamW(preset.learning_rate)
         losses = [_step(params, optimizer, preset, source(0, *_shape(config)))]
+    over = peak_limit_bytes is not None and peak.bytes > peak_limit_bytes
     begun = timer()
-    if peak_limit_bytes is not None and peak.bytes > peak_limit_bytes:
-        return TrainResult(
-            steps=0,
-            runtime_s=1e-9,
-            peak_memory_bytes=peak.bytes,
-            losses=tuple(losses),
-            tokens_per_batch=config.tokens_per_batch,
-            batch_size=config.batch_size,
-            parameters=params,
-        )
-    while not config.finished(len(losses) - 1, timer() - begun):
+    while not over and not config.finished(len(losses) - 1, timer() - begun):
         batch = source(len(losses), *_shape(config))
         losses.append(_step(params, optimizer, preset, batch))
     return TrainResult(

@@ -19,7 +19,6 @@ cell that is no scalar at all (a timestamp, bytes) stops the worker at start, na
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -38,6 +37,7 @@ from discospace.actuator.replay.config import (
 from discospace.actuator.replay.seeding import choose
 from discospace.core import ExperimentSpec
 from discospace.core.canonical import (
+    NUMBER_TEXT,
     Value,
     canonical_json,
     format_value,
@@ -81,12 +81,6 @@ def is_empty(cell: object) -> bool:
 def cell_value(cell: object) -> Value:
     """A table cell as a property value; an empty cell is ''."""
     return "" if is_empty(cell) else normalise_value(cell)
-
-
-_NUMBER_TEXT = re.compile(
-    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I
-)
-"""Text that names a number, in ASCII (as a CSV cell or a YAML number writes it)."""
 
 
 class ValueMap:
@@ -241,7 +235,7 @@ def _number(value: Value) -> int | float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        if not _NUMBER_TEXT.fullmatch(value.strip()):  # float() also reads 1_000, other digits
+        if not NUMBER_TEXT.fullmatch(value.strip()):  # float() also reads 1_000, other digits
             return None
         value = normalise_value(float(value))
         assert isinstance(value, int | float)

@@ -18,7 +18,13 @@ from discospace.core import DiscospaceError, Objective
 from discospace.core.errors import PipelineError
 from discospace.core.experiment import parameterized_experiment_id
 from discospace.core.hooks import Hook, HookContext, MeasuredRow
-from discospace.core.pipelines import JobSpec, PipelineSpec, ordered_jobs, resolve
+from discospace.core.pipelines import (
+    RESULT_STAGES,
+    JobSpec,
+    PipelineSpec,
+    ordered_jobs,
+    resolve,
+)
 from discospace.core.spec import Scalar, SpaceSpec
 from discospace.events import (
     OperationCompleted,
@@ -284,7 +290,7 @@ class JobsRound(Round):
 
 def _best(spec: PipelineSpec, results: Mapping[str, Result]) -> Mapping[str, Any]:
     """The result holding the pipeline's best: the last execute or evaluate job with one."""
-    candidates = [job.name for stage, job in ordered_jobs(spec) if stage in ("execute", "evaluate")]
+    candidates = [job.name for stage, job in ordered_jobs(spec) if stage in RESULT_STAGES]
     for name in reversed(candidates):
         result = results.get(name, {})
         if isinstance(result.get("best_entity_id"), str):
