@@ -139,14 +139,19 @@ class _Loader(yaml.SafeLoader):
         line = node.start_mark.line + 1
         if len(text) > _MAX_INT_TEXT:
             raise _too_large(text, line)
-        digits = text.replace("_", "")
-        if digits.startswith(("0o", "0x")):
-            value = int(digits[2:], 8 if digits[1] == "o" else 16)
-        else:
-            value = int(digits, 10)  # 010 is ten, as in YAML 1.2 (YAML 1.1: eight)
+        value = _core_int(text)
         if abs(value) > self.limits.max_int:
             raise _too_large(text, line)
         return value
+
+
+def _core_int(text: str) -> int:
+    """A whole number as YAML 1.2's core schema writes it (underscores between digits, as
+    PyYAML allows them; `0o17`, `0x1F`; `010` is ten: YAML 1.1 read it as eight)."""
+    digits = text.replace("_", "")
+    if digits.startswith(("0o", "0x")):
+        return int(digits[2:], 8 if digits[1] == "o" else 16)
+    return int(digits, 10)
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
@@ -174,8 +179,8 @@ def plain_scalar(text: str) -> bool | int | float | str:
         digits = text.replace("_", "")
         if tag.endswith(":int"):
             if digits.startswith(("0o", "0x")):
-                return int(digits[2:], 8 if digits[1] == "o" else 16)
-            if len(digits.lstrip("+-")) > 19 or abs(value := int(digits)) > 2**63 - 1:
+                return _core_int(text)
+            if len(digits.lstrip("+-")) > 19 or abs(value := _core_int(text)) > 2**63 - 1:
                 return text
             return value
         if digits.lstrip("+-").startswith(".") and digits[-1].isalpha():  # .inf, .nan
