@@ -217,6 +217,12 @@ async def test_a_service_and_the_cli_with_their_credentials_work_end_to_end(
         await _produce(
             secure_broker, secure_broker.security_of("actuator"), topics.actuators, _catalog()
         )
+        # the catalog and the submission come on two topics, read by two consumers: a loaded
+        # machine had the submission answered first ("no actuator has registered yet")
+        deadline = asyncio.get_running_loop().time() + 30
+        while registry.metric("discospace_catalog_experiments") < 1:
+            assert asyncio.get_running_loop().time() < deadline, registry.log_tail()
+            await asyncio.sleep(0.1)
         created = await asyncio.to_thread(
             _cli,
             secure_broker,
