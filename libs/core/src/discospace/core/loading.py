@@ -178,11 +178,11 @@ def plain_scalar(text: str) -> bool | int | float | str:
             return text.lower() == "true"
         digits = text.replace("_", "")
         if tag.endswith(":int"):
-            if digits.startswith(("0o", "0x")):
-                return _core_int(text)
-            if len(digits.lstrip("+-")) > 19 or abs(value := _core_int(text)) > 2**63 - 1:
+            decimal = not digits.startswith(("0o", "0x"))
+            if decimal and len(digits.lstrip("+-").lstrip("0")) > 19:  # before int()'s limit
                 return text
-            return value
+            value = _core_int(text)
+            return value if abs(value) <= 2**63 - 1 else text
         if digits.lstrip("+-").startswith(".") and digits[-1].isalpha():  # .inf, .nan
             return text
         number = float(digits)
