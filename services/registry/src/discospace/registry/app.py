@@ -27,9 +27,9 @@ DESCRIPTION = (
 def create_app(settings: RegistrySettings | None = None, *, clock: Clock = utc_now) -> Service:
     """The registry service, ready to run."""
     service = create_service(settings or RegistrySettings(), description=DESCRIPTION, clock=clock)
-    deps = bootstrap(service)
     topics = service.topics
     catalogs = service.follow(topics.actuators, description="Experiment catalogs.")
+    deps = bootstrap(service, catalogs_behind=catalogs.behind)
     catalogs(bind(on_actuator_registered, deps))
     registrations = service.follow(topics.spaces, description="Registrations, to remember them.")
     registrations(bind(on_space_registered, deps))

@@ -8,7 +8,9 @@ app and no broker.
   registry's followers hand them every event of their topics once, up to where the topics
   ended at start, then live (`Service.follow`);
 - `on_space_submitted`: answers a submission on the spaces topic (`SpaceRegistered` or
-  `SpaceRejected`, see `domain.decide_submission`).
+  `SpaceRejected`, see `domain.decide_submission`). A space the catalog cannot measure is
+  rejected only once the catalogs follower has read the actuators topic to its end: a worker
+  that announced its catalog just before the submission was sent is heard first.
 """
 
 from __future__ import annotations
@@ -21,13 +23,19 @@ from discospace.events import (
     MAX_MESSAGE_BYTES,
     ActuatorRegistered,
     SpaceRegistered,
+    SpaceRejected,
     SpaceSubmitted,
 )
 from discospace.events.factory import Clock
 from discospace.registry.domain import RegistryState, SpaceAnswer, decide_submission, evolve
 from discospace.registry.metrics import RegistryMetrics
+from discospace.runtime import TransientError
 
 logger = logging.getLogger("discospace.registry")
+
+
+async def _caught_up() -> int | None:
+    return 0
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,9 @@ class RegistryDeps:
     max_message_bytes: int = MAX_MESSAGE_BYTES
     """The largest answer the registry can publish: a space whose registration would be
     larger is rejected."""
+    catalogs_behind: Callable[[], Awaitable[int | None]] = _caught_up
+    """How many records of the actuators topic its follower has still to read (None: it
+    cannot say)."""
 
 
 async def on_actuator_registered(event: ActuatorRegistered, deps: RegistryDeps) -> None:
@@ -53,6 +64,14 @@ async def on_space_registered(event: SpaceRegistered, deps: RegistryDeps) -> Non
 
 async def on_space_submitted(event: SpaceSubmitted, deps: RegistryDeps) -> None:
     answer = decide_submission(deps.state, event, deps.clock(), deps.max_message_bytes)
+    if isinstance(answer, SpaceRejected) and answer.space_id is not None:
+        behind = await deps.catalogs_behind()
+        if behind != 0:  # a catalog announced before the submission may be among them
+            unread = "an unknown number of" if behind is None else str(behind)
+            raise TransientError(
+                f"submission {event.submission_id} is judged once the catalogs are read: "
+                f"{unread} records of the actuators topic are still to be read"
+            )
     await deps.to_spaces(answer)
     deps.metrics.answered(answer, event)
     deps.metrics.observe(deps.state)
