@@ -12,7 +12,14 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from discospace.core import Entity, EntitySpace, ExperimentRef, PropertySpec, SpaceSpec
+from discospace.core import (
+    Entity,
+    EntitySpace,
+    ExperimentRef,
+    ExperimentSpec,
+    PropertySpec,
+    SpaceSpec,
+)
 from discospace.core.canonical import canonical_json
 from discospace.projector.errors import ViewError
 from discospace.projector.exports import export
@@ -336,3 +343,73 @@ def test_whole_numbers_beyond_two_to_the_53_keep_every_digit() -> None:
     assert parquet["n"].tolist()[0] == 2**53 + 1
     assert parquet["big"][0] == str(2**70)  # Parquet's integers hold 64 bits: text
     assert parquet["big"].isna()[1]
+
+
+SAMPLED = ("measured", "elsewhere", "unmeasured")
+
+
+def _two_experiment_layout(story, folded) -> SpaceLayout:
+    refs = (
+        ExperimentRef(actuator="SFTTrainer", experiment="finetune"),
+        ExperimentRef(actuator="SFTTrainer", experiment="infer"),
+    )
+    spec = SpaceSpec(
+        sample_store="s", entity_space=story.space_a.spec.entity_space, measurement_space=refs
+    )
+    state = next(iter(space_states(folded.of("spaces"))))
+    infer = ExperimentSpec(
+        actuator="SFTTrainer",
+        experiment="infer",
+        target_properties=("latency_ms",),
+        required_properties=("batch_size",),
+    )
+    experiments = (*state.experiments, infer)
+    return SpaceLayout.of(replace(state, spec=spec, space_id="space-1", experiments=experiments))
+
+
+def _answer(layout: SpaceLayout, kind: str, experiment: str, values: str, **more) -> MeasurementRow:
+    entity = next(iter(layout.entity_space.sequential()))
+    return _row("op-1", kind, 1, f"{kind}-{experiment}")._replace(
+        entity_id=entity.id,
+        experiment_id=experiment,
+        values=values,
+        entity_values=canonical_json(entity.as_dict()),
+        **more,
+    )
+
+
+def test_a_measured_row_shows_the_result_its_operation_reused_for_another_experiment(
+    story, folded
+) -> None:
+    """The operation measured `finetune` and reused `infer` from another space: both are its
+    results (`/operation/results` lists both), so its row shows both."""
+    layout = _two_experiment_layout(story, folded)
+    rows = [
+        _answer(layout, "completed", "finetune", '{"train_tokens_per_second": 100.0}'),
+        _answer(layout, "reused", "infer", '{"latency_ms": 11.0}', is_valid=True),
+    ]
+
+    table = entity_table(layout, rows, [], SAMPLED)
+
+    [row] = table.to_dict("records")
+    assert (row["status"], row["train_tokens_per_second"], row["latency_ms"]) == (
+        "measured",
+        100.0,
+        11.0,
+    )
+    assert row["reason"] == ""
+
+
+def test_a_row_found_elsewhere_says_why_this_space_has_no_valid_result(story, folded) -> None:
+    layout = _two_experiment_layout(story, folded)
+    rows = [
+        _answer(
+            layout, "completed", "finetune", "{}", is_valid=False, reason="CUDA out of memory"
+        ),
+        _answer(layout, "reused", "infer", '{"latency_ms": 11.0}', is_valid=True),
+    ]
+
+    [row] = entity_table(layout, rows, [], SAMPLED).to_dict("records")
+
+    assert (row["status"], row["latency_ms"]) == ("elsewhere", 11.0)
+    assert row["reason"] == "finetune: invalid: CUDA out of memory"

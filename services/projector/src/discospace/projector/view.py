@@ -13,7 +13,9 @@ Every entity of the space is in exactly one of four views, in this order of prec
 
 Columns: `entity_id`, the constitutive properties in the space's order, the observed properties
 (see `spaces.SpaceLayout`), `status` (which view) and `reason` (why an experiment of the space
-has no valid result for the entity; empty otherwise).
+has no valid result for the entity; empty otherwise). A measured row also shows the results its
+operations reused for the space's other experiments; a row found elsewhere also says why this
+space's own measurement of an experiment has no valid result.
 """
 
 from __future__ import annotations
@@ -123,13 +125,35 @@ def _partition(
 ) -> dict[View, dict[str, _Entity]]:
     """Entities known to the store, each in the first view that holds it."""
     here = _fold(layout, _measurement_pairs(measurements))
-    measured = {key: entity for key, entity in here.items() if entity.is_measured}
+    reused = _fold(layout, _reused_pairs(measurements))
+    measured = {
+        key: _filled(entity, reused.get(key)) for key, entity in here.items() if entity.is_measured
+    }
     other = _fold(layout, _result_pairs(elsewhere, layout))
-    for key, entity in _fold(layout, _reused_pairs(measurements)).items():
+    for key, entity in reused.items():
         other.setdefault(key, entity)  # a result reused here was measured through another space
-    other = {k: e for k, e in other.items() if k not in measured and e.is_measured}
+    other = {
+        key: _filled(entity, here.get(key))
+        for key, entity in other.items()
+        if key not in measured and entity.is_measured
+    }
     unmeasured = {k: e for k, e in here.items() if k not in measured and k not in other}
     return {"measured": measured, "elsewhere": other, "unmeasured": unmeasured}
+
+
+def _filled(entity: _Entity, more: _Entity | None) -> _Entity:
+    """`entity` with, for each experiment it has no valid values for, `more`'s pair (its
+    valid values, or its problem: why it has none): a measured row shows a result its operation
+    reused for another experiment, and a row found elsewhere says why this space's own
+    measurement of an experiment is missing."""
+    if more is None:
+        return entity
+    pairs = dict(entity.pairs)
+    for experiment_id, pair in more.pairs.items():
+        mine = pairs.get(experiment_id)
+        if mine is None or (mine.values is None and (pair.values is not None or not mine.problem)):
+            pairs[experiment_id] = pair
+    return _Entity(entity.entity_id, entity.values, pairs)
 
 
 def _rows(
