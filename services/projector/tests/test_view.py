@@ -403,9 +403,7 @@ def test_a_measured_row_shows_the_result_its_operation_reused_for_another_experi
 def test_a_row_found_elsewhere_says_why_this_space_has_no_valid_result(story, folded) -> None:
     layout = _two_experiment_layout(story, folded)
     rows = [
-        _answer(
-            layout, "completed", "finetune", "{}", is_valid=False, reason="CUDA out of memory"
-        ),
+        _answer(layout, "completed", "finetune", "{}", is_valid=False, reason="CUDA out of memory"),
         _answer(layout, "reused", "infer", '{"latency_ms": 11.0}', is_valid=True),
     ]
 
