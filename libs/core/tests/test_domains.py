@@ -71,6 +71,35 @@ def test_a_discrete_range_with_an_interval_that_does_not_divide_it_keeps_the_las
     assert domain(range=[0, 10], interval=3).values == (0, 3, 6, 9)
 
 
+def test_a_point_that_is_the_excluded_end_as_a_number_is_not_in_the_range() -> None:
+    """Six steps of 0.16666666666666666 are 0.99999999999999996, below 1 as a decimal but the
+    float 1.0: listed, it was the whole number 1 written as a float, an entity whose id no
+    worker computes again from its values (the request was refused for good)."""
+    sixths = domain(range=[0, 1], interval=0.16666666666666666)
+
+    assert sixths.size == 6
+    assert all(value < 1 for value in sixths.values)
+    assert 1 not in sixths
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "interval"),
+    [(0, 1, 1 / 6), (0, 1, 1 / 7), (-3.7, 12.5, 1 / 97), (0.1, 9.3, 0.3), (-50, 50, 0.0625)],
+)
+def test_every_point_of_a_range_is_a_canonical_member_at_its_own_index(
+    low: float, high: float, interval: float
+) -> None:
+    from discospace.core.canonical import normalise_number
+
+    grid = domain(range=[low, high], interval=interval)
+
+    for index, value in enumerate(grid.values):
+        assert type(value) is type(normalise_number(value))
+        assert grid.normalise(value) == value
+        assert grid.index_of(value) == index
+        assert value < high
+
+
 def test_a_huge_discrete_range_knows_its_size_and_indices_without_listing() -> None:
     huge = domain(range=[0, 10**15], interval=1)
     assert huge.size == 10**15
@@ -128,6 +157,7 @@ def test_a_categorical_domain_of_strings_does_not_take_numbers_written_different
         ({"type": "discrete", "values": ["a"]}, "values are not numbers"),
         ({"values": [1], "interval": 1}, "interval without a range"),
         ({"range": [0, 1], "type": "continuous", "interval": 0.1}, "takes no interval"),
+        ({"type": "identifier", "interval": 3}, "is an identifier and takes no interval"),
         (
             {"values": ["a"], "probability": ProbabilitySpec(name="normal", mean=0, std=1)},
             "values are not numbers",

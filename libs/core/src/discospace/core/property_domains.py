@@ -39,7 +39,9 @@ def _decimal(number: int | float) -> Decimal:
 
 
 def _from_decimal(number: Decimal) -> int | float:
-    return int(number) if number == number.to_integral_value() else float(number)
+    """The number a grid point is: exact when whole, else the nearest float, canonical (a
+    point 0.99999999999999996 is the float 1.0, which is the whole number 1)."""
+    return int(number) if number == number.to_integral_value() else normalise_number(float(number))
 
 
 def _to_number(value: object) -> int | float | None:
@@ -130,7 +132,10 @@ class PropertyDomain:
         if self.kind != "discrete":
             return math.inf
         span = (_decimal(self.high) - _decimal(self.low)) / _decimal(self.interval)  # type: ignore[arg-type]
-        return int(span.to_integral_value(rounding="ROUND_CEILING"))
+        size = int(span.to_integral_value(rounding="ROUND_CEILING"))
+        if size > 0 and self._point(size - 1) >= self.high:  # type: ignore[operator]
+            return size - 1  # exactly below the end, but as a number it is the end: excluded
+        return size
 
     @property
     def values(self) -> tuple[Value, ...]:
@@ -149,6 +154,9 @@ class PropertyDomain:
             return self.explicit_values[index]
         if not 0 <= index < self.size:
             raise IndexError(index)
+        return self._point(index)
+
+    def _point(self, index: int) -> int | float:
         if isinstance(self.low, int) and isinstance(self.interval, int):
             return self.low + index * self.interval
         step = _decimal(self.low) + index * _decimal(self.interval)  # type: ignore[arg-type]
@@ -162,7 +170,7 @@ class PropertyDomain:
         if self.explicit_values is not None:
             return self._index[member]
         offset = (_decimal(member) - _decimal(self.low)) / _decimal(self.interval)  # type: ignore[arg-type]
-        return int(offset)
+        return int(offset.to_integral_value())  # a point's float may lie either side of it
 
     @cached_property
     def _index(self) -> dict[Value, int]:
