@@ -91,6 +91,16 @@ def test_huge_integers_are_refused(name, digits) -> None:
         parse_document(text, name)
 
 
+@pytest.mark.parametrize("name", ["f.yaml", "f.json"])
+def test_the_64_bit_integers_are_taken_to_both_ends_and_not_beyond(name) -> None:
+    """-2^63 is a 64-bit integer as 2^63 - 1 is (an entity value, an event field, a column)."""
+    ends = parse_document('{"v": [-9223372036854775808, 9223372036854775807]}', name)
+    assert ends["v"] == [-(2**63), 2**63 - 1]
+    for beyond in ("-9223372036854775809", "9223372036854775808"):
+        with pytest.raises(SpecError, match=r"integer .* is too large"):
+            parse_document(f'{{"v": {beyond}}}', name)
+
+
 def test_ordinary_values_pass() -> None:
     data = parse_document(SPACE + "extra: [-9223372036854775807, 1e-3, 0x1f]\n", "f.yaml")
     assert data["extra"] == [-9223372036854775807, 1e-3, 31]

@@ -308,6 +308,8 @@ def test_an_experiment_the_catalog_refuses_is_refused_naming_the_file_and_item(t
         ".nan",
         "1" * 25,
         "9223372036854775808",
+        "-9223372036854775808",
+        "-9223372036854775809",
         "0x1" + "0" * 16,
         "0x" + "F" * 200,
         "0o" + "7" * 22,

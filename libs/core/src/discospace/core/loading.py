@@ -140,9 +140,14 @@ class _Loader(yaml.SafeLoader):
         if len(text) > _MAX_INT_TEXT:
             raise _too_large(text, line)
         value = _core_int(text)
-        if abs(value) > self.limits.max_int:
+        if _over(value, self.limits):
             raise _too_large(text, line)
         return value
+
+
+def _over(value: int, limits: InputLimits) -> bool:
+    """Whether a whole number is outside -(max_int + 1) .. max_int (64 bits: -2^63 .. 2^63-1)."""
+    return not -limits.max_int - 1 <= value <= limits.max_int
 
 
 def _core_int(text: str) -> int:
@@ -182,7 +187,7 @@ def plain_scalar(text: str) -> bool | int | float | str:
             if decimal and len(digits.lstrip("+-").lstrip("0")) > 19:  # before int()'s limit
                 return text
             value = _core_int(text)
-            return value if abs(value) <= 2**63 - 1 else text
+            return text if _over(value, DEFAULT_LIMITS) else value
         if digits.lstrip("+-").startswith(".") and digits[-1].isalpha():  # .inf, .nan
             return text
         number = float(digits)
@@ -235,7 +240,7 @@ def _json_int(limits: InputLimits) -> Any:
         if len(text) > _MAX_INT_TEXT:
             raise _too_large(text)
         value = int(text)
-        if abs(value) > limits.max_int:
+        if _over(value, limits):
             raise _too_large(text)
         return value
 
@@ -298,7 +303,7 @@ def check_limits(data: Any, limits: InputLimits = DEFAULT_LIMITS) -> None:
             raise _LimitError(f"is nested more than {limits.max_depth} levels deep")
         if isinstance(node, bool):
             continue
-        if isinstance(node, int) and abs(node) > limits.max_int:
+        if isinstance(node, int) and _over(node, limits):
             raise _too_large(str(node) if node.bit_length() < 1000 else "(very long)")
         if isinstance(node, str):
             _check_text(node)

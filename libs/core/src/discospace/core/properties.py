@@ -67,6 +67,8 @@ def domain_from_spec(spec: PropertySpec) -> PropertyDomain:
     elif spec.range is not None:
         domain = _domain_from_range(spec)
     elif spec.type == "identifier":
+        if spec.interval is not None:
+            raise _fail(spec.name, "is an identifier and takes no interval")
         domain = PropertyDomain.identifier()
     else:
         raise _fail(spec.name, "has no values and no range")
