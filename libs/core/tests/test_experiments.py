@@ -114,6 +114,28 @@ def test_a_consistent_measurement_space_has_nothing_missing() -> None:
     assert [e.id for e in space.independent] == ["finetune-lora-v1.2.0"]
 
 
+def test_a_parameterization_the_entity_space_overrides_is_refused() -> None:
+    """Each entity's own lora_r is what a worker measures, stored under the id that says 8."""
+    lora = ExperimentRef(
+        actuator="SFTTrainer", experiment="finetune-lora-v1.2.0", parameterization={"lora_r": 8}
+    )
+    space = MeasurementSpace.from_refs([lora], ExperimentCatalog([FINETUNE]))
+
+    assert space.missing(entity_space("model_name", "batch_size", "lora_r")) == [
+        "experiment 'finetune-lora-v1.2.0-lora_r.8' is parameterized with lora_r=8, which the "
+        "entity space also gives: each entity's own lora_r would be measured under that id; "
+        "drop one of them"
+    ]
+    assert space.missing(entity_space("model_name", "batch_size")) == []
+
+
+def test_an_optional_property_the_entity_space_gives_is_not_a_parameterization() -> None:
+    plain = ExperimentRef(actuator="SFTTrainer", experiment="finetune-lora-v1.2.0")
+    space = MeasurementSpace.from_refs([plain], ExperimentCatalog([FINETUNE]))
+
+    assert space.missing(entity_space("model_name", "batch_size", "lora_r")) == []
+
+
 def test_the_consistency_check_lists_everything_missing() -> None:
     catalog = ExperimentCatalog([FINETUNE, COST])
     space = MeasurementSpace.from_refs(

@@ -60,8 +60,9 @@ class MeasurementSpace:
 
     def missing(self, entity_space: EntitySpace) -> list[str]:
         """Everything the experiments require that neither the entity space nor another
-        experiment of this space provides, one sentence each, and experiments that depend on
-        each other in a cycle (empty when consistent)."""
+        experiment of this space provides, a parameterization the entity space overrides, one
+        sentence each, and experiments that depend on each other in a cycle (empty when
+        consistent)."""
         names, observed = set(entity_space.names), set(self.observed_property_ids)
         problems = []
         for experiment in self.experiments:
@@ -71,6 +72,12 @@ class MeasurementSpace:
                         f"experiment '{experiment.id}' requires property '{name}', "
                         "which the entity space lacks"
                     )
+            for name in sorted(set(experiment.parameterization) & names):
+                problems.append(
+                    f"experiment '{experiment.id}' is parameterized with {name}="
+                    f"{experiment.parameterization[name]!r}, which the entity space also gives: "
+                    f"each entity's own {name} would be measured under that id; drop one of them"
+                )
             for name in experiment.required_observed:
                 if name not in observed:
                     problems.append(
