@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gzip
 import logging
 import socket
 import time
@@ -84,6 +85,7 @@ def _raised_while_handling(error: BaseException, context: BaseException) -> Base
         kafka_errors.UnknownTopicOrPartitionError(),
         kafka_errors.TopicAuthorizationFailedError(),
         OperationalError("server went away"),
+        PermissionError(errno.EACCES, "permission denied", "/data/plugin.py"),
     ],
     ids=lambda error: type(error).__name__,
 )
@@ -100,6 +102,10 @@ def test_a_dependency_that_failed_for_now_is_transient(error):
         TypeError("unsupported operand"),
         EventTooLargeError(announcement(), 1_048_903, 1_048_576),
         FileNotFoundError(errno.ENOENT, "no such file", "/data/plugin.py"),
+        OSError(errno.ENAMETOOLONG, "file name too long", "/data/" + "x" * 300),
+        OSError(errno.ELOOP, "too many levels of symbolic links", "/data/loop"),
+        OSError(errno.EINVAL, "invalid argument", "/data/a\\b"),
+        gzip.BadGzipFile("Not a gzipped file (b'ab')"),
         kafka_errors.MessageSizeTooLargeError(),
         kafka_errors.InvalidTopicError(),
         DatabaseError("syntax error"),

@@ -18,8 +18,11 @@ An error counts as transient when it, or an error it was raised from or while ha
 (`__cause__`, `__context__`), is one of:
 
 - `TransientError`, `ConnectionError`, `TimeoutError` (`asyncio.TimeoutError` included);
-- an `OSError` other than one about a path (`FileNotFoundError`, `FileExistsError`,
-  `IsADirectoryError`, `NotADirectoryError`: a path a message named);
+- an `OSError` other than one about a path or a file's content (`FileNotFoundError`,
+  `FileExistsError`, `IsADirectoryError`, `NotADirectoryError`, a name too long, a loop of
+  links, an invalid argument: a path a message named; `gzip.BadGzipFile`: a file it named is
+  corrupt). A `PermissionError` stays transient: it is as often a volume mounted with the wrong
+  owner, which an operator fixes, and every message would be dead-lettered meanwhile;
 - a Kafka error (aiokafka's `KafkaError`) other than one about the record sent (too large,
   invalid, bad topic name, bad argument): the broker is a dependency;
 - a database `OperationalError` (the DB-API name: clickhouse-connect's and chDB's "the server
@@ -29,6 +32,8 @@ An error counts as transient when it, or an error it was raised from or while ha
 from __future__ import annotations
 
 import asyncio
+import errno
+import gzip
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
@@ -40,8 +45,16 @@ from discospace.runtime.stalls import describe
 
 T = TypeVar("T")
 
-_PATH_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError)
-"""OSErrors about a path: a path the message named, not a dependency that is down."""
+_PATH_ERRORS = (
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    gzip.BadGzipFile,
+)
+"""OSErrors about a path or a file: one the message named, not a dependency that is down."""
+_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL})
+"""Error numbers of OSErrors about a path the message named (the same path fails again)."""
 
 _RECORD_ERRORS = (
     kafka_errors.MessageSizeTooLargeError,
@@ -89,7 +102,7 @@ def _transient_itself(error: BaseException) -> bool:
     if isinstance(error, kafka_errors.KafkaError):
         return not isinstance(error, _RECORD_ERRORS)
     if isinstance(error, OSError):
-        return not isinstance(error, _PATH_ERRORS)
+        return not isinstance(error, _PATH_ERRORS) and error.errno not in _PATH_ERRNOS
     return any(cls.__name__ == "OperationalError" for cls in type(error).__mro__)
 
 
