@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -58,7 +59,7 @@ async def test_malformed_and_invalid_messages_are_dead_lettered_and_the_next_one
 
 
 async def test_a_message_whose_handler_failed_is_delivered_again_by_the_broker(
-    kafka, kafka_bootstrap, topics, run_service, wait_until, make_catalog
+    kafka, kafka_bootstrap, topics, run_service, wait_until, make_catalog, caplog
 ):
     settings = ServiceSettings(
         kafka_bootstrap_servers=kafka_bootstrap, topic_prefix=topics.prefix, retry_backoff_s=0.1
@@ -73,11 +74,18 @@ async def test_a_message_whose_handler_failed_is_delivered_again_by_the_broker(
             raise ConnectionError("the store did not answer")
 
     announced = make_catalog()
-    async with run_service(service):
-        await kafka.publish(announced, topics=topics)
-        await wait_until(lambda: len(attempts) == 3)
+    with caplog.at_level(logging.DEBUG):
+        async with run_service(service):
+            await kafka.publish(announced, topics=topics)
+            await wait_until(lambda: len(attempts) == 3)
 
     assert attempts == [announced.event_id] * 3
+    told = [r for r in caplog.records if "the store did not answer" in r.getMessage()]
+    # each failure said once, as the warning that says when it comes again (FastStream's own
+    # logging middleware logged it a second time, at ERROR with a traceback)
+    assert [(r.name, r.levelno) for r in told] == [
+        ("discospace.runtime.deadletter", logging.WARNING)
+    ] * 2
     failures = service.metrics.registry.get_sample_value(
         "discospace_handler_failures_total", {"exception": "ConnectionError"}
     )

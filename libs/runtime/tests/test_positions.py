@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
-from aiokafka import ConsumerRecord
-from faststream._internal.context.repository import ContextRepo
+import pytest
+from faststream.kafka import TestKafkaBroker
 
+from discospace.events import ActuatorRegistered, TopicNames, encode
+from discospace.runtime import ServiceSettings, create_service
 from discospace.runtime.positions import ReadPositions
 
-
-def _record(topic: str, partition: int, offset: int) -> ConsumerRecord[bytes, bytes]:
-    return ConsumerRecord(topic, partition, offset, 0, 0, b"k", b"v", None, 1, 1, ())
+from .conftest import announcement, fixed_clock
 
 
 def test_a_partition_is_behind_until_its_message_before_the_end_is_read():
@@ -44,11 +45,31 @@ async def test_waiting_ends_once_every_partition_is_read_to_its_end():
     await asyncio.wait_for(waiting, 1)
 
 
-async def test_the_broker_middleware_reports_every_consumed_message_whatever_happened():
+@pytest.mark.parametrize(
+    ("fails", "read"),
+    [(None, 1), (ConnectionError, 0), (ValueError, 1)],
+    ids=["handled", "to-come-again", "dead-lettered"],
+)
+async def test_a_message_counts_as_read_once_done_with_not_while_it_is_to_come_again(fails, read):
+    """A handler that failed hands its message back: delivered again, it is not read yet (the
+    explorer waits for the previous owner's decisions to be folded before deciding); one set
+    aside on the dead-letter topic is done with."""
+    topics = TopicNames.unique("positions")
+    service = create_service(
+        ServiceSettings(topic_prefix=topics.prefix, retry_backoff_s=0, handler_max_attempts=1),
+        description="positions",
+        clock=fixed_clock,
+    )
     positions = ReadPositions()
-    middleware = positions.middleware(_record("m", 2, 7), context=ContextRepo())
+    service.done_with.append(positions.saw)
 
-    suppressed = await middleware.after_processed(ValueError, ValueError("bad"), None)
+    @service.follow(topics.operations)
+    async def handle(event: ActuatorRegistered) -> None:
+        if fails is not None:
+            raise fails("the store did not answer")
 
-    assert suppressed is False
-    assert positions.position("m", 2) == 8
+    async with TestKafkaBroker(service.broker) as broker:
+        with contextlib.suppress(ConnectionError):
+            await broker.publish(encode(announcement("x")), topics.operations, partition=0)
+
+    assert positions.position(topics.operations, 0) == read

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
@@ -78,6 +78,8 @@ class DeadLetterPolicy:
     """The failures in a row of each partition's message, and the retry policy."""
     max_message_bytes: int = MAX_MESSAGE_BYTES
     watch: StallWatch | None = None
+    done: Sequence[Callable[[str, int, int], None]] = ()
+    """Told (topic, partition, offset) of every message done with (`Service.done_with`)."""
 
     def __call__(self, msg: Any, /, *, context: ContextRepo) -> DeadLetterMiddleware:
         """FastStream builds one middleware per message through this call."""
@@ -181,6 +183,7 @@ class DeadLetterMiddleware(BaseMiddleware):
     ) -> None:
         """Tell the watch, log, pause, and seek back: the message is delivered again."""
         self._tell_failed(error)
+        setattr(error, _REPORTED, True)  # logged here: FastStream's record of it is left out
         if verdict.transient:
             logger.warning(
                 "a dependency failed (%s); the message will be delivered again in %.1f s",
@@ -223,6 +226,8 @@ class DeadLetterMiddleware(BaseMiddleware):
             commits = commits_of(self.context.get("handler_"))
             if commits is not None:
                 commits.done(self.msg.topic, self.msg.partition, self.msg.offset)
+            for tell in self.policy.done:
+                tell(self.msg.topic, self.msg.partition, self.msg.offset)
         watched = self._watched()
         if watched is not None:
             watched[0].went_through(watched[1])
@@ -272,6 +277,21 @@ class DeadLetterMiddleware(BaseMiddleware):
         logger.warning(
             "dead-lettered a message: %s", reason, extra=_position(record) | {"reason_kind": kind}
         )
+
+
+_REPORTED = "_discospace_reported"
+"""Set on a handler's error this middleware logged when it handed its message back."""
+
+
+class ReportedHere(logging.Filter):
+    """Leaves out a record of an error this middleware already logged with its outcome (the
+    message delivered again in so many seconds): the error goes on to FastStream's logging
+    middleware, which logs every handler error again, at ERROR with its traceback, even a
+    transient one this middleware logged as a warning. Installed on the broker's logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not getattr(error, _REPORTED, False)
 
 
 async def pause(seconds: float, subscriber: object) -> None:

@@ -6,10 +6,11 @@ a partition it was just given (the previous owner's decisions must be folded fir
 the end offsets of the partitions at that moment (`end_offsets`) and waits until its consumer
 has read each of them up to there (`ReadPositions.wait_until`).
 
-`ReadPositions.middleware` is a broker middleware: it sees every message a consumer of the
-broker takes, whatever became of it (folded, ignored, dropped as a duplicate, dead-lettered),
-after its handler ran, so a position counts only messages already handled. An event no handler
-of a consumer takes is passed over before the middlewares (`Consumer._passed_over`): register
+`ReadPositions.saw` is told of every message a consumer of the service is done with
+(`Service.done_with`: folded, ignored, dropped as a duplicate, dead-lettered), after its
+handler ran, so a position counts only messages already handled: a message handed back to be
+delivered again (its handler failed) is not read yet. An event no handler of a consumer takes
+is passed over before FastStream's pipeline (`Consumer._passed_over`): register
 `ReadPositions.saw` in `Service.passed_over` to count those too.
 """
 
@@ -17,12 +18,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from types import TracebackType
-from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRecord
-from faststream import BaseMiddleware
-from faststream._internal.context.repository import ContextRepo
+from aiokafka import AIOKafkaConsumer
 
 from discospace.runtime.replay import existing_partitions
 from discospace.runtime.security import client_kwargs
@@ -32,7 +29,7 @@ Partition = tuple[str, int]
 
 
 class ReadPositions:
-    """The next offset to read of every partition a consumer of the broker has read from."""
+    """The next offset to read of every partition a consumer of the service has read from."""
 
     def __init__(self) -> None:
         self._read: dict[Partition, int] = {}
@@ -62,26 +59,6 @@ class ReadPositions:
         """Return once every partition of `ends` is read up to (not including) its end offset."""
         while self.behind(ends):
             await self._moved.wait()
-
-    def middleware(self, msg: Any, /, *, context: ContextRepo) -> BaseMiddleware:
-        """The broker middleware factory that reports every consumed message here."""
-        return _PositionMiddleware(msg, context=context, positions=self)
-
-
-class _PositionMiddleware(BaseMiddleware):
-    def __init__(self, msg: Any, /, *, context: ContextRepo, positions: ReadPositions) -> None:
-        super().__init__(msg, context=context)
-        self.positions = positions
-
-    async def after_processed(
-        self,
-        exc_type: type[BaseException] | None = None,
-        exc_val: BaseException | None = None,
-        exc_tb: TracebackType | None = None,
-    ) -> bool | None:
-        if isinstance(self.msg, ConsumerRecord):
-            self.positions.saw(self.msg.topic, self.msg.partition, self.msg.offset)
-        return False
 
 
 async def end_offsets(bootstrap_servers: str, topics: Iterable[str]) -> dict[Partition, int]:

@@ -34,7 +34,7 @@ from discospace.events.topics import TopicNames
 from discospace.runtime.asgi import ServiceApp, read_only
 from discospace.runtime.confirming import Unconfirmed
 from discospace.runtime.consuming import Consumer
-from discospace.runtime.deadletter import DeadLetterPolicy
+from discospace.runtime.deadletter import DeadLetterPolicy, ReportedHere
 from discospace.runtime.failures import Attempts
 from discospace.runtime.folding import FoldReport, fold_then_follow
 from discospace.runtime.health import StalledConsumers, make_health
@@ -84,6 +84,10 @@ class Service:
     """Told (topic, partition, offset) of every event a consumer passes over before FastStream's
     pipeline (no handler takes it: `Consumer._passed_over`), which broker middlewares never see
     (`ReadPositions.saw` registers here)."""
+    done_with: list[Callable[[str, int, int], None]] = field(default_factory=list)
+    """Told (topic, partition, offset) of every message a consumer is done with: handled, set
+    aside on the dead-letter topic, or folded already; not one handed back to be delivered
+    again (`ReadPositions.saw` registers here)."""
     _start: asyncio.Task[Any] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -264,10 +268,19 @@ def _broker(settings: ServiceSettings, description: str) -> KafkaBroker:
         enable_idempotence=True,
         # Pattern subscriptions (measure.<pool>) see a new pool's topic at the next refresh.
         metadata_max_age_ms=int(settings.metadata_max_age_s * 1000),
-        logger=logging.getLogger(f"discospace.{name}.broker"),
+        logger=_broker_logger(name),
         log_level=logging.DEBUG,
         description=description,
     )
+
+
+def _broker_logger(name: str) -> logging.Logger:
+    """FastStream's logger for the service `name`, without the handler errors the dead-letter
+    middleware logged already (`ReportedHere`)."""
+    broker_logger = logging.getLogger(f"discospace.{name}.broker")
+    if not any(isinstance(f, ReportedHere) for f in broker_logger.filters):
+        broker_logger.addFilter(ReportedHere())
+    return broker_logger
 
 
 def create_service(
@@ -333,6 +346,7 @@ def create_service(
             attempts=Attempts(settings.retry_policy),
             max_message_bytes=settings.max_message_bytes,
             watch=stalls,
+            done=service.done_with,
         )
     )
     app.on_startup(service.begin_start)

@@ -3,8 +3,8 @@
 `bootstrap` builds what the handlers (`handlers.py`) work with: the publishers of decisions
 (operation events on the operations topic; the spaces a pipeline derives on the
 space-submissions topic, for the registry), the engine over the operator registry, the
-domain metrics, the read positions (a broker middleware), the log reader for rebuilding one
-operation, the `LiveExplorer` and the group membership (`Ownership`).
+domain metrics, the read positions (told of every message done with), the log reader for
+rebuilding one operation, the `LiveExplorer` and the group membership (`Ownership`).
 `discospace.explorer.app` only wires them.
 """
 
@@ -62,7 +62,7 @@ def bootstrap(
     engine = Engine(operators, settings.timing, settings.max_message_bytes)
     metrics = ExplorerMetrics.create(service.metrics.registry)
     positions = ReadPositions()
-    service.broker.add_middleware(positions.middleware)
+    service.done_with.append(positions.saw)  # handled, set aside, or folded already
     service.passed_over.append(positions.saw)  # what a consumer passes over is read too
     history = LogHistory(settings.kafka_bootstrap_servers, service.topics, positions)
     explorer = LiveExplorer(
