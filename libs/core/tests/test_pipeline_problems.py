@@ -379,3 +379,107 @@ def test_a_reference_to_a_key_its_jobs_result_will_not_have_is_refused() -> None
     )
     plugin["stages"]["execute"][0]["space"] = "${narrowed.anything}"  # only running it tells
     assert pipeline_problem(plugin, SPACE, (*HOOKS, "my_hook")) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (
+            {"job": "probe", "space": "${pruned.space_id}", "good_fration": 0.5},
+            "hook job 'narrowed': hook 'k_sigma' args: good_fration: is not a known",
+        ),
+        (
+            {"job": "probe", "space": "${pruned.space_id}", "k": "wide"},
+            "hook job 'narrowed': hook 'k_sigma' args: k: input should be a valid number",
+        ),
+        (
+            {"job": "probe", "space": "${pruned.space_id}", "good_fraction": "${probe.x}"},
+            None,
+        ),
+    ],
+    ids=["misspelt-beside-a-reference", "wrong-beside-a-reference", "the-reference-itself"],
+)
+def test_args_beside_a_reference_are_checked_at_the_door(
+    args: dict[str, Any], sentence: str | None
+) -> None:
+    """The shipped examples' k_sigma job reads `${pruned.space_id}`: its other args were left
+    unchecked until it ran, after the probe had measured."""
+    found = problem(changed("stages.refine.1.args", args))
+
+    if sentence is None:
+        assert found is not None  # the probe's result has no 'x'
+        assert "has no 'x'" in found
+    else:
+        assert found is not None
+        assert found.startswith(sentence), found
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "sentence"),
+    [
+        (
+            "stages.refine.1.args",
+            {"job": "probe", "properties": ["batch_sise"]},
+            "hook job 'narrowed': k_sigma cannot narrow 'batch_sise': the space has no such "
+            "property",
+        ),
+        (
+            "stages.refine.1.args",
+            {"job": "probe", "properties": ["model_size"]},
+            "hook job 'narrowed': k_sigma narrows numeric properties only, not 'model_size'",
+        ),
+        (
+            "stages.refine.1.args",
+            {"job": "pruned"},
+            "hook job 'narrowed' reads the measurements of job 'pruned', a hook job, which "
+            "measures nothing: name an operation or measure job",
+        ),
+        (
+            "stages.evaluate.0.args",
+            {"job": "search", "k": 3, "objective": {"property": "loss"}},
+            f"hook job 'best' ranks by 'loss', which no experiment of space '{SPACE_ID}' "
+            "measures: its targets are tps",
+        ),
+    ],
+    ids=["missing-property", "categorical-property", "reads-a-hook", "unmeasured-objective"],
+)
+def test_hook_args_naming_what_the_space_lacks_are_refused_at_the_door(
+    path: str, value: Any, sentence: str
+) -> None:
+    """Each was found when the hook ran, after the probe's measurements (with trials, after
+    every trial's probe)."""
+    assert problem(changed(path, value), catalog=CATALOG) == sentence
+
+
+def test_a_trials_objective_a_top_k_job_does_not_rank_by_is_refused() -> None:
+    options = changed("trials.objective", {"job": "best", "property": "loss"})
+
+    assert problem(options) == (
+        "the trials' objective 'loss' is not what top_k job 'best' ranks by ('tps'): its "
+        "result has the best's value of 'tps' only"
+    )
+    assert problem(changed("trials.objective", {"job": "best", "property": "tps"})) is None
+
+
+def test_an_entity_fixing_what_the_trials_vary_on_its_trials_space_is_refused() -> None:
+    entity = {"model_size": "tiny", "batch_size": 4, "lr": "${trial.lr}"}
+    options = changed("stages.evaluate.1.entities", [entity])
+    del options["stages"]["evaluate"][1]["space"]
+
+    assert problem(options) == (
+        "measure job 'longer': entity 1 sets 'batch_size', which the trials vary: write "
+        "batch_size: '${trial.batch_size}'"
+    )
+
+
+def test_a_malformed_nested_pipeline_is_refused_at_the_door() -> None:
+    nested = {"stages": {"refine": [{"name": "k", "kind": "hook", "hook": "ksigma"}]}}
+    job = {"name": "inner", "kind": "operation", "operator": "pipeline"}
+    options = changed("stages.execute", [{**job, "parameters": {"options": nested}}])
+    options["stages"]["evaluate"] = []
+    options["trials"]["objective"]["job"] = "inner"
+
+    assert problem(options) == (
+        "pipeline job 'inner': hook job 'k' uses hook 'ksigma', which is not known: "
+        "use k_sigma, prune_invalid, top_k"
+    )

@@ -7,8 +7,10 @@ dict, the job's result. It raises :class:`PipelineError` with one sentence when 
 
 The hooks shipped here:
 
-- `k_sigma`: narrow each numeric property to mean ± k·sigma of the good valid entities (as
-  Data-Juicer's k-sigma recipe refinement does); result `{"space", "narrowed"}`.
+- `k_sigma`: narrow each numeric property to mean ± k·sigma of the good valid entities (after
+  Data-Juicer's k-sigma recipe refinement, which bounds each filter by mean ± k·std of a data
+  statistic; this one narrows the searched properties around the best configurations, see
+  libs/core/README.md); result `{"space", "narrowed"}`.
 - `prune_invalid`: drop a listed value of a property when every measurement of an entity
   with that value was invalid; result `{"space", "pruned"}`.
 - `top_k`: the k best entities for an objective; result `{"entities", "entity_ids", "values"}`.
@@ -38,6 +40,7 @@ from pydantic import (
     PositiveInt,
     ValidationError,
 )
+from pydantic_core import ErrorDetails
 
 from discospace.core.canonical import normalise_value
 from discospace.core.discovery import DiscoverySpace
@@ -47,6 +50,7 @@ from discospace.core.pipelines import (
     HOOK_GROUP,
     Direction,
     as_objective,
+    first_of,
     first_problem,
     hook_names,
     references,
@@ -146,17 +150,29 @@ SHIPPED_ARGS: dict[str, type[_Args]] = {
 
 
 def args_problem(hook: str, args: Mapping[str, JsonValue]) -> str | None:
-    """Why a shipped hook would refuse `args`, in one sentence; None for args it takes, for a
-    hook it does not know (a plugin checks its own), and for args holding a reference (they
-    are known once it is replaced)."""
+    """Why a shipped hook would refuse `args`, in one sentence; None for args it takes and for
+    a hook it does not know (a plugin checks its own). An arg holding a reference is known once
+    it is replaced: only a misspelt name of one is refused now, the other args all are."""
     model = SHIPPED_ARGS.get(hook)
-    if model is None or references(dict(args)):
+    if model is None:
         return None
+    data = dict(args)
     try:
-        model.model_validate(dict(args))
+        model.model_validate(data)
     except ValidationError as error:
-        return first_problem(error, dict(args), f"hook '{hook}' args")
+        problems = [e for e in error.errors() if not _referenced(data, e)]
+        if problems:
+            return first_of(problems, data, f"hook '{hook}' args")
     return None
+
+
+def _referenced(data: Mapping[str, JsonValue], error: ErrorDetails) -> bool:
+    """Whether `error` is about an arg whose value holds a reference (so may be right once
+    it is replaced)."""
+    name = error["loc"][0] if error["loc"] else None
+    if error["type"] == "extra_forbidden" or not isinstance(name, str) or name not in data:
+        return False
+    return bool(references(data[name]))
 
 
 def _args(model: type[A], hook: str, context: HookContext) -> A:
@@ -366,12 +382,26 @@ def _numeric_properties(space: DiscoverySpace, named: Sequence[str] | None) -> s
     properties = {prop.name: prop for prop in space.entity_space.properties}
     if named is None:
         return {n for n, p in properties.items() if _numeric(p.domain) and p.domain.size > 1}
+    problem = numeric_problem(space, named)
+    if problem is not None:
+        raise PipelineError(problem)
+    return set(named)
+
+
+NARROWING = ("k_sigma",)
+"""The shipped hooks whose `properties` arg names properties of their space to narrow."""
+
+
+def numeric_problem(space: DiscoverySpace, named: Sequence[str]) -> str | None:
+    """Why k_sigma cannot narrow the properties `named` of `space`, in one sentence, or None
+    (a refined space keeps its properties' names and kinds: the pipeline's space says)."""
+    properties = {prop.name: prop for prop in space.entity_space.properties}
     for name in named:
         if name not in properties:
-            raise PipelineError(f"k_sigma cannot narrow '{name}': the space has no such property")
+            return f"k_sigma cannot narrow '{name}': the space has no such property"
         if not _numeric(properties[name].domain):
-            raise PipelineError(f"k_sigma narrows numeric properties only, not '{name}'")
-    return set(named)
+            return f"k_sigma narrows numeric properties only, not '{name}'"
+    return None
 
 
 def _numeric(domain: PropertyDomain) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Annotated, Any, Literal
@@ -36,6 +36,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.errors import DiscospaceError, PipelineError
@@ -235,11 +236,16 @@ def parse_pipeline(options: Mapping[str, Any]) -> PipelineSpec:
 def first_problem(error: ValidationError, data: Any, source: str) -> str:
     """The first problem of `data` read as a pipeline model, in one sentence: a rule's own
     sentence, or `<source>: <where>: <what is wrong>`."""
-    first = error.errors()[0]
+    return first_of(error.errors(), data, source)
+
+
+def first_of(errors: Sequence[ErrorDetails], data: Any, source: str) -> str:
+    """`first_problem` of some of a validation's errors (at least one)."""
+    first = errors[0]
     if first["type"] == "value_error":
         return str(first["ctx"]["error"])
     message = problem_text([dict(first)])
-    more = len(error.errors()) - 1
+    more = len(errors) - 1
     return f"{source}: {_where(first['loc'], data)}: {message}" + (
         f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     )
@@ -434,7 +440,9 @@ def pipeline_problem(
         space = space if isinstance(space, DiscoverySpace) else DiscoverySpace.from_spec(space)
         return (
             _measure_problem(spec, space, catalog)
+            or _hook_space_problem(spec, space, catalog)
             or _trials_problem(spec, space)
+            or _trial_entities_problem(spec)
             or _trials_objective_problem(spec, space, catalog)
         )
     except DiscospaceError as error:
@@ -460,9 +468,39 @@ def pipeline_shape_problem(
             or _hook_args_problem(spec)
             or _child_id_problem(spec)
             or (_job_parameters_problem(spec, parameters) if parameters else None)
+            or _nested_problem(spec, hooks, operators, parameters)
         )
     except DiscospaceError as error:
         return str(error)
+
+
+def named_spaces(spec_options: Mapping[str, Any], own: str) -> list[str]:
+    """The spaces a pipeline's jobs name by id (a job's `space`, a hook's `args.space`), other
+    than its own space `own`, in order: a door that can read registrations checks them, since
+    the explorer finds one unregistered only when its job's turn comes (after the probe)."""
+    found: list[str] = []
+    for _, job in ordered_jobs(parse_pipeline(spec_options)):
+        for named in (job.space, job.args.get("space") if job.kind == "hook" else None):
+            if isinstance(named, str) and named != own and not references(named):
+                found.append(named)
+    return list(dict.fromkeys(found))
+
+
+def _nested_problem(
+    spec: PipelineSpec,
+    hooks: Collection[str],
+    operators: Collection[str] | None,
+    parameters: ParametersCheck | None,
+) -> str | None:
+    """The first problem of a pipeline a job runs (written out, without references): it was
+    said when that job's turn came, after the jobs before it had spent their measurements."""
+    for _, job in ordered_jobs(spec):
+        nested = job.operator == "pipeline" and job.parameters.get("options")
+        if isinstance(nested, dict) and not references(nested):
+            problem = pipeline_shape_problem(nested, hooks, operators, parameters)
+            if problem is not None:
+                return f"pipeline job '{job.name}': {problem}"
+    return None
 
 
 def _job_parameters_problem(spec: PipelineSpec, check: ParametersCheck) -> str | None:
@@ -741,11 +779,13 @@ def _trials_objective_problem(
     """The trials' objective must be a target its job measures (an operation or measure job
     on the pipeline's space; a hook's result or another space's is known only when it runs):
     a misspelt one would run every trial and then fail for want of a value."""
-    if spec.trials is None or catalog is None:
+    if spec.trials is None:
         return None
     objective = spec.trials.objective
     job = next((job for _, job in ordered_jobs(spec) if job.name == objective.job), None)
-    if job is None or job.kind == "hook" or job.operator == "pipeline":
+    if job is not None and job.kind == "hook" and job.hook == "top_k":
+        return _ranked_by_problem(objective.property, job)
+    if catalog is None or job is None or job.kind == "hook" or job.operator == "pipeline":
         return None
     if not _on_pipeline_space(job, space):
         return None
@@ -761,6 +801,95 @@ def _trials_objective_problem(
     return (
         f"the trials' objective '{objective.property}' is no target job '{job.name}' measures: "
         f"its targets are {', '.join(sorted(targets))}"
+    )
+
+
+def _ranked_by_problem(wanted: str, job: JobSpec) -> str | None:
+    """A trials' objective reading a `top_k` job reads the value of its best, of the property
+    the job ranks by: another property is never there, found after every trial ran."""
+    ranked = job.args.get("objective")
+    ranks_by = ranked.get("property") if isinstance(ranked, dict) else None
+    if not isinstance(ranks_by, str) or references(ranks_by):
+        return None
+    if target_of(ranks_by) == target_of(wanted):
+        return None
+    return (
+        f"the trials' objective '{wanted}' is not what top_k job '{job.name}' ranks by "
+        f"('{ranks_by}'): its result has the best's value of '{ranks_by}' only"
+    )
+
+
+def _trial_entities_problem(spec: PipelineSpec) -> str | None:
+    """A measure job on its trial's space (no `space` given) with an entity that sets a
+    property the trials vary to a value of its own: each trial's space holds only its own
+    value, so every other trial would fail at its start."""
+    if spec.trials is None:
+        return None
+    for _, job in ordered_jobs(spec):
+        if job.kind != "measure" or job.space is not None or not isinstance(job.entities, list):
+            continue
+        for number, point in enumerate(job.entities, start=1):
+            for name in spec.trials.over:
+                if name in point and not references(point[name]):
+                    return (
+                        f"measure job '{job.name}': entity {number} sets '{name}', which the "
+                        f"trials vary: write {name}: '${{trial.{name}}}'"
+                    )
+    return None
+
+
+def _hook_space_problem(
+    spec: PipelineSpec, space: DiscoverySpace, catalog: ExperimentCatalog | None
+) -> str | None:
+    """A shipped hook's args naming what its job cannot have: the measurements of a hook job
+    (it measures nothing), a property to narrow the space lacks or cannot narrow, an objective
+    no experiment of the space measures (with `catalog`). Found when the hook ran, after the
+    probe had spent its measurements."""
+    from discospace.core.hooks import NARROWING, numeric_problem  # hooks reads this module
+
+    jobs = {job.name: job for _, job in ordered_jobs(spec)}
+    for _, job in ordered_jobs(spec):
+        if job.kind != "hook":
+            continue
+        args = job.args
+        read = args.get("job")
+        if isinstance(read, str) and read in jobs and jobs[read].kind == "hook":
+            return (
+                f"hook job '{job.name}' reads the measurements of job '{read}', a hook job, "
+                "which measures nothing: name an operation or measure job"
+            )
+        on = args.get("space")
+        if not (on is None or on == space.id or (isinstance(on, str) and _is_one_reference(on))):
+            continue  # another space: known when the hook runs
+        named = args.get("properties")
+        if job.hook in NARROWING and isinstance(named, list) and not references(named):
+            problem = numeric_problem(space, [str(name) for name in named])
+            if problem is not None:
+                return f"hook job '{job.name}': {problem}"
+        problem = _hook_objective_problem(job, space, catalog)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _hook_objective_problem(
+    job: JobSpec, space: DiscoverySpace, catalog: ExperimentCatalog | None
+) -> str | None:
+    objective = job.args.get("objective")
+    wanted = objective.get("property") if isinstance(objective, dict) else None
+    if catalog is None or not isinstance(wanted, str) or references(wanted):
+        return None
+    targets: set[str] = set()
+    for ref in space.experiments:
+        try:
+            targets.update(catalog.resolve(ref).experiment.target_properties)
+        except DiscospaceError:  # said by the registry's check
+            return None
+    if target_of(wanted) in targets:
+        return None
+    return (
+        f"hook job '{job.name}' ranks by '{wanted}', which no experiment of space "
+        f"'{space.id}' measures: its targets are {', '.join(sorted(targets))}"
     )
 
 
