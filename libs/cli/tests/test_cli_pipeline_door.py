@@ -259,3 +259,25 @@ def test_a_pipeline_refused_on_its_registered_space_publishes_nothing(
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"error: trials are over 'no_such_property', which space '{SID}'"), line
     assert read_topic(kafka_bootstrap, topics.operations, 1, timeout_s=2) == []
+
+
+def test_a_job_naming_a_space_that_is_not_registered_is_refused_at_the_door(
+    tmp_path: Path,
+) -> None:
+    """The explorer found it only when the job's turn came, after the probe had measured (and
+    with trials, every trial's probe)."""
+    elsewhere = {**PROBE, "name": "elsewhere", "space": "space-8f9f0ffce982"}
+    stages = {"probe": [PROBE, elsewhere], "evaluate": [BEST, LONGER]}
+
+    found = refusal(request_from(pipeline_file(tmp_path, stages=stages)))
+
+    assert found == "space space-8f9f0ffce982 is not registered"
+    on_its_own = {**PROBE, "name": "again", "space": SID}
+    assert (
+        refusal(
+            request_from(
+                pipeline_file(tmp_path, stages={"probe": [PROBE, on_its_own]}, trials=None)
+            )
+        )
+        is None
+    )

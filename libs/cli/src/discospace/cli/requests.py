@@ -26,7 +26,12 @@ from discospace.core.operation_rules import (
     unmeasured_objective,
     zeus_space_problem,
 )
-from discospace.core.pipelines import hook_names, pipeline_problem, pipeline_shape_problem
+from discospace.core.pipelines import (
+    hook_names,
+    named_spaces,
+    pipeline_problem,
+    pipeline_shape_problem,
+)
 from discospace.core.spec import SpaceSpec
 from discospace.events import (
     Event,
@@ -182,8 +187,8 @@ async def check_request(request: OperationRequested, registration: Registration)
     operator, invalid stopping rules, an unregistered space, an objective the space does not
     measure, parameters `random_walk` cannot run with (the rules of
     :mod:`discospace.core.operation_rules`), a pipeline that is malformed or does not fit the
-    space (:func:`discospace.core.pipelines.pipeline_problem`). The checks that need no broker
-    come first."""
+    space (:func:`discospace.core.pipelines.pipeline_problem`) or whose jobs name a space that
+    is not registered. The checks that need no broker come first."""
     parameters = request.parameters
     problem = (
         operator_problem(request.operator, DOOR_OPERATORS)
@@ -195,6 +200,9 @@ async def check_request(request: OperationRequested, registration: Registration)
         problem = registered_problem(request, await registration(request.space_id))
     if problem is not None:
         raise CliError(problem)
+    if request.operator == PIPELINE:  # a space a job names: refused now, not after the probe
+        for other in named_spaces(request.parameters.options, request.space_id):
+            await registration(other)
 
 
 def _pipeline_shape(request: OperationRequested) -> str | None:
