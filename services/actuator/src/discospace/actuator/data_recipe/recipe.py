@@ -3,8 +3,10 @@ entity's properties, and the Data-Juicer process list it stands for.
 
 Each numeric property is named `min_<stat>` or `max_<stat>` after the Data-Juicer statistic it
 bounds (`text_len`, `alnum_ratio`, `char_rep_ratio`, `special_char_ratio`, `num_words`), so the
-probe's `raw_<stat>_mean` and `raw_<stat>_std` say where to put it (k-sigma refinement). The
-defaults keep every document: a recipe states only the filters it means.
+probe's `raw_<stat>_mean` and `raw_<stat>_std` say where Data-Juicer's k-sigma rule would put it
+(mean ± k·std; the pipeline's `k_sigma` hook narrows by the best recipes' values instead, and
+reads no statistic). The defaults keep every document: a recipe states only the filters it
+means.
 
 - `min_text_len`, `max_text_len` (default 0, 0: no maximum): `text_length_filter`'s `min_len`,
   `max_len`, in characters;
