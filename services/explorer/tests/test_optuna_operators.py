@@ -152,6 +152,40 @@ def test_a_restarted_explorer_proposes_what_the_first_one_would_have(
     assert points(crashing) == points(steady)
 
 
+@pytest.mark.parametrize("operator", ["optuna_tpe", "optuna_nsga2"])
+@pytest.mark.parametrize("down_at", [6, 10, 14])
+def test_an_explorer_down_while_results_arrived_decides_as_one_that_stayed_up(
+    optimizer_loop, eighty_space, make_request, operator, down_at
+):
+    """Two results land while the explorer is down: back, it has two slots to fill and knows
+    both results, where the live explorer filled one slot knowing the first, then the other
+    knowing both. Each point is chosen knowing as many results as the live one knew."""
+    request = make_request(
+        eighty_space,
+        operator=operator,
+        batch_size=2,
+        seed=4,
+        objective=MAX_TPS,
+        stopping={"max_measurements": 24},
+    )
+    steady = optimizer_loop(eighty_space)
+    steady.send(request)
+    steady.run()
+    crashing = optimizer_loop(eighty_space)
+    crashing.send(request)
+    for _ in range(down_at):
+        crashing.step()
+    crashing.answer_draws()
+    assert len(crashing.measuring) >= 2
+    for _ in range(2):  # measured while the explorer is down: read by nobody
+        crashing.log.append(crashing.fakes.measure(crashing.measuring.pop(0), crashing.now))
+    crashing.crash()
+    crashing.restart()
+    crashing.run()
+
+    assert points(crashing) == points(steady)
+
+
 def test_invalid_results_are_never_asked_again_and_count_as_invalid(
     optimizer_loop, make_space, make_request
 ):

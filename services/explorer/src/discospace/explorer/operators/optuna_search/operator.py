@@ -97,7 +97,7 @@ class OptunaOperator:
             if wanted == "all"
             else min(view.free_slots, wanted - len(history.requested))
         )
-        points = suggest(search, history, count)
+        points = suggest(search, history, count, view.parameters.batch_size)
         if not points:
             return Finish("operator_finished", f"{self.name} found no free point to suggest")
         return Measure(tuple(point.as_dict() for point in points))

@@ -101,8 +101,49 @@ class Search:
         return [up if s.direction == "max" else down for s in self.sources]
 
 
-def suggest(search: Search, history: History, count: int) -> list[Entity]:
-    """Up to `count` free points to measure next (fewer when the pool runs out)."""
+def suggest(
+    search: Search, history: History, count: int, window: int | None = None
+) -> list[Entity]:
+    """Up to `count` free points to measure next (fewer when the pool runs out).
+
+    With the operation's `window` (its `batch_size`), the n-th point requested (from 0) is
+    chosen knowing the operation's first n - window + 1 results only (`told_as_of`): as many
+    as a live explorer had when that point's slot in the window came free, one result after
+    another. An explorer that was down while several results arrived decides, once it is back,
+    as the one that stayed up would have: it knows them all at once, and chose its points
+    knowing more than the live one did (another sequence of decisions for the same seed)."""
+    if window is None:
+        return _suggest(search, history, count)
+    chosen: list[Entity] = []
+    while len(chosen) < count:
+        asked = len(history.requested) + len(chosen)
+        known = _known(len(history.own), asked, window)
+        run = 1
+        while len(chosen) + run < count and _known(len(history.own), asked + run, window) == known:
+            run += 1
+        more = _suggest(search, told_as_of(history, known, tuple(chosen)), run)
+        chosen.extend(more)
+        if len(more) < run:
+            break
+    return chosen
+
+
+def _known(results: int, asked: int, window: int) -> int:
+    """How many of the operation's results the point numbered `asked` is chosen knowing."""
+    return min(results, max(0, asked - window + 1))
+
+
+def told_as_of(history: History, results: int, chosen: Sequence[Entity] = ()) -> History:
+    """`history` as it was when the operation had only its first `results` results (the
+    others in flight), with the points `chosen` since requested too."""
+    own = history.own[:results]
+    requested = (*history.requested, *chosen)
+    told = {t.entity.id for t in own}
+    in_flight = tuple(entity for entity in requested if entity.id not in told)
+    return History(history.warm, own, in_flight, requested)
+
+
+def _suggest(search: Search, history: History, count: int) -> list[Entity]:
     if _starting(search, history):
         transferred = _transferred(search, history, count)
         if transferred is not None:
