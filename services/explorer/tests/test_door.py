@@ -30,6 +30,23 @@ OBJECTIVE = {"property": "tps", "direction": "max"}
             request(SPACE, operator="optuna_tpe", objective=OBJECTIVE, options={"candidates": []}),
             "option 'candidates' of optuna_tpe is not valid",
         ),
+        (
+            request(
+                SPACE, operator="optuna_tpe", objective=OBJECTIVE, options={"population_size": 8}
+            ),
+            "optuna_tpe does not use option 'population_size' (only optuna_nsga2 uses it)",
+        ),
+        (
+            request(SPACE, operator="optuna_gp", objective=OBJECTIVE, options={"multivariate": 0}),
+            "optuna_gp does not use option 'multivariate' (only optuna_tpe uses it)",
+        ),
+        (
+            request(
+                SPACE, operator="optuna_nsga2", objective=OBJECTIVE, options={"n_startup_trials": 4}
+            ),
+            "optuna_nsga2 does not use option 'n_startup_trials' (only optuna_tpe, optuna_gp, "
+            "optuna_cmaes use it)",
+        ),
         (request(SPACE, operator="nope"), "operator 'nope' is not known: use "),
         (request(SPACE, stopping={"max_duration": "-5sec"}), "max_duration must be above zero"),
     ],

@@ -119,6 +119,18 @@ def test_a_default_batch_size_outside_the_space_is_refused(space):
     assert problem == "the default batch size 48 is not one of 8, 16, 32, 64"
 
 
+def test_a_shared_across_property_the_space_lacks_is_refused(space):
+    """Only the space's own properties are compared with other jobs' runs: a misspelt name
+    changed nothing, and no run of another GPU was used."""
+    assert ZeusBso().check(parameters(shared_across=["gpu_modle"]), space) == (
+        "zeus_bso option 'shared_across' names 'gpu_modle', which space "
+        f"'{space.space_id}' does not have (its properties: dataset, batch_size, power_limit, "
+        "recurrence)"
+    )
+    assert ZeusBso().check(parameters(shared_across=["dataset"]), space) is None
+    assert ZeusBso().check(parameters(shared_across=[]), space) is None
+
+
 def test_reusing_runs_from_the_store_is_refused(space):
     reusing = parameters().model_copy(update={"single_measurement": True})
     assert "single_measurement to false" in (ZeusBso().check(reusing, space) or "")

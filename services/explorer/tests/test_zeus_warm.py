@@ -114,7 +114,7 @@ def test_runs_of_another_workload_are_not_used(space):
 
 
 def test_the_properties_that_may_differ_are_an_option(space):
-    assert first_request(space, shared_across=["nothing"]).points[0]["batch_size"] == 32
+    assert first_request(space, shared_across=[]).points[0]["batch_size"] == 32
 
 
 def test_a_job_none_of_whose_sizes_the_runs_elsewhere_leave_in_starts_cold(make_space):

@@ -50,10 +50,19 @@ class SearchOptions(BaseModel):
     )
 
 
+ONLY_FOR = {
+    "multivariate": ("optuna_tpe",),
+    "population_size": ("optuna_nsga2",),
+    "n_startup_trials": ("optuna_tpe", "optuna_gp", "optuna_cmaes"),
+}
+"""Options only some operators read: given to another, they would be ignored in silence."""
+
+
 def parse_options(options: Mapping[str, JsonValue], operator: str) -> SearchOptions | str:
-    """The options, or one sentence saying what is wrong with them."""
+    """The options, or one sentence saying what is wrong with them (an option this operator
+    does not read included)."""
     try:
-        return SearchOptions.model_validate(dict(options))
+        parsed = SearchOptions.model_validate(dict(options))
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "options"
@@ -61,3 +70,9 @@ def parse_options(options: Mapping[str, JsonValue], operator: str) -> SearchOpti
             known = ", ".join(SearchOptions.model_fields)
             return f"{operator} has no option '{where}' (its options: {known})"
         return f"option '{where}' of {operator} is not valid: {first['msg']}"
+    for name in sorted(parsed.model_fields_set):
+        readers = ONLY_FOR.get(name, (operator,))
+        if operator not in readers:
+            verb = "uses" if len(readers) == 1 else "use"
+            return f"{operator} does not use option '{name}' (only {', '.join(readers)} {verb} it)"
+    return parsed

@@ -140,7 +140,11 @@ class ZeusBso:
             zeus_space(space.entity_space, options)
         except DiscospaceError as error:
             return str(error)
-        problem = _experiment_problem(space) or _eta_problem(space, options)
+        problem = (
+            _experiment_problem(space)
+            or _eta_problem(space, options)
+            or _shared_across_problem(space, options)
+        )
         if problem is not None:
             return problem
         if parameters.single_measurement:
@@ -378,3 +382,19 @@ def _whole(values: Mapping[str, Value], name: str, where: str) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not float(raw).is_integer():
         raise DiscospaceError(f"zeus_bso needs a whole number '{name}' in every {where}")
     return int(raw)
+
+
+def _shared_across_problem(space: KnownSpace, options: ZeusOptions) -> str | None:
+    """A property named in `shared_across` that the space lacks: only the space's own fixed
+    properties are compared with other jobs' runs, so the name changed nothing (a misspelt
+    `gpu_modle` left `gpu_model` compared, and no run of another GPU was used)."""
+    if "shared_across" not in options.model_fields_set:
+        return None
+    names = space.entity_space.names
+    unknown = [name for name in options.shared_across if name not in names]
+    if not unknown:
+        return None
+    return (
+        f"zeus_bso option 'shared_across' names {', '.join(repr(n) for n in unknown)}, which "
+        f"space '{space.space_id}' does not have (its properties: {', '.join(names)})"
+    )
