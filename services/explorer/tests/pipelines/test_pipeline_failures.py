@@ -111,6 +111,22 @@ def test_a_hook_that_cannot_work_fails_its_job_with_its_sentence(world, hooks):
     assert failed.reason.endswith("hook 'refuse' found no valid row of job 'probe'")
 
 
+def test_a_hook_that_calls_exit_fails_its_job_not_the_explorer(world, hooks):
+    """SystemExit is no Exception: it stopped the explorer, and every restart again at the
+    same job (the message was never committed)."""
+
+    def quits(context: HookContext) -> dict[str, JsonValue]:
+        raise SystemExit(3)
+
+    w = world(hooks={**hooks, "quits": quits})
+    jobs = {"probe": [_walk("probe")], "refine": [{"name": "q", "kind": "hook", "hook": "quits"}]}
+    w.request("op-1", w.register(), {"stages": jobs}, seed=1)
+
+    [job] = w.of(PipelineJobFailed, "op-1")
+    assert job.reason == "hook 'quits' called exit (3): a hook returns or raises"
+    assert w.of(OperationFailed, "op-1")
+
+
 def test_a_result_too_large_for_a_message_fails_its_job_instead_of_blocking_the_explorer(
     world, hooks
 ):

@@ -177,6 +177,8 @@ class JobsRound(Round):
             return Failure(str(error))
         except Exception as error:  # a plugin's own bug: one sentence for the job
             return Failure(f"hook '{name}' failed: {type(error).__name__}: {error}")
+        except SystemExit as error:  # it would stop the explorer, again at every restart
+            return Failure(f"hook '{name}' called exit ({error.code!r}): a hook returns or raises")
         if not isinstance(result, dict):
             return Failure(f"hook '{name}' returned {type(result).__name__}, not a JSON object")
         return result
