@@ -115,6 +115,29 @@ def test_a_space_lists_every_problem_against_a_catalog() -> None:
         space(experiments=two).measurement_space(catalog)
 
 
+def test_two_references_to_one_experiment_are_a_problem_listed_not_raised() -> None:
+    """`e` and `e` with its default lr resolve to one experiment id."""
+    catalog = ExperimentCatalog(
+        [
+            ExperimentSpec(
+                actuator="A",
+                experiment="e",
+                target_properties=["t"],
+                required_properties=["gpus"],
+                optional_properties={"lr": 0.001},
+            )
+        ]
+    )
+    twice = [
+        {"actuator": "A", "experiment": "e"},
+        {"actuator": "A", "experiment": "e", "parameterization": {"lr": 0.001}},
+    ]
+
+    assert space(experiments=twice).problems(catalog) == [
+        "experiment 'e' appears twice in the measurement space"
+    ]
+
+
 def test_a_measurement_space_resolves_when_nothing_is_missing() -> None:
     catalog = ExperimentCatalog(
         [

@@ -142,7 +142,10 @@ class DiscoverySpace:
                 resolved.append(catalog.resolve(ref))
             except DiscospaceError as error:
                 problems.append(str(error))
-        return problems + MeasurementSpace(resolved).missing(self.entity_space)
+        try:
+            return problems + MeasurementSpace(resolved).missing(self.entity_space)
+        except DiscospaceError as error:  # two references to one parameterized experiment
+            return [*problems, str(error)]
 
     # -- comparison --------------------------------------------------------------------------
 
