@@ -133,6 +133,16 @@ def test_numbers_are_one_value_whether_written_as_int_float_or_text_in_a_numeric
     assert sizes.normalise(True) is None
 
 
+def test_a_whole_number_written_as_text_is_read_exactly() -> None:
+    """Through a float, "9007199254740993" was 9007199254740992, the other member."""
+    listed = domain(values=[2**53, 2**53 + 1])
+    grid = domain(range=[0, 2**63 - 1], interval=1024)
+
+    assert listed.normalise("9007199254740993") == 2**53 + 1
+    assert grid.normalise("4611686018427388905") is None  # 41 off the grid
+    assert grid.normalise(str(2**62)) == 2**62
+
+
 def test_a_categorical_domain_of_strings_does_not_take_numbers_written_differently() -> None:
     names = domain(values=["1", "2"])
     assert names.normalise(1) == "1"

@@ -49,10 +49,13 @@ def _to_number(value: object) -> int | float | None:
     if is_number(value):
         number = normalise_number(value)
     elif isinstance(value, str):
-        try:
-            number = normalise_number(float(value.strip()))
+        try:  # a whole number exactly: through a float, 2^53 + 1 was 2^53, another value
+            number = int(value.strip())
         except ValueError:
-            return None
+            try:
+                number = normalise_number(float(value.strip()))
+            except ValueError:
+                return None
     else:
         return None
     return number if math.isfinite(number) else None
