@@ -82,14 +82,28 @@ def test_kafka_not_answering_is_one_line_that_says_how_to_start_it() -> None:
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("broker", ["host:abc", ":::", "", "127.0.0.1:9092,host"])
-def test_a_malformed_kafka_address_is_one_line_saying_so(broker: str) -> None:
+@pytest.mark.parametrize(
+    ("broker", "shown"),
+    [
+        ("host:abc", "host:abc"),
+        (":::", ":::"),
+        ("", ""),
+        ("127.0.0.1:9092,host", "127.0.0.1:9092,host"),
+        ("user:s3cretpw@127.0.0.1:9092", "user:***@127.0.0.1:9092"),
+        ("https://user:s3cretpw@broker", "https://user:***@broker"),
+        ("localhost:9092,SASL_SSL://u:s3cretpw@b:9093", "localhost:9092,SASL_SSL:***@b:9093"),
+    ],
+)
+def test_a_malformed_kafka_address_is_one_line_saying_so(broker: str, shown: str) -> None:
+    """A URL or user info is no Kafka address, and the message never shows a password."""
     result = create("-f", str(SEED_SPACE), kafka=broker)
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == (
-        f"error: the Kafka address {broker!r} (--kafka or KAFKA_BOOTSTRAP_SERVERS) is not a "
-        "comma-separated list of host:port"
+        f"error: the Kafka address {shown!r} (--kafka or KAFKA_BOOTSTRAP_SERVERS) is not a "
+        "comma-separated list of host:port (no scheme, no user name or password: those go in "
+        "KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_USERNAME, ...)"
     )
+    assert "s3cretpw" not in result.output
 
 
 @pytest.mark.integration

@@ -71,6 +71,8 @@ def test_a_number_that_is_not_finite_is_refused(monkeypatch, variable: str, valu
         ("a:9092,:9092", "':9092' is not host:port"),
         ("kafka", "'kafka' is not host:port"),
         (" , ", "empty"),
+        ("user:s3cretpw@kafka:9092", "'user:***@kafka:9092' is not host:port"),
+        ("SSL://kafka:9093", "'SSL://kafka:9093' is not host:port"),
     ],
 )
 def test_a_bootstrap_address_that_is_not_host_and_port_is_refused(

@@ -17,7 +17,7 @@ class KafkaUnavailableError(CliError):
 
     def __init__(self, bootstrap_servers: str) -> None:
         super().__init__(
-            f"Kafka at {bootstrap_servers} is not answering: start it with `make up` "
+            f"Kafka at {_shown(bootstrap_servers)} is not answering: start it with `make up` "
             "or set KAFKA_BOOTSTRAP_SERVERS"
         )
 
@@ -48,3 +48,10 @@ def nearest_existing(path: Path) -> Path:
             return existing
         existing = existing.parent
     return existing
+
+
+def _shown(addresses: str) -> str:
+    """Kafka addresses as a message shows them: never with a password."""
+    from discospace.core.urls import redacted_url
+
+    return ",".join(redacted_url(address) for address in addresses.split(","))

@@ -46,13 +46,16 @@ class CliSettings:
     def bootstrap(self) -> str:
         """The Kafka addresses, each `host:port`; a malformed one is a user error."""
         from discospace.cli.errors import CliError
+        from discospace.core.urls import redacted_url
         from discospace.runtime.settings import is_kafka_address
 
         addresses = [a.strip() for a in self.kafka_bootstrap_servers.split(",")]
         if not all(is_kafka_address(address) for address in addresses):
+            shown = ",".join(redacted_url(address) for address in addresses)
             raise CliError(
-                f"the Kafka address {self.kafka_bootstrap_servers!r} (--kafka or "
-                "KAFKA_BOOTSTRAP_SERVERS) is not a comma-separated list of host:port"
+                f"the Kafka address {shown!r} (--kafka or KAFKA_BOOTSTRAP_SERVERS) is not a "
+                "comma-separated list of host:port (no scheme, no user name or password: "
+                "those go in KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_USERNAME, ...)"
             )
         return self.kafka_bootstrap_servers
 

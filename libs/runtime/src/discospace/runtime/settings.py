@@ -16,6 +16,7 @@ log in the same way. `discospace.runtime.security` checks them and builds the cl
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -23,6 +24,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from discospace.core.urls import redacted_url
 from discospace.events import MAX_MESSAGE_BYTES
 from discospace.events.topics import DEFAULT_PREFIX, TopicNames
 from discospace.runtime.failures import RetryPolicy
@@ -133,7 +135,8 @@ class ServiceSettings(BaseSettings):
         addresses = [address.strip() for address in value.split(",") if address.strip()]
         wrong = [address for address in addresses if not is_kafka_address(address)]
         if not addresses or wrong:
-            what = f"{wrong[0]!r} is not host:port (a port from 1 to 65535)" if wrong else "empty"
+            shown = redacted_url(wrong[0]) if wrong else ""
+            what = f"{shown!r} is not host:port (a port from 1 to 65535)" if wrong else "empty"
             raise ValueError(
                 f"{what}; give KAFKA_BOOTSTRAP_SERVERS as a comma-separated list of host:port"
             )
@@ -293,11 +296,16 @@ class ServiceSettings(BaseSettings):
         return self.group_id or f"{self.topic_prefix}.{self.service_name}"
 
 
+_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+")
+"""A host name, an IPv4 address, or an IPv6 address in brackets: no scheme, no user info."""
+
+
 def is_kafka_address(address: str) -> bool:
     """Whether `address` is `host:port` with a port Kafka can listen on (the services' settings
-    and the CLI's `--kafka` check it alike)."""
+    and the CLI's `--kafka` check it alike). A URL (`SASL_SSL://...`) or user info
+    (`user:password@host`) is not one: Kafka takes neither, and a message would show it."""
     host, _, port = address.rpartition(":")
-    return bool(host) and port.isdigit() and 0 < int(port) < 65536
+    return bool(_HOST.fullmatch(host)) and port.isdigit() and 0 < int(port) < 65536
 
 
 def blank_is_unset(value: object) -> object:
