@@ -305,6 +305,38 @@ def test_a_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("name", ["runs.csv", "runs.csv.gz", "zero.csv"])
+def test_a_table_over_the_size_limit_is_refused_before_it_is_parsed(
+    tmp_path: Path, name: str
+) -> None:
+    """`/dev/zero`, or a small gzip of zeros, was read until the memory ran out (a traceback
+    ending in MemoryError)."""
+    text = ("batch_size,model_name,throughput\n" + "8,llama-7b,300\n" * 100).encode()
+    path = tmp_path / name
+    if name == "zero.csv":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+
+    with pytest.raises(CliError) as refused:
+        read_table(path, max_bytes=len(text) - 1)
+
+    assert str(refused.value).startswith(
+        f"{path}: holds more than 0 MiB (decompressed), the most `store import` reads at once; "
+        "nothing was imported: split it into smaller files"
+    )
+    if name != "zero.csv":
+        assert len(read_table(path, max_bytes=len(text)).frame) == 100
+
+
+def test_a_file_that_is_not_gzip_is_one_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv.gz"
+    path.write_bytes(b"batch_size,model_name\n1,x\n")
+
+    with pytest.raises(CliError, match=r"runs.csv.gz: cannot be read as gzip \(Not a gzipped file"):
+        read_table(path)
+
+
 def test_rows_ending_in_a_delimiter_keep_their_columns(tmp_path: Path, target: Target) -> None:
     frame = csv(tmp_path, "batch_size,model_name,throughput\n8,llama-7b,300,\n4,llama-7b,200,\n")
 

@@ -14,11 +14,13 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import math
 import re
 import warnings
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -81,15 +83,25 @@ class ColumnPlan:
     ignored: tuple[str, ...]
 
 
-def read_table(path: Path) -> Table:
-    """The rows of a CSV (``.csv``, ``.tsv``, optionally ``.gz``) or Parquet file."""
+MAX_TABLE_BYTES = 256 << 20
+"""The largest table `store import` reads, decompressed: its rows are held in memory (as text
+cells, then as events, several times its size). A larger one is refused before it is parsed;
+a `/dev/zero` or a small gzip of zeros was read until the memory ran out."""
+
+
+def read_table(path: Path, max_bytes: int = MAX_TABLE_BYTES) -> Table:
+    """The rows of a CSV (``.csv``, ``.tsv``, optionally ``.gz``) or Parquet file of at most
+    `max_bytes` (decompressed)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)
     except FileNotFoundError:
         raise CliError(f"{path}: no such file") from None
     except OSError as error:
         raise CliError(f"{path}: cannot be read ({error.strerror or error})") from None
-    frame = _parse(path, data)
+    if len(data) > max_bytes:
+        raise CliError(_too_large(path, max_bytes))
+    frame = _parse(path, data, max_bytes)
     frame.columns = [str(column).strip() for column in frame.columns]
     if frame.empty:
         raise CliError(f"{path}: holds no rows of measurements")
@@ -111,7 +123,27 @@ def _refuse_repeated_columns(path: Path, header: pd.DataFrame) -> None:
         )
 
 
-def _parse(path: Path, data: bytes) -> pd.DataFrame:
+def _too_large(path: Path, max_bytes: int) -> str:
+    return (
+        f"{path}: holds more than {max_bytes >> 20} MiB (decompressed), the most `store import` "
+        "reads at once; nothing was imported: split it into smaller files (rows already "
+        "imported are skipped when a file is imported again)"
+    )
+
+
+def _gunzipped(path: Path, data: bytes, max_bytes: int) -> bytes:
+    """`data` decompressed, refused beyond `max_bytes` (read no further than that)."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+            plain = unzipped.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        raise CliError(f"{path}: cannot be read as gzip ({error})") from None
+    if len(plain) > max_bytes:
+        raise CliError(_too_large(path, max_bytes))
+    return plain
+
+
+def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.DataFrame:
     import pandas as pd  # here: the other commands start without pandas
 
     name = path.name.lower()
@@ -123,6 +155,8 @@ def _parse(path: Path, data: bytes) -> pd.DataFrame:
             f"{path}: not a file this command reads; give a .csv, .tsv (optionally .gz), "
             ".parquet or .pq file"
         )
+    if compressed:
+        data = _gunzipped(path, data, max_bytes)
     try:
         if suffix in _PARQUET_SUFFIXES:
             frame = pd.read_parquet(io.BytesIO(data))
@@ -131,7 +165,7 @@ def _parse(path: Path, data: bytes) -> pd.DataFrame:
             return frame.reset_index() if named else frame
         csv: dict[str, Any] = {
             "sep": _CSV_SUFFIXES[suffix],
-            "compression": "gzip" if compressed else None,
+            "compression": None,
             "dtype": str,
             "keep_default_na": False,
         }

@@ -131,6 +131,14 @@ class _Root(TyperGroup):
             raise _one_line(error) from None
         except _CLICK_SIGNALS:
             raise  # --help, exit codes, bad usage: click answers them itself
+        except MemoryError:
+            typer.secho(
+                "error: the command ran out of memory; nothing more was done: give it less at "
+                "once (a smaller file, a smaller limit)",
+                fg="red",
+                err=True,
+            )
+            raise typer.Exit(USER_ERROR_EXIT_CODE) from None
         except Exception as error:
             if not _meant_for_the_user(error):
                 raise
