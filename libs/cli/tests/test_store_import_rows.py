@@ -554,6 +554,27 @@ def test_an_identifier_read_from_csv_names_the_entity_yaml_and_parquet_name(
     )
 
 
+def test_a_text_cell_of_a_parquet_file_is_kept_exactly(tmp_path: Path, target: Target) -> None:
+    """A typed string is the text it holds: '0042' was stored as 42, '1e3' as 1000.0, 'NA' was
+    dropped, and one such cell made the whole column numeric, refusing its other text cells."""
+    texts = ["0042", "1e3", "NA", "  padded  é 漢字"]
+    frame = pd.DataFrame(
+        {
+            "batch_size": [1, 2, 4, 8],
+            "model_name": ["llama-7b"] * 4,
+            "throughput": texts,
+        }
+    )
+    frame.to_parquet(tmp_path / "runs.parquet")
+    table = read_table(tmp_path / "runs.parquet")
+    to = target()
+
+    mapped = map_rows(table.frame, plan_for(table.frame, to), to, typed=table.typed)
+
+    assert mapped.refused == []
+    assert [result.values["throughput"] for result in mapped.results] == texts
+
+
 def test_the_file_hash_is_of_its_bytes(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("batch_size,model_name,throughput\n1,llama-7b,1\n")
     (tmp_path / "b.csv").write_text("batch_size,model_name,throughput\n1,llama-7b,2\n")

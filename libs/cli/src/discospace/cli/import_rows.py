@@ -152,13 +152,13 @@ def map_rows(
     plan: ColumnPlan,
     target: ImportTarget,
     on_row: Callable[[int], None] | None = None,
-    typed: bool = True,
+    typed: bool = False,
 ) -> MappedRows:
     """Every row of ``frame`` as a result or a refusal (see the module docstring);
     ``on_row(number)`` is told of each row read (a progress line)."""
     mapped = MappedRows()
     first_row_of: dict[str, int] = {}
-    numeric = numeric_targets(frame, plan)
+    numeric = numeric_targets(frame, plan, typed)
     for number, cells in enumerate(_rows(frame, plan), start=1):
         if on_row is not None:
             on_row(number)
@@ -192,14 +192,14 @@ def _rows(frame: pd.DataFrame, plan: ColumnPlan) -> Iterator[dict[str, Any]]:
         yield {column: cells[index] for column, cells in columns.items()}
 
 
-def numeric_targets(frame: pd.DataFrame, plan: ColumnPlan) -> frozenset[str]:
+def numeric_targets(frame: pd.DataFrame, plan: ColumnPlan, typed: bool = False) -> frozenset[str]:
     """The targets whose column holds a number in some row: a text cell there ("1,000", "-")
     is refused, not stored as text that would turn the whole column into text in the views."""
     numeric = set()
     for name, column in plan.targets.items():
         for cell in frame[column].tolist():
             try:
-                value = target_value(cell)
+                value = target_value(cell, typed)
             except CellError:
                 continue
             if isinstance(value, int | float) and not isinstance(value, bool):
@@ -218,7 +218,7 @@ def _result(
 ) -> RowResult:
     entity = _entity(cells, plan, target, typed)
     try:
-        values = _values(cells, plan, numeric)
+        values = _values(cells, plan, numeric, typed)
         is_valid = validity(cells[plan.is_valid]) if plan.is_valid else None
         why = reason(cells[plan.invalid_reason]) if plan.invalid_reason else None
         seconds = duration(cells[plan.duration]) if plan.duration else 0.0
@@ -256,12 +256,15 @@ def _entity(
 
 
 def _values(
-    cells: Mapping[str, Any], plan: ColumnPlan, numeric: frozenset[str] = frozenset()
+    cells: Mapping[str, Any],
+    plan: ColumnPlan,
+    numeric: frozenset[str] = frozenset(),
+    typed: bool = False,
 ) -> dict[str, Value]:
     values = {}
     for name, column in plan.targets.items():
         try:
-            value = target_value(cells[column])
+            value = target_value(cells[column], typed)
         except CellError as error:
             raise CellError(f"{name} {error}") from None
         if isinstance(value, str | bool) and name in numeric:

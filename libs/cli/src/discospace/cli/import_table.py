@@ -333,12 +333,14 @@ def identifier_value(text: str) -> Value:
     return plain_scalar(text)
 
 
-def target_value(cell: Any) -> Value | None:
-    """A measured value: a number, true/false or text; None when the cell is empty."""
+def target_value(cell: Any, typed: bool = False) -> Value | None:
+    """A measured value: a number, true/false or text; None when the cell is empty. A text
+    cell of a file of text cells (CSV) is read for the number or true/false it writes; one of
+    a typed file (Parquet) is the text it holds, exactly ('0042' stays '0042')."""
     if is_missing(cell):
         return None
     if isinstance(cell, str):
-        return _value_of_text(cell.strip())
+        return cell if typed else _value_of_text(cell.strip())
     if isinstance(cell, bool):
         return cell
     if isinstance(cell, int | float):
