@@ -349,3 +349,44 @@ def test_an_experiment_whose_identifier_is_another_parameterized_is_not_offered(
         "hand one's results to the other; name it apart"
     )
     assert isinstance(decide_submission(state, submitted(spec()), AT), SpaceRegistered)
+
+
+def test_a_store_keeping_another_actuators_results_under_the_same_id_rejects_the_space():
+    """The store knows results by experiment id, not by actuator: a `throughput-v1` of
+    `vllm` would have been handed the tokens per second `synthetic` measured, and back."""
+    other = THROUGHPUT.model_copy(
+        update={"actuator": "vllm", "target_properties": ("tokens_per_second",)}
+    )
+    state = state_with(announced(THROUGHPUT), announced(other, actuator="vllm", pool="a100"))
+    first = decide_submission(state, submitted(spec()), AT)
+    assert isinstance(first, SpaceRegistered)
+    narrower = (PropertySpec(name="batch_size", values=(1, 2)), *spec().entity_space[1:])
+    vllm = ExperimentRef(actuator="vllm", experiment="throughput-v1")
+
+    answer = decide_submission(state, submitted(spec(vllm, properties=narrower), "sub-2"), AT)
+
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "sample store 'store-a' keeps the results of experiment 'throughput-v1' of actuator "
+        f"'synthetic' (space '{first.space_id}'): those of actuator 'vllm' would be read as "
+        "theirs; use another sample store"
+    )
+    elsewhere = spec(vllm, properties=narrower).model_copy(update={"sample_store": "store-b"})
+    assert isinstance(decide_submission(state, submitted(elsewhere, "sub-3"), AT), SpaceRegistered)
+
+
+def test_a_restarted_registry_knows_which_actuator_a_store_keeps_results_of():
+    state = state_with(announced(THROUGHPUT))
+    first = decide_submission(state, submitted(spec()), AT)
+    assert isinstance(first, SpaceRegistered)
+    other = THROUGHPUT.model_copy(update={"actuator": "vllm"})
+    restarted = state_with(announced(THROUGHPUT), announced(other, actuator="vllm"), first)
+    vllm = ExperimentRef(actuator="vllm", experiment="throughput-v1")
+    narrower = (PropertySpec(name="batch_size", values=(4,)), *spec().entity_space[1:])
+
+    answer = decide_submission(restarted, submitted(spec(vllm, properties=narrower)), AT)
+
+    assert isinstance(answer, SpaceRejected)
+    assert "keeps the results of experiment 'throughput-v1' of actuator 'synthetic'" in (
+        answer.reason
+    )

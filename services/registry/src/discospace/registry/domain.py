@@ -26,6 +26,7 @@ from discospace.core import (
     ExperimentCatalog,
     ExperimentSpec,
     MeasurementSpace,
+    ParameterizedExperiment,
 )
 from discospace.events import (
     MAX_MESSAGE_BYTES,
@@ -58,6 +59,9 @@ class RegistryState:
         """The latest catalog of each (actuator, pool): the key of its announcements."""
         self.conflicts: dict[tuple[str, str], str] = {}
         """(actuator, experiment) the catalog cannot offer, and why (one sentence)."""
+        self.stored: dict[tuple[str, str], tuple[str, str]] = {}
+        """(sample store, parameterized experiment id) -> (actuator, space id) of the first
+        registered space whose results are kept under that id in that store."""
 
     def __len__(self) -> int:
         """How many experiments the catalog holds."""
@@ -151,8 +155,39 @@ def _read_as_parameterized(experiment: Experiment, catalog: ExperimentCatalog) -
 @_fold.register
 def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
     """Remember a registration; the first one of a space wins."""
-    state.registrations.setdefault(event.space_id, event)
+    if event.space_id in state.registrations:
+        return []
+    state.registrations[event.space_id] = event
+    try:
+        space = DiscoverySpace.from_spec(event.spec)
+        measured = space.measurement_space(ExperimentCatalog(event.experiments))
+    except DiscospaceError:  # registered by an older rule: it keeps no claim on the store
+        return []
+    for experiment in measured:
+        key = (event.spec.sample_store, experiment.id)
+        state.stored.setdefault(key, (experiment.actuator, event.space_id))
     return []
+
+
+def _store_problems(
+    state: RegistryState, space: DiscoverySpace, resolved: list[ParameterizedExperiment]
+) -> list[str]:
+    """An experiment whose results the space's sample store already keeps, under the same id,
+    for another actuator's experiment: the store knows results by experiment id, not by
+    actuator, so each would be handed the other's (a `bench` of `vllm` reusing the throughput
+    a `bench` of `synthetic` measured)."""
+    problems = []
+    for experiment in resolved:
+        claim = state.stored.get((space.sample_store, experiment.id))
+        if claim is not None and claim[0] != experiment.actuator:
+            actuator, space_id = claim
+            problems.append(
+                f"sample store '{space.sample_store}' keeps the results of experiment "
+                f"'{experiment.id}' of actuator '{actuator}' (space '{space_id}'): those of "
+                f"actuator '{experiment.actuator}' would be read as theirs; use another sample "
+                "store"
+            )
+    return problems
 
 
 def decide_submission(
@@ -211,9 +246,10 @@ def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
         except DiscospaceError as error:
             problems.append(f"{error}{_hint(state, ref.actuator, ref.experiment)}")
     try:
-        return problems + MeasurementSpace(resolved).missing(space.entity_space)
+        problems += MeasurementSpace(resolved).missing(space.entity_space)
     except DiscospaceError as error:
         return [*problems, str(error)]
+    return problems + _store_problems(state, space, resolved)
 
 
 def _hint(state: RegistryState, actuator: str, experiment: str) -> str:
