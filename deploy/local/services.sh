@@ -152,15 +152,22 @@ start_broker() {
   bash "$KAFKA_SH" start
 }
 
+# Exit when `name`'s port answers and `name` is not running: another checkout's, or anything else.
+refuse_taken_port() {
+  local name="$1"
+  service_pid "$name" >/dev/null && return 0
+  if [[ "$(health_of "$name")" != "no answer" ]]; then
+    die "port $(port_of "$name") of $name is already in use by another process: stop it (\`make down\` in its checkout), or set its port (DISCOSPACE_<SERVICE>_HTTP_PORT)."
+  fi
+}
+
 launch() {
   local name="$1" servers="$2"
   if service_pid "$name" >/dev/null; then
     say "$name already running (pid $(service_pid "$name"))"
     return 0
   fi
-  if [[ "$(health_of "$name")" != "no answer" ]]; then # another checkout's, or anything else
-    die "port $(port_of "$name") of $name is already in use by another process: stop it (\`make down\` in its checkout), or set its port (DISCOSPACE_<SERVICE>_HTTP_PORT)."
-  fi
+  refuse_taken_port "$name"
   (
     cd "$REPO_ROOT"
     local module
@@ -197,9 +204,11 @@ need_python() { [[ -x "$PY" ]] || die "$PY not found: run \`make setup\` first."
 start() {
   need_python
   mkdir -p "$RUN_DIR"
+  local servers name t0
+  # every port first: a taken one found later left the services launched before it running
+  for name in "${SERVICES[@]}"; do refuse_taken_port "$name"; done
   write_scrape_config
   start_broker
-  local servers name t0
   servers="$(bootstrap)"
   t0="$(now)"
   for name in "${SERVICES[@]}"; do launch "$name" "$servers"; done

@@ -275,6 +275,32 @@ def test_a_service_port_taken_by_another_process_stops_the_start_with_one_senten
     assert not (run_dir / "worker-probe.pid").exists()
 
 
+@pytest.mark.usefixtures("clean_env")
+def test_a_taken_port_stops_the_start_before_any_service_is_launched(run_dir: Path) -> None:
+    """The sampler's port was found taken after the registry and the explorer were launched,
+    and the script exited leaving them running, their pid files in place."""
+    ports = {name: free_port() for name in DEFAULT_PORTS}
+    env = {f"DISCOSPACE_{n.upper().replace('-', '_')}_HTTP_PORT": str(p) for n, p in ports.items()}
+    env |= {"DISCOSPACE_RUN_DIR": str(run_dir), "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9"}
+    other = subprocess.Popen(
+        ["python3", "-c", HEALTHY_ANYWAY, str(ports["sampler"])],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port(ports["sampler"])
+        started = _run("services.sh", "start", env=env)
+        launched = sorted(path.name for path in run_dir.glob("*.pid"))
+    finally:
+        other.terminate()
+        other.wait(timeout=10)
+        _run("services.sh", "stop", env=env)  # whatever it launched
+
+    assert started.returncode != 0
+    assert f"port {ports['sampler']} of sampler is already in use" in started.stderr
+    assert launched == []
+
+
 HEALTHY_ANYWAY = """
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
