@@ -185,9 +185,11 @@ launch() {
 }
 
 wait_healthy() {
-  local name="$1" t0="$2" deadline=$((SECONDS + HEALTH_TIMEOUT))
+  local name="$1" t0="$2" deadline=$((SECONDS + HEALTH_TIMEOUT)) pid
+  pid="$(cat "$(pid_file "$name")" 2>/dev/null)" || pid=""
   while [[ "$(health_of "$name")" != ok ]]; do
-    if ! service_pid "$name" >/dev/null; then
+    # alive, not service_pid: until its subshell execs Python, its command line is bash's
+    if [[ ! "$pid" =~ ^[0-9]+$ ]] || ! alive "$pid"; then
       echo "services.sh: $name exited during start; the end of $(log_file "$name"):" >&2
       tail -n 5 "$(log_file "$name")" >&2
       return 1
