@@ -245,6 +245,49 @@ async def test_a_float32_parquet_column_matches_the_decimal_it_holds(tmp_path: P
     assert outcome == ValidMeasurement(values={"train_tokens_per_second": 300.3})
 
 
+async def test_a_parquet_table_of_nullable_columns_is_read_like_a_csv(tmp_path: Path) -> None:
+    """pandas' nullable columns (`convert_dtypes()`: Int64, Float64, boolean) hold NA for a
+    gap: the worker refused to start ('<NA> is not a scalar value') instead of reading an
+    empty target, the 'out of memory' row of the table."""
+    (tmp_path / "runs.csv").write_text(CSV)
+    pd.read_csv(tmp_path / "runs.csv").convert_dtypes().to_parquet(tmp_path / "runs.parquet")
+    config = table_config(file=str(tmp_path / "runs.parquet"))
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+
+    outcome = await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
+    complete = await measure(actuator, ENTITY)
+
+    assert outcome == NO_MEMORY
+    assert isinstance(complete, ValidMeasurement)
+    assert complete.values["peak_memory_mib"] == 2.0
+
+
+def test_texts_of_one_column_that_read_as_one_number_are_refused(tmp_path: Path) -> None:
+    """In a column of text ("auto" in a row), "1.10" and "1.1" were one key: the entity
+    "1.1" was served the row of "1.10", as a repeated run of its own."""
+    frame = pd.DataFrame(
+        {
+            "model": ["m1", "m1", "m1"],
+            "gpus": [1, 1, 1],
+            "batch": ["1.10", "1.1", "auto"],
+            "tokens_per_s": [100.0, 200.0, 300.0],
+        }
+    )
+    frame.to_parquet(tmp_path / "runs.parquet")
+    config = table_config(
+        file=str(tmp_path / "runs.parquet"),
+        properties=table_config()["properties"][:3],
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+
+    with pytest.raises(SpecError) as refused:
+        ReplayActuator(ReplayParameters.model_validate({"table": config}))
+
+    assert "column 'batch': rows 1 and 2 hold '1.10' and '1.1', which read as one number" in (
+        str(refused.value)
+    )
+
+
 def test_a_table_with_only_a_header_is_refused(tmp_path: Path) -> None:
     """Every measurement would have been 'no recorded measurement'."""
     config = write_config(tmp_path)

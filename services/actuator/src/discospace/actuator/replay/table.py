@@ -72,8 +72,9 @@ def read_table(path: Path, fmt: str | None) -> pd.DataFrame:
 
 
 def is_empty(cell: object) -> bool:
-    """A missing cell: NaN, None or an empty string."""
-    if cell is None or (isinstance(cell, str) and cell.strip() == ""):
+    """A missing cell: NaN, None, pandas' NA (a nullable Int64/Float64/boolean column's gap)
+    or an empty string."""
+    if cell is None or cell is pd.NA or (isinstance(cell, str) and cell.strip() == ""):
         return True
     return isinstance(cell, float) and math.isnan(cell)
 
@@ -299,11 +300,21 @@ def _index(
     frame: pd.DataFrame, maps: Mapping[str, tuple[str, ValueMap]], source: str
 ) -> dict[Key, list[Row]]:
     rows: dict[Key, list[Row]] = {}
+    written: dict[tuple[str, str], tuple[Value, int]] = {}  # (property, key text) -> first cell
     for number, row in enumerate(frame.to_dict("records"), start=1):
         values = {
             name: _property_cell(row, column, mapped, source, number)
             for name, (column, mapped) in maps.items()
         }
+        for name, value in values.items():
+            first, at = written.setdefault((name, match_text(value)), (value, number))
+            if isinstance(first, str) and isinstance(value, str) and first != value:
+                raise SpecError(
+                    f"table: {source}, column '{maps[name][0]}': rows {at} and {number} hold "
+                    f"{first!r} and {value!r}, which read as one number, so an entity could not "
+                    "be told which row is its own: write them as one value, or map them apart "
+                    "(properties[].values)"
+                )
         rows.setdefault(configuration_key(values), []).append(row)
     return rows
 
