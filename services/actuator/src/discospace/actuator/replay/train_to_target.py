@@ -8,7 +8,10 @@ into time and energy (`discospace.traces.zeus`).
 
 Targets: `target_epoch` (epochs trained), `time_to_accuracy` (s), `energy_to_accuracy` (J),
 `average_power` (W), `converged` (1 or 0), `zeus_cost` (`eta * energy + (1 - eta) *
-max_power * time`) and `trained_power_limit` (W, the limit the run trained at).
+max_power * time`, `max_power` the GPU's highest limit in the trace whatever a request's
+`max_power` control was: a stored value does not depend on the price one operation put on
+time, and `zeus_bso` prices the runs it reads itself) and `trained_power_limit` (W, the limit
+the run trained at).
 
 Run controls (optional properties, usually per-run inputs from the `zeus_bso` operator; the
 rules are `discospace.traces.zeus_rules`, the ones the explorer's in-process simulator uses):
