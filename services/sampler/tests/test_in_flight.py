@@ -473,3 +473,49 @@ def test_how_many_pairs_of_a_request_wait_is_kept_through_every_change():
     in_flight.wait(replace(_waiter("op-d", "req-d"), key=other))
     in_flight.release("ev-req-d")
     assert in_flight.waiting_for("ev-req-d") == 0
+
+
+def _fresh(make, *pools: str) -> SamplerState:
+    state = SamplerState()
+    evolve_space(state, make.registered())
+    for pool in pools:
+        evolve_pools(state, make.pool(pool, "A100"))
+    return state
+
+
+def test_an_attempt_that_failed_is_not_sent_again_when_its_request_is_read_again(make):
+    """A restart before the request's offset was committed reads it again: its attempt 1 had
+    failed, and the explorer's attempt 2 is queued. Attempt 1 was routed anew, to a pool
+    announced meanwhile whose workers never saw its event id: measured beside attempt 2."""
+    before = _fresh(make, "a100")
+    first_try = _attempt(make, "op-a", 1)
+    [first] = _decide_and_take(before, first_try, make)[1:]
+    fail(before, _failed(first, make, retryable=True), make.at)
+    [second] = _decide_and_take(before, _attempt(make, "op-a", 2), make)[1:]
+    after = _fresh(make, "a100", "a000")  # a pool of the same GPU model came meanwhile
+    fail(after, _failed(first, make, retryable=True), make.at)  # folded from measurements
+    hold_sent(after, first)
+    hold_sent(after, second)
+
+    again = _decide_and_take(after, first_try, make)[1:]
+
+    assert again == []
+    assert (
+        after.in_flight.holder((first.sample_store, first.entity_id, first.experiment_id)).attempt
+        == 2
+    )
+
+
+def test_an_attempt_that_failed_for_good_does_not_hold_the_key_when_read_again(make):
+    """Sent again, the stale attempt held the key: another operation's request waited on it,
+    and a worker's repeated answer, a duplicate of the failure, never released it."""
+    before = _fresh(make, "a100")
+    first_try = _attempt(make, "op-a", 1)
+    [first] = _decide_and_take(before, first_try, make)[1:]
+    after = _fresh(make, "a100")
+    fail(after, _failed(first, make, retryable=False), make.at)
+    hold_sent(after, first)
+
+    assert _decide_and_take(after, first_try, make)[1:] == []
+    other = _decide_and_take(after, _request(make, "op-b", POINT), make)[1:]
+    assert [type(answer).__name__ for answer in other] == ["MeasurementRequested"]

@@ -20,8 +20,10 @@ events, which every consumer drops as duplicates.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from discospace.core import Entity, parameterized_experiment_id
@@ -107,6 +109,9 @@ def pairs_of(request: SamplesRequested, drawn: Drawn) -> list[Pair]:
     return [Pair(k, entity, ref, inputs) for k, (entity, inputs, ref) in enumerate(combos)]
 
 
+_NONE_FAILED: Mapping[str, int] = MappingProxyType({})
+
+
 def answer_pair(
     context: Context,
     pair: Pair,
@@ -114,12 +119,19 @@ def answer_pair(
     pools: PoolDirectory,
     in_flight: InFlight,
     wait: bool = True,
+    failed: Mapping[str, int] = _NONE_FAILED,
 ) -> PairAnswer | Waiting | None:
     """The event that answers one pair (see the module docstring), `Waiting`, or None.
     `wait=False`: a pair that has waited long enough is sent to a pool even though its key is
-    in flight for another request."""
+    in flight for another request. `failed`: the highest attempt that failed, per request id
+    (`SamplerState.failed_requests`)."""
     request = context.request
     request_id = measurement_request_id(request.operation_id, pair.entity.id, pair.experiment_id)
+    if failed.get(request_id, 0) >= request.attempt:
+        # a request read again after its attempt failed: that failure is its answer (the
+        # explorer retries with the next attempt); sent again, it was measured beside the
+        # retry, or held the key for good when its answer was a repeat dropped as a duplicate
+        return None
     key = (context.sample_store, pair.entity.id, pair.experiment_id)
     found = memo.lookup(*key)
     if found is not None and memo.completed(key, request_id):
@@ -204,12 +216,17 @@ def _reused(
 
 
 def answer(
-    context: Context, drawn: Drawn, memo: MemoIndex, pools: PoolDirectory, in_flight: InFlight
+    context: Context,
+    drawn: Drawn,
+    memo: MemoIndex,
+    pools: PoolDirectory,
+    in_flight: InFlight,
+    failed: Mapping[str, int] = _NONE_FAILED,
 ) -> list[Answer | Waiting]:
     """`SamplesDrawn`, then the answer of every pair that needs one (or its `Waiting`)."""
     answers: list[Answer | Waiting] = [samples_drawn(context, drawn)]
     for pair in pairs_of(context.request, drawn):
-        event = answer_pair(context, pair, memo, pools, in_flight)
+        event = answer_pair(context, pair, memo, pools, in_flight, failed=failed)
         if event is not None:
             answers.append(event)
     return answers

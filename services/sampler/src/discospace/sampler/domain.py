@@ -87,7 +87,7 @@ def decide(state: SamplerState, request: SamplesRequested, now: datetime) -> lis
         raise UnknownSpaceError(request.space_id)
     drawn = draw_entities(request, space)
     context = Context(request, space.sample_store, now)
-    return answer(context, drawn, state.memo, state.pools, state.in_flight)
+    return answer(context, drawn, state.memo, state.pools, state.in_flight, state.failed_requests)
 
 
 def _key(event: MeasurementRequested | MeasurementStarted | MeasurementCompleted) -> MemoKey:
