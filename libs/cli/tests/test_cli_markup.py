@@ -141,3 +141,24 @@ def test_a_whole_number_in_a_column_with_gaps_prints_whole_and_others_to_ten_dig
     assert str(cell(0.1 + 0.2)) == "0.3"
     assert str(cell(1234567890123.5)) == "1.23456789e+12"
     assert str(cell(float("nan"))) == "-"
+
+
+ESCAPES = "x\x1b[31mRED\x1b]0;pwned\x07 tab\tkept"
+
+
+def test_control_characters_in_data_are_printed_never_obeyed() -> None:
+    """A name or reason someone else submitted reached everyone's terminal as ESC sequences
+    (a colour, a new window title): they are written out as escapes."""
+    from discospace.cli.errors import user_error_line
+    from discospace.cli.views import print_line
+
+    out = io.StringIO()
+    console = Console(file=out, width=300)
+    print_line(console, f"space-1 rejected: {ESCAPES}")
+    console.print(table("Spaces", [{"reason": ESCAPES}]))
+    line = user_error_line(ValueError(f"experiment '{ESCAPES}' is not in the catalog"))
+
+    for shown in (out.getvalue(), line):
+        assert "\x1b" not in shown
+        assert "\x07" not in shown
+        assert "x\\x1b[31mRED\\x1b]0;pwned\\x07" in shown

@@ -32,7 +32,9 @@ def user_error_line(error: Exception) -> str:
         text = describe_validation_error(error, None, error.title)
     else:
         text = str(error)
-    return "error: " + " ".join(text.split())
+    from discospace.cli.views import printable
+
+    return "error: " + printable(" ".join(text.split()))
 
 
 def nearest_existing(path: Path) -> Path:

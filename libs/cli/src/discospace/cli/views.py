@@ -7,6 +7,7 @@ markup; missing values print as ``-``. Lines of data (a reason, an id) go throug
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -36,6 +37,16 @@ def plain(value: Any) -> Any:
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters written as escapes (ESC as `\\x1b`): a name or a
+    reason someone else submitted is printed, never obeyed by the terminal (a colour, a title,
+    a cursor move). Tabs and line ends are kept."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
+
 def cell(value: Any) -> Text:
     """One table cell: ``-`` for nothing, numbers as written, the rest as plain text."""
     value = plain(value)
@@ -48,10 +59,10 @@ def cell(value: Any) -> Text:
             return Text(str(int(value)))
         return Text(number_text(value))
     if isinstance(value, Mapping):
-        return Text(", ".join(f"{k}={v}" for k, v in value.items()))
+        return Text(printable(", ".join(f"{k}={v}" for k, v in value.items())))
     if isinstance(value, list):
-        return Text(", ".join(str(v) for v in value))
-    return Text(str(value))
+        return Text(printable(", ".join(str(v) for v in value)))
+    return Text(printable(str(value)))
 
 
 def natural_key(value: Any) -> tuple[int, float, str] | None:
@@ -102,7 +113,7 @@ def print_table(
 
 def print_line(console: Console, line: str) -> None:
     """One line of data, printed as written: no markup (``[a100, h100]`` stays), no colouring."""
-    console.print(line, markup=False, highlight=False, soft_wrap=True)
+    console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
 def print_wide(rendered: Table, console: Console | None = None) -> None:
