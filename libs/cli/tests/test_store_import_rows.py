@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -327,6 +328,17 @@ def test_a_table_over_the_size_limit_is_refused_before_it_is_parsed(
     )
     if name != "zero.csv":
         assert len(read_table(path, max_bytes=len(text)).frame) == 100
+
+
+def test_a_file_name_that_is_not_utf8_is_recorded_readably(tmp_path: Path) -> None:
+    """Its provenance refused the name ('input should be a valid string'), dry run included."""
+    path = tmp_path / os.fsdecode(b"runs-\xff.csv")
+    path.write_text("batch_size,model_name,throughput\n1,llama-7b,10\n")
+
+    table = read_table(path)
+
+    assert table.name == "runs-\ufffd.csv"
+    table.name.encode("utf-8")  # an event can hold it
 
 
 def test_a_file_that_is_not_gzip_is_one_sentence(tmp_path: Path) -> None:

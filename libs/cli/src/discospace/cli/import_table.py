@@ -106,7 +106,9 @@ def read_table(path: Path, max_bytes: int = MAX_TABLE_BYTES) -> Table:
     if frame.empty:
         raise CliError(f"{path}: holds no rows of measurements")
     typed = path.name.lower().endswith(_PARQUET_SUFFIXES)
-    return Table(path.name, hashlib.sha256(data).hexdigest(), frame, typed)
+    # a name that is not UTF-8 (its bytes kept as surrogates) as text an event can hold
+    name = path.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return Table(name, hashlib.sha256(data).hexdigest(), frame, typed)
 
 
 def _refuse_repeated_columns(path: Path, header: pd.DataFrame) -> None:
