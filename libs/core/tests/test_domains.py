@@ -133,6 +133,19 @@ def test_numbers_are_one_value_whether_written_as_int_float_or_text_in_a_numeric
     assert sizes.normalise(True) is None
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [{"range": [0.0, 1.0]}, {"range": [0, 10], "interval": 1}, {"values": [1, 2]},
+     {"type": "identifier"}],
+    ids=["continuous", "grid", "listed", "identifier"],
+)  # fmt: skip
+def test_a_whole_number_beyond_64_bits_is_no_member_not_an_overflow(fields: dict) -> None:
+    """A point of 10^400 raised OverflowError (math.isfinite of the int): the sampler's handler
+    failed instead of rejecting the point, and its request went unanswered."""
+    assert domain(**fields).normalise(10**400) is None
+    assert domain(**fields).normalise(-(10**400)) is None
+
+
 def test_a_whole_number_written_as_text_is_read_exactly() -> None:
     """Through a float, "9007199254740993" was 9007199254740992, the other member."""
     listed = domain(values=[2**53, 2**53 + 1])

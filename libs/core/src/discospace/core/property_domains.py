@@ -14,7 +14,13 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Literal
 
-from discospace.core.canonical import Value, format_value, is_number, normalise_number
+from discospace.core.canonical import (
+    Value,
+    beyond_64_bits,
+    format_value,
+    is_number,
+    normalise_number,
+)
 from discospace.core.errors import DomainError
 
 DomainKind = Literal["categorical", "discrete", "continuous", "identifier"]
@@ -58,7 +64,7 @@ def _to_number(value: object) -> int | float | None:
                 return None
     else:
         return None
-    return number if math.isfinite(number) else None
+    return number if isinstance(number, int) or math.isfinite(number) else None
 
 
 def _coerce_to_kind(value: object, sample: Value) -> Value | None:
@@ -196,7 +202,8 @@ class PropertyDomain:
     def _normalise_identifier(self, value: object) -> Value | None:
         if isinstance(value, bool | str):
             return value
-        return _to_number(value)
+        number = _to_number(value)
+        return None if beyond_64_bits(number) else number  # no event or column holds it
 
     def _normalise_explicit(self, value: object) -> Value | None:
         candidate = _coerce_to_kind(value, self.explicit_values[0])  # type: ignore[index]
