@@ -33,6 +33,22 @@ def test_a_measurement_time_budget_stops_the_operation_once_it_is_spent(
     assert "5 s" in completed.stop_detail
 
 
+def test_a_measurement_time_budget_in_dur_is_spent_exactly(loop, eighty_space, make_request):
+    """0.07dur of 100sec is 7 s: as a float product, 7.000000000000001 s, it let seven
+    second-long measurements pass the budget, and stopped after the eighth."""
+    from discospace.explorer.domain.stopping import measurement_time_budget
+
+    rules = {"max_measurement_time": "0.07dur", "max_duration": "100sec"}
+    assert measurement_time_budget(StoppingRules.model_validate(rules)) == 7.0
+    sim = loop(eighty_space)
+    sim.send(make_request(eighty_space, batch_size=1, stopping=rules))
+    sim.run()
+
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.stop_reason == "max_measurement_time"
+    assert completed.counts.measured == 7
+
+
 def test_reused_measurements_do_not_spend_the_measurement_time_budget(
     loop, small_space, make_request
 ):

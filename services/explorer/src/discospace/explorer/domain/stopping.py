@@ -75,7 +75,9 @@ def measurement_time_budget(rules: StoppingRules) -> float | None:
         return None if budget is None else float(budget.value)
     maximum = rules.max_duration
     assert maximum is not None, "check_rules refuses a dur without max_duration"
-    return budget.value * maximum.value
+    # Time's exact conversion: 0.07dur of 100sec is 7 s, not 7.000000000000001 (a float
+    # product), which let a seventh second-long measurement pass the budget
+    return float(budget.to(TimeUnit.SECOND, max_duration=maximum).value)
 
 
 def rule_met(
