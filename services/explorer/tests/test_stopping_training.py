@@ -115,6 +115,23 @@ def test_batches_asked_for_are_counted_in_epochs_with_the_batch_size_and_samples
     assert stop.detail == "trained 1.094ep of 1ep"
 
 
+@pytest.mark.parametrize(
+    ("duration", "batch_size", "trained"),
+    [("2000tok", 8, "1536tok"), ("100tok", 8, "512tok"), ("1sp", 8, "512tok"),
+     ("1ep", 10, "65920tok"), ("3ba", 8, "1536tok")],
+)  # fmt: skip
+def test_a_duration_asked_in_counted_units_counts_the_whole_batches_it_trains(
+    duration: str, batch_size: int, trained: str
+) -> None:
+    """cpu_train and gpu_train round a counted duration down to whole batches, never below
+    one: the asked amount was counted (2000tok of batches of 512 tokens: 3 batches trained,
+    1536 tokens, counted 2000), and max_training stopped early or late."""
+    asked = experiment("asked", ("train_runtime",), duration=duration, samples_per_epoch=1024)
+    one = tally("1tok", space_of(asked), [result(batch_size, experiment_id="asked")])
+
+    assert f"{one.trained}tok" == trained
+
+
 def test_tokens_reported_are_counted_in_samples_with_the_tokens_per_sample():
     space = space_of(experiment("tokens", ("trained_tokens",)))
     trained = [result(values={"trained_tokens": 4096}, experiment_id="tokens")] * 2

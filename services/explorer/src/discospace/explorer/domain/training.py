@@ -7,8 +7,10 @@ results have trained that much in total. Each result is converted on its own, wi
   1. A count among its values: `trained_epochs` or `target_epoch` (the replay's epochs trained)
      in ep, `trained_batches` in ba, `trained_samples` in sp, `trained_tokens` in tok.
   2. The `duration` it was asked to train (the entity's value, else the experiment's option), a
-     time such as `20ba`, `1ep` or `2000tok` (what `cpu_train` and `gpu_train` train exactly; their
-     untimed warm-up step is not counted).
+     time such as `20ba`, `1ep` or `2000tok`, as the whole batches it trains: a counted duration
+     rounds down to whole batches, never below one, as `cpu_train` and `gpu_train` train it
+     (`2000tok` of batches of 512 tokens trains 3 batches, 1536 tokens; their untimed warm-up
+     step is not counted). Without the facts to convert it to batches, as asked.
   3. A rate times the runtime among its values: `train_samples_per_second` x `train_runtime` in
      sp, `train_tokens_per_second` x `train_runtime` in tok, rounded to a whole number.
   4. `train_runtime` in sec.
@@ -72,6 +74,8 @@ class Amount:
 
     value: Fraction
     unit: TimeUnit
+    asked: bool = False
+    """The duration the run was asked to train (it trains whole batches of it)."""
 
     def __str__(self) -> str:
         return shown(self.value, self.unit)
@@ -110,6 +114,8 @@ def trained_by(result: PairResult, options: Mapping[str, Value], unit: TimeUnit)
             problems.append(f"{amount} is below zero")
             continue
         try:
+            if amount.asked and amount.unit in (EP, BA, SP, TOK):
+                amount = _whole_batches(amount, facts)
             return amount.value * units_per(amount.unit, unit, facts)
         except TimeError as error:
             problems.append(f"{amount} cannot be counted in {unit.value}: {error}")
@@ -126,7 +132,7 @@ def amounts(result: PairResult, properties: Mapping[str, Value]) -> Iterator[Amo
     if result.is_valid:
         asked = _time(properties.get(DURATION))
         if asked is not None:
-            yield Amount(exact(asked), asked.unit)
+            yield Amount(exact(asked), asked.unit, asked=True)
     runtime = as_number(values.get(RUNTIME))
     for name, unit in RATES.items():
         rate = as_number(values.get(name))
@@ -134,6 +140,16 @@ def amounts(result: PairResult, properties: Mapping[str, Value]) -> Iterator[Amo
             yield Amount(Fraction(round(rate * runtime)), unit)  # (two huge figures: none)
     if runtime is not None:
         yield Amount(Fraction(repr(runtime)), SEC)
+
+
+def _whole_batches(amount: Amount, facts: TimeFacts) -> Amount:
+    """The whole batches a run asked to train `amount` trains: rounded down, never below one;
+    the amount as asked when the facts do not convert it to batches."""
+    try:
+        batches = amount.value * units_per(amount.unit, BA, facts)
+    except TimeError:
+        return amount
+    return Amount(Fraction(max(1, math.floor(batches))), BA)
 
 
 def facts_of(known: Mapping[str, Value]) -> TimeFacts:
