@@ -115,6 +115,36 @@ def test_objectives_stored_in_the_options_load_as_the_operations_objectives(path
     assert (written["objectives"], "objectives" in written["options"]) == (listed, False)
 
 
+@pytest.mark.parametrize("path", OLDER_SHAPES, ids=[path.stem for path in OLDER_SHAPES])
+@pytest.mark.parametrize(
+    "objectives",
+    [
+        [
+            {"property": "tps", "direction": "max"},
+            {"property": "mem", "direction": "min"},
+            {"property": "energy_j", "direction": "min"},
+        ],
+        [],
+        [{"direction": "max"}],
+    ],
+    ids=["three", "none", "no-property"],
+)
+def test_objectives_in_the_options_that_the_field_refuses_stay_options(
+    path: Path, objectives: list[dict[str, str]]
+) -> None:
+    """Before `objectives` was a field, a request with three objectives (or none) in its
+    options was a valid event the explorer failed at its start: moved into the field, it no
+    longer decoded, and was dead-lettered at every replay."""
+    old = json.loads(path.read_text())
+    old["parameters"]["options"]["objectives"] = objectives
+
+    event = decode(json.dumps(old))
+
+    parameters = event.parameters  # type: ignore[attr-defined]
+    assert parameters.objectives is None
+    assert parameters.options["objectives"] == objectives
+
+
 def test_objectives_given_both_as_a_parameter_and_in_the_options_are_refused() -> None:
     objectives = [{"property": "tps", "direction": "max"}]
     with pytest.raises(ValidationError, match="objectives are given twice"):

@@ -20,6 +20,7 @@ from pydantic import (
     JsonValue,
     NonNegativeInt,
     PositiveInt,
+    TypeAdapter,
     ValidationError,
     model_validator,
 )
@@ -149,7 +150,16 @@ class OperationParameters(Record):
     @model_validator(mode="before")
     @classmethod
     def _upcast(cls, data: Any) -> Any:
-        return objectives_out_of_options(data) if isinstance(data, dict) else data
+        """`options.objectives` moved to `objectives` when they fit it: ones that do not (three
+        of them, none) were a valid request before `objectives` was a field, which the
+        explorer failed at its start; moved, the stored request no longer decoded, and was
+        dead-lettered at every replay. Left in `options`, it is failed at start as before."""
+        if not isinstance(data, dict):
+            return data
+        moved = objectives_out_of_options(data)
+        if moved is not data and not _fits_objectives(moved.get("objectives")):
+            return data
+        return moved
 
     @model_validator(mode="after")
     def _coherent(self) -> OperationParameters:
@@ -160,7 +170,7 @@ class OperationParameters(Record):
         needs_objective = (self.stopping.no_improvement, self.stopping.target_value)
         if self.objective is None and any(rule is not None for rule in needs_objective):
             raise ValueError("no_improvement and target_value stopping rules need an objective")
-        if "objectives" in self.options:
+        if self.objectives is not None and "objectives" in self.options:
             raise ValueError("objectives are given twice: as objectives and options.objectives")
         where = _not_finite_at(self.options, "options")
         if where is not None:  # JSON values escape allow_inf_nan; written out, they are null
@@ -202,3 +212,17 @@ def parameters_error_text(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "parameters"
     return f"{where}: {first['msg']}"
+
+
+_OBJECTIVES: TypeAdapter[tuple[Objective, ...]] = TypeAdapter(
+    Annotated[tuple[Objective, ...], Field(min_length=1, max_length=2)]
+)
+
+
+def _fits_objectives(value: object) -> bool:
+    """Whether `value` is what the `objectives` field takes."""
+    try:
+        _OBJECTIVES.validate_python(value)
+    except ValidationError:
+        return False
+    return True
