@@ -119,7 +119,7 @@ EXPECTED_TOPIC = {
 EXPECTED_KEY = {
     "SpaceSubmitted": b"sub-7c41e2",
     "SpaceRegistered": b"space-5e1d0c9b7a24",
-    "SpaceRejected": b"sub-7c41e2",
+    "SpaceRejected": b"submission:sub-7c41e2",
     "ActuatorRegistered": b"SFTTrainer@a100-80gb",
     "MeasurementRequested": b"9f86d081884c7d65",
     "DeadLettered": b"discospace.operations/0/1042",
@@ -142,3 +142,14 @@ def test_every_event_is_keyed_by_its_aggregate(
     name = event_class.type_name()
     event = decode(json.dumps(payloads[(name, event_class.current_version())]))
     assert event.key() == EXPECTED_KEY.get(name, b"op-3f2a9c1d")
+
+
+def test_a_rejection_never_has_the_key_of_a_registration(
+    payloads: dict[tuple[str, int], dict[str, Any]],
+) -> None:
+    """The spaces topic is compacted by key, and a submission id is the submitter's text: a
+    rejected submission named like a registered space replaced its registration."""
+    registered = decode(json.dumps(payloads[("SpaceRegistered", 1)]))
+    rejected = dict(payloads[("SpaceRejected", 1)], submission_id=registered.space_id)  # type: ignore[attr-defined]
+
+    assert decode(json.dumps(rejected)).key() != registered.key()

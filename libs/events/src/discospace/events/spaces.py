@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from discospace.core.spec import ExperimentSpec, SpaceSpec
 from discospace.events.common import NonEmptyStr, SpaceId
 from discospace.events.envelope import Event, type_field, version_field
-from discospace.events.topics import Topic, space_key, submission_key
+from discospace.events.topics import Topic, rejection_key, space_key, submission_key
 
 SubmissionId = Annotated[
     str,
@@ -116,4 +116,4 @@ class SpaceRejected(_SpaceEvent):
     )
 
     def key(self) -> bytes:
-        return submission_key(self.submission_id)
+        return rejection_key(self.submission_id)

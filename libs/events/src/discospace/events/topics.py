@@ -163,8 +163,18 @@ def topics(prefix: str = DEFAULT_PREFIX) -> TopicNames:
 
 
 def submission_key(submission_id: str) -> bytes:
-    """space-submissions: a submission, and a rejection (it never replaces a registration)."""
+    """space-submissions: a submission."""
     return submission_id.encode()
+
+
+REJECTION_KEY_PREFIX = "submission:"
+
+
+def rejection_key(submission_id: str) -> bytes:
+    """spaces (compacted): a rejection, by its submission, never the key of a registration (a
+    submission id is the submitter's text: keyed by it alone, a rejected submission named like
+    a registered space replaced that space's registration when the topic was compacted)."""
+    return f"{REJECTION_KEY_PREFIX}{submission_id}".encode()
 
 
 def space_key(space_id: str) -> bytes:
