@@ -83,10 +83,19 @@ def encode(event: Event) -> bytes:
     return event.model_dump_json().encode()
 
 
+def event_message_size(event: Event, value: bytes | None = None) -> int:
+    """How many bytes `event`'s message takes at most: its value (`value`, else encoded here),
+    its key, its correlation id (a header of every message the services send: an operation's
+    id, of any length) and the fixed framing."""
+    correlation = (event.correlation_id or event.event_id).encode()
+    encoded = encode(event) if value is None else value
+    return message_size(encoded, event.key()) + len(correlation)
+
+
 def encode_within(event: Event, max_message_bytes: int = MAX_MESSAGE_BYTES) -> bytes:
     """`encode(event)`, or `EventTooLargeError` when its message would not fit the limit."""
     value = encode(event)
-    size = message_size(value, event.key())
+    size = event_message_size(event, value)
     if size > max_message_bytes:
         raise EventTooLargeError(event, size, max_message_bytes)
     return value

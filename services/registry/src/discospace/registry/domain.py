@@ -36,9 +36,8 @@ from discospace.events import (
     SpaceRejected,
     SpaceSubmitted,
     caused_event_id,
-    encode,
 )
-from discospace.events.envelope import message_size
+from discospace.events.codec import event_message_size
 
 SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
@@ -214,7 +213,7 @@ def decide_submission(
     if problems:
         return _rejected(event, occurred_at, "; ".join(problems), space_id=space.id)
     registered = _registered(state, event, space, occurred_at)
-    size = message_size(encode(registered), registered.key())
+    size = event_message_size(registered)
     if size > max_message_bytes:
         return _rejected(event, occurred_at, _too_large(space, size, max_message_bytes), space.id)
     evolve(state, registered)
