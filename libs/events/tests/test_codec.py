@@ -360,3 +360,48 @@ def test_an_event_written_without_a_correlation_id_is_read_correlated_with_its_c
             assert event.correlation_id == payload[conversation]
             assert "correlation_id" in event.model_fields_set
             assert json.loads(encode(event))["correlation_id"] == payload[conversation]
+
+
+def _reason(payload: dict[str, Any]) -> str:
+    with pytest.raises(EventDecodeError) as refused:
+        decode(json.dumps(payload, allow_nan=True))
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), None, [1, 2]], ids=["nan", "null", "list"])
+def test_a_value_no_kind_of_a_union_takes_is_one_problem_at_its_own_path(
+    payloads: dict[tuple[str, int], dict[str, Any]], value: object
+) -> None:
+    """It read 'values.x.bool: Input should be a valid boolean (and 3 other problems)': a
+    member's tag in the path, and the wrong problem named."""
+    payload = copy.deepcopy(payloads[("MeasurementCompleted", 2)])
+    payload["values"]["x"] = value
+
+    reason = _reason(payload)
+
+    assert ": values.x: no kind it takes fits (Input should be a valid boolean / " in reason
+    assert "other problem" not in reason
+
+
+def test_two_problems_of_two_fields_are_not_read_as_one(
+    payloads: dict[tuple[str, int], dict[str, Any]],
+) -> None:
+    payload = copy.deepcopy(payloads[("OperationCancelRequested", 1)])
+    del payload["operation_id"]
+    payload["requested_by"] = 5
+
+    assert _reason(payload).endswith(": operation_id: Field required (and 1 other problem)")
+
+
+def test_a_key_with_control_characters_is_quoted_in_the_reason(
+    payloads: dict[tuple[str, int], dict[str, Any]],
+) -> None:
+    """A dead letter's reason and the logs held a raw newline and an ESC from the payload."""
+    payload = copy.deepcopy(payloads[("MeasurementCompleted", 2)])
+    payload["values"]["tps\nERROR forged\x1b[31m"] = [1]
+
+    reason = _reason(payload)
+
+    assert "\n" not in reason
+    assert "\x1b" not in reason
+    assert "values.'tps\\nERROR forged\\x1b[31m': " in reason

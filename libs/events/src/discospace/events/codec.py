@@ -273,15 +273,54 @@ def upcast_payload(payload: dict[str, Any], cls: type[Event], version: int) -> d
 
 
 def describe_validation_error(error: ValidationError) -> str:
-    """`field.path: problem`, and how many other problems there are, on one line."""
-    problems = error.errors(include_url=False, include_input=False)
+    """`field.path: problem`, and how many other problems there are, on one line.
+
+    A value a union refused gives one problem per member, each at a path ending in the
+    member's tag (`values.x.bool`, `number_entities.constrained-int`): they are one problem, at
+    the value's own path, saying every kind it is not. A key of the payload is written as a
+    Python string literal when it holds control characters (a newline, an ESC), so the reason
+    stays one line of plain text."""
+    problems = error.errors(include_url=False)
     first = problems[0]
-    where = ".".join(str(part) for part in first["loc"]) or "message"
-    text = f"{where}: {first['msg']}"
-    others = len(problems) - 1
+    loc = tuple(first["loc"])
+    members = [p for p in problems if _member_of(p, first)]
+    if len(members) > 1:
+        where = _path(loc[:-1])
+        kinds = " / ".join(dict.fromkeys(str(p["msg"]) for p in members))
+        text = f"{where}: no kind it takes fits ({kinds})"
+        others = len(problems) - len(members)
+    else:
+        text = f"{_path(loc)}: {first['msg']}"
+        others = len(problems) - 1
     if others:
         text += f" (and {others} other problem{'s' if others > 1 else ''})"
     return text
+
+
+_UNION_TAG = re.compile(r"(bool|int|float|str|bytes|none|list|dict|tuple|decimal)$|.*[\[-].*")
+"""How pydantic names a union's member in an error's path: a type, or a tag such as
+`constrained-int` or `literal['all']` (a field or key named so is rare)."""
+
+
+def _member_of(problem: Any, first: Any) -> bool:
+    """Whether `problem` is another union member's refusal of the value `first` is about: the
+    same path but its last step, a member's tag, and the very same input object."""
+    loc, other = tuple(first["loc"]), tuple(problem["loc"])
+    tags = (loc[-1], other[-1]) if loc and other else ()
+    return (
+        len(loc) > 1
+        and len(other) == len(loc)
+        and other[:-1] == loc[:-1]
+        and all(isinstance(tag, str) and _UNION_TAG.fullmatch(tag) for tag in tags)
+        and problem.get("input") is first.get("input")
+    )
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    """A validation error's location as `a.b.0.c`; "message" for the whole payload."""
+    shown = (repr(part) if isinstance(part, str) and not part.isprintable() else str(part)
+             for part in loc)  # fmt: skip
+    return ".".join(shown) or "message"
 
 
 def _json_object(data: bytes | str) -> dict[str, Any]:
