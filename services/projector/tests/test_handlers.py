@@ -21,7 +21,7 @@ from discospace.projector.buffering import ProjectionBuffer
 from discospace.projector.handlers import ProjectorDeps, Record, on_records, read_event
 from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.settings import ProjectorSettings
-from discospace.projector.writing import ReadEvent
+from discospace.projector.writing import Read, ReadEvent, ReadPast
 from discospace.store.client import StoreSettings
 from discospace.store.errors import StoreError
 
@@ -42,11 +42,11 @@ def _record(topic: str, partition: int, offset: int, key: bytes | None, value: b
     )
 
 
-def _deps() -> tuple[ProjectorDeps, list[ReadEvent], list[tuple[Record, EventDecodeError]]]:
-    written: list[ReadEvent] = []
+def _deps() -> tuple[ProjectorDeps, list[Read], list[tuple[Record, EventDecodeError]]]:
+    written: list[Read] = []
     dead: list[tuple[Record, EventDecodeError]] = []
 
-    async def write(batch: Sequence[ReadEvent]) -> int:
+    async def write(batch: Sequence[Read]) -> int:
         written.extend(batch)
         return len(batch)
 
@@ -85,7 +85,8 @@ async def test_an_unreadable_record_is_dead_lettered_and_the_events_around_it_ke
     await on_records([*records[:2], broken, *records[2:]], deps)
     await deps.buffer.flush()
 
-    assert [read.event for read in written] == events
+    assert [read.event for read in written if isinstance(read, ReadEvent)] == events
+    assert written[2] == ReadPast("t.operations", 0, 99)  # its offset counts as read
     [(record, error)] = dead
     assert record is broken
     assert error.kind == "malformed"

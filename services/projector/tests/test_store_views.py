@@ -10,7 +10,7 @@ from discospace.core import Entity
 from discospace.projector import reading
 from discospace.projector.errors import NotKnownError, ViewError
 from discospace.projector.reading import StoreViews
-from discospace.projector.writing import Projection, insert_rows
+from discospace.projector.writing import Projection, ReadPast, insert_rows
 from discospace.store.events import count_events, read_offsets
 
 from .conftest import point
@@ -78,6 +78,23 @@ def test_a_replayed_batch_writes_nothing_even_after_a_restart(store_client, stor
     assert {t: _count(store_client, t) for t in before} == before
     assert count_events(store_client) == len(batch)
     assert read_offsets(store_client, CONSUMER) == {("test.events", 0): len(batch)}
+
+
+def test_a_record_set_aside_at_the_end_of_a_partition_counts_as_read(store_client, story) -> None:
+    """Offsets were recorded only through the events written: a dead-lettered record at a
+    partition's end was read, and dead-lettered, again at every restart or rebalance."""
+    batch = story.history.read()
+    projection = Projection(store_client, CONSUMER)
+
+    projection.write([*batch, ReadPast("test.events", 0, len(batch))])
+    projection.write([ReadPast("test.other", 1, 7)])  # a partition holding only bad records
+
+    assert read_offsets(store_client, CONSUMER) == {
+        ("test.events", 0): len(batch) + 1,
+        ("test.other", 1): 8,
+    }
+    assert count_events(store_client) == len(batch)
+    assert Projection(store_client, CONSUMER).unseen([ReadPast("test.other", 1, 7)]) == []
 
 
 def test_copies_written_past_the_offsets_still_read_once(views, store_client, story) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from discospace.projector.metrics import ProjectorMetrics
 from discospace.projector.reading import StoreViews
-from discospace.projector.writing import Projection, ReadEvent
+from discospace.projector.writing import Projection, Read, ReadEvent
 from discospace.runtime import TransientError
 from discospace.store.client import StoreSettings, connect, unreachable_reason
 from discospace.store.errors import StoreError, StoreUnreachableError
@@ -66,13 +66,14 @@ class StoreWorker:
             self._client = self._projection = self._views = None
         self._thread.shutdown(wait=True)
 
-    async def write(self, batch: Sequence[ReadEvent]) -> int:
+    async def write(self, batch: Sequence[Read]) -> int:
         """Write what the store has not recorded as read; return how many events that was."""
         projection = self._open(self._projection)
         started = time.perf_counter()
         fresh = await self._call(projection.write_fresh, batch)  # one hop to the store's thread
         self.metrics.write_seconds.observe(time.perf_counter() - started)
-        self.metrics.skipped.inc(len(batch) - len(fresh))
+        events = sum(1 for item in batch if isinstance(item, ReadEvent))
+        self.metrics.skipped.inc(events - len(fresh))
         for event_type, count in Counter(item.event.type for item in fresh).items():
             self.metrics.projected.labels(event_type=event_type).inc(count)
         return len(fresh)

@@ -21,10 +21,10 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from discospace.projector.metrics import ProjectorMetrics
-from discospace.projector.writing import ReadEvent
+from discospace.projector.writing import Read
 
 logger = logging.getLogger("discospace.projector.buffer")
-Write = Callable[[Sequence[ReadEvent]], Awaitable[int]]
+Write = Callable[[Sequence[Read]], Awaitable[int]]
 
 
 class ProjectionBuffer:
@@ -46,7 +46,7 @@ class ProjectionBuffer:
         self.linger_s = linger_s
         self.capacity = capacity
         self.retry_s = retry_s
-        self._items: list[ReadEvent] = []
+        self._items: list[Read] = []
         self._lock = asyncio.Lock()
         self._arrived = asyncio.Event()
         self._full = asyncio.Event()
@@ -57,11 +57,11 @@ class ProjectionBuffer:
     def __len__(self) -> int:
         return len(self._items)
 
-    async def add(self, item: ReadEvent) -> None:
+    async def add(self, item: Read) -> None:
         """Queue one event; waits while the buffer is full."""
         await self.add_many((item,))
 
-    async def add_many(self, items: Sequence[ReadEvent]) -> None:
+    async def add_many(self, items: Sequence[Read]) -> None:
         """Queue events in their order; waits while the buffer is full."""
         if not items:
             return

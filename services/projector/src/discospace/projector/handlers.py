@@ -27,7 +27,7 @@ from aiokafka import ConsumerRecord
 from discospace.events import EventDecodeError, decode_verbatim
 from discospace.projector.adapters import StoreWorker
 from discospace.projector.buffering import ProjectionBuffer
-from discospace.projector.writing import ReadEvent
+from discospace.projector.writing import Read, ReadEvent, ReadPast
 from discospace.store.events import EventRecord
 
 Record: TypeAlias = ConsumerRecord[bytes, bytes]
@@ -47,14 +47,15 @@ class ProjectorDeps:
 
 
 async def on_records(records: Sequence[Record], deps: ProjectorDeps) -> None:
-    """Buffer the events of `records` in order; dead-letter the records that hold none."""
-    readable: list[ReadEvent] = []
+    """Buffer the events of `records` in order; dead-letter the records that hold none (their
+    offsets are recorded as read all the same)."""
+    readable: list[Read] = []
     for record in records:
         try:
             readable.append(read_event(record))
         except EventDecodeError as error:
             await deps.buffer.add_many(readable)
-            readable = []
+            readable = [ReadPast(record.topic, record.partition, record.offset)]
             await _set_aside(record, error, deps)
     await deps.buffer.add_many(readable)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from discospace.events import Event
 from discospace.projector.fold import rows_of
@@ -51,6 +51,21 @@ class ReadEvent:
     record: EventRecord
 
 
+@dataclass(frozen=True, slots=True)
+class ReadPast:
+    """A record that held no event (set aside on the dead-letter topic): nothing is written,
+    but its offset counts as read. Recorded only through the events after it, one at the end
+    of a partition was read, and dead-lettered, again at every restart or rebalance."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+Read: TypeAlias = ReadEvent | ReadPast
+"""What the projection is handed, in the order it was read."""
+
+
 class Projection:
     """The projection tables of one consumer, with the offsets it has recorded in the store.
 
@@ -75,25 +90,30 @@ class Projection:
         """Read the recorded offsets again (after a rebalance gave this consumer partitions)."""
         self._next = read_offsets(self.client, self.consumer)
 
-    def unseen(self, batch: Sequence[ReadEvent]) -> list[ReadEvent]:
-        """The events of `batch` read at or past the recorded offsets."""
-        return [item for item in batch if item.record.offset >= self._position(item.record)]
+    def unseen(self, batch: Sequence[Read]) -> list[Read]:
+        """The items of `batch` read at or past the recorded offsets."""
+        return [item for item in batch if _where(item)[2] >= self._position(*_where(item)[:2])]
 
-    def write(self, batch: Sequence[ReadEvent]) -> int:
+    def write(self, batch: Sequence[Read]) -> int:
         """Store what was not read before; return how many events that was (0 for a replay)."""
         return len(self.write_fresh(batch))
 
-    def write_fresh(self, batch: Sequence[ReadEvent]) -> list[ReadEvent]:
+    def write_fresh(self, batch: Sequence[Read]) -> list[ReadEvent]:
         """Store what was not read before, one insert per table; return the events written
         (copies of stored events left out, see the module doc)."""
         unseen = self.unseen(batch)
         if not unseen:
-            return unseen
-        fresh = self.first_copies(unseen)
+            return []
+        events = [item for item in unseen if isinstance(item, ReadEvent)]
+        fresh = self.first_copies(events) if events else []
         if fresh:
             insert_rows(self.client, [item.event for item in fresh])
             insert_events(self.client, [item.record for item in fresh])
-        offsets = next_offsets(item.record for item in unseen)
+        offsets = next_offsets(item.record for item in events)
+        for item in unseen:
+            if isinstance(item, ReadPast):
+                place = (item.topic, item.partition)
+                offsets[place] = max(offsets.get(place, 0), item.offset + 1)
         record_offsets(self.client, self.consumer, offsets)
         self._next.update(offsets)
         return fresh
@@ -107,8 +127,14 @@ class Projection:
                 first.setdefault(item.record.event_id, item)
         return list(first.values())
 
-    def _position(self, record: EventRecord) -> int:
-        return self._next.get((record.topic, record.partition), 0)
+    def _position(self, topic: str, partition: int) -> int:
+        return self._next.get((topic, partition), 0)
+
+
+def _where(item: Read) -> tuple[str, int, int]:
+    """(topic, partition, offset) an item was read at."""
+    place = item.record if isinstance(item, ReadEvent) else item
+    return place.topic, place.partition, place.offset
 
 
 def insert_rows(client: Client, events: Sequence[Event]) -> dict[str, int]:
