@@ -219,3 +219,46 @@ async def test_a_store_server_gone_since_start_is_unreachable_so_views_answer_50
         answer = await client.get("/spaces")
     assert answer.status_code == 503
     assert answer.json()["error"].startswith("the store cannot be read: ClickHouse at http://ch")
+
+
+async def test_health_says_failing_while_the_store_refuses_every_write(story) -> None:
+    """The views answered with what was written before, the buffer filled, and /health said
+    'ok': only a counter showed that nothing had been written for minutes."""
+    from discospace.events import TopicNames
+
+    refusals = 0
+
+    async def refuse(batch: Sequence[Read]) -> int:
+        nonlocal refusals
+        refusals += 1
+        raise StoreError("ClickHouse at http://ch:8123 does not answer")
+
+    topics = TopicNames.unique("health")
+    service = create_app(ProjectorSettings(topic_prefix=topics.prefix), store=StoreSettings())
+    [check] = service.health_problems
+    buffer = check.__self__  # the app's own buffer, which /health asks
+    assert isinstance(buffer, ProjectionBuffer)
+    buffer._write = refuse
+    buffer.retry_s = 0.01
+
+    async def ping(timeout: float) -> bool:
+        return True  # the broker answers: the store is what fails
+
+    service.broker.ping = ping  # type: ignore[method-assign]
+    await buffer.start()
+    await buffer.add_many([read_event(_record("t", 0, 0, None, encode(story.space_a)))])
+    transport = httpx.ASGITransport(app=service.app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://p") as client:
+            while refusals < 3:
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.05)
+            answer = await client.get("/health")
+    finally:
+        await buffer.stop()
+
+    assert answer.status_code == 503
+    body = answer.json()
+    assert body["status"] == "failing"
+    assert body["problems"][0].startswith("the store refused the last ")
+    assert body["problems"][0].endswith("StoreError: ClickHouse at http://ch:8123 does not answer")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from faststream.asgi import AsgiResponse
@@ -43,10 +43,15 @@ def _json(status: int, body: dict[str, Any]) -> AsgiResponse:
 
 
 def health_of(
-    service: str, kafka_reached: bool, watch: StallWatch, failure: str | None = None
+    service: str,
+    kafka_reached: bool,
+    watch: StallWatch,
+    failure: str | None = None,
+    problems: Sequence[str] = (),
 ) -> tuple[int, dict[str, Any]]:
-    """The status code and body of /health, from whether the broker answered, the stalls, and
-    `failure`: why the service is stopping (a send Kafka never confirmed), None while it is not."""
+    """The status code and body of /health, from whether the broker answered, the stalls,
+    `failure`: why the service is stopping (a send Kafka never confirmed), None while it is not,
+    and `problems`: what keeps it from doing its work for now (a store refusing every write)."""
     stalled = [stall.as_json() for stall in watch.stalls()]
     body: dict[str, Any]
     if failure is not None:
@@ -58,6 +63,9 @@ def health_of(
         }
     elif not kafka_reached:
         body = {"service": service, "status": "unavailable", "kafka": "unreachable"}
+    elif problems:
+        body = {"service": service, "status": "failing", "kafka": "connected"}
+        body["problems"] = list(problems)
     else:
         body = {"service": service, "status": "stalled" if stalled else "ok", "kafka": "connected"}
     if stalled:
@@ -71,16 +79,19 @@ def make_health(
     timeout_s: float,
     watch: StallWatch | None = None,
     failure: Callable[[], object | None] = lambda: None,
+    problems: Sequence[Callable[[], str | None]] = (),
 ) -> ReadHandler:
     """The /health handler of `service`; it asks the broker for its cluster description,
-    `watch` for stalled consumers, and `failure` whether the service failed for good (an
-    exception whose sentence says why; None while it has not)."""
+    `watch` for stalled consumers, `failure` whether the service failed for good (an
+    exception whose sentence says why; None while it has not), and each of `problems` (read
+    at each call: a list the service appends to) what keeps it from working for now."""
     watch = watch or StallWatch()
 
     async def health(scope: Scope) -> AsgiResponse:
         failed = failure()
         reason = None if failed is None else str(failed)
-        return _json(*health_of(service, await broker.ping(timeout_s), watch, reason))
+        found = [problem for check in problems if (problem := check()) is not None]
+        return _json(*health_of(service, await broker.ping(timeout_s), watch, reason, found))
 
     return ReadHandler(health, include_in_schema=False)
 

@@ -84,6 +84,9 @@ class Service:
     """Told (topic, partition, offset) of every event a consumer passes over before FastStream's
     pipeline (no handler takes it: `Consumer._passed_over`), which broker middlewares never see
     (`ReadPositions.saw` registers here)."""
+    health_problems: list[Callable[[], str | None]] = field(default_factory=list)
+    """Each says what keeps the service from doing its work for now (one sentence), or None:
+    /health answers 503 `failing` with them (the projector's store refusing every write)."""
     done_with: list[Callable[[str, int, int], None]] = field(default_factory=list)
     """Told (topic, partition, offset) of every message a consumer is done with: handled, set
     aside on the dead-letter topic, or folded already; not one handed back to be delivered
@@ -292,6 +295,7 @@ def create_service(
     broker = _broker(settings, description)
     stalls = StallWatch(StallRules(settings.stall_after_s, settings.stall_failures))
     unconfirmed = Unconfirmed()
+    health_problems: list[Callable[[], str | None]] = []
     topics_used: set[str] = set()
     metrics.register(StalledConsumers(broker, name, stalls, lambda: sorted(topics_used)))
     app = ServiceApp(
@@ -301,7 +305,12 @@ def create_service(
             (
                 "/health",
                 make_health(
-                    broker, name, settings.health_timeout_s, stalls, lambda: unconfirmed.failure
+                    broker,
+                    name,
+                    settings.health_timeout_s,
+                    stalls,
+                    lambda: unconfirmed.failure,
+                    health_problems,
                 ),
             ),
         ],
@@ -324,6 +333,7 @@ def create_service(
         topics_used=topics_used,
         stalls=stalls,
         unconfirmed=unconfirmed,
+        health_problems=health_problems,
     )
     Gauge(
         "discospace_sends_unconfirmed",

@@ -34,4 +34,5 @@ def bootstrap(service: Service, settings: ProjectorSettings, store: StoreSetting
         capacity=settings.buffer_capacity,
         retry_s=retry_s,
     )
+    service.health_problems.append(buffer.problem)  # /health: 503 while the store refuses
     return ProjectorDeps(worker, buffer, dead_letter_to(service), retry_s)

@@ -27,6 +27,11 @@ logger = logging.getLogger("discospace.projector.buffer")
 Write = Callable[[Sequence[Read]], Awaitable[int]]
 
 
+FAILING_AFTER = 3
+"""Writes refused in a row before /health says the projector is failing (one refusal is a
+blip the retry rides out)."""
+
+
 class ProjectionBuffer:
     """A FIFO of read events and the one task that writes them (batches never overlap)."""
 
@@ -53,6 +58,9 @@ class ProjectionBuffer:
         self._room = asyncio.Event()
         self._room.set()
         self._task: asyncio.Task[None] | None = None
+        self._refused = 0
+        """Writes the store refused in a row (0 once one goes through)."""
+        self._refusal = ""
 
     def __len__(self) -> int:
         return len(self._items)
@@ -102,10 +110,24 @@ class ProjectionBuffer:
                 await asyncio.wait_for(self._full.wait(), self.linger_s)
             try:
                 await self.flush()
-            except Exception:
+            except Exception as error:
+                self._refused += 1
+                self._refusal = f"{type(error).__name__}: {error}"[:200]
                 self.metrics.write_failures.inc()
                 logger.exception("the store refused a batch; trying again in %ss", self.retry_s)
                 await asyncio.sleep(self.retry_s)
+            else:
+                self._refused = 0
+
+    def problem(self) -> str | None:
+        """Why the views fall behind, for /health: the store refused the last writes (views
+        still answer, with what was written before); None while writes go through."""
+        if self._refused < FAILING_AFTER:
+            return None
+        return (
+            f"the store refused the last {self._refused} writes ({len(self)} events wait): "
+            f"{self._refusal}"
+        )
 
     async def _write_next(self) -> None:
         async with self._lock:
