@@ -368,3 +368,15 @@ def test_a_time_is_multiplied_or_divided_by_finite_numbers_only(factor) -> None:
         Time(0, "ep") * factor
     with pytest.raises(TimeError, match="can only divide a time by a finite number"):
         Time(5, "ep") / factor
+
+
+def test_a_dur_times_a_time_is_that_time_times_the_dur_in_either_order() -> None:
+    """composer takes `0.5dur * 2ep` as `2ep * 0.5dur`; it was refused ('only by a number or
+    a dur')."""
+    assert Time(0.5, "dur") * Time(2, "ep") == Time(1, "ep")
+    assert Time(2, "ep") * Time(0.5, "dur") == Time(1, "ep")
+
+
+def test_a_time_s_text_minus_a_time_is_a_time() -> None:
+    """`+` took a time's text on either side; `"5ep" - Time(2, "ep")` was a bare TypeError."""
+    assert "5ep" - Time(2, "ep") == Time(3, "ep")

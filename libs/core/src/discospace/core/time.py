@@ -171,6 +171,10 @@ class Time:
         subtrahend = _decimal(repr(self._same_unit(other, "subtract").value))
         return Time(_number(_EXACT.subtract(_decimal(repr(self.value)), subtrahend)), self.unit)
 
+    def __rsub__(self, other: object) -> "Time":
+        """`"5ep" - Time(2, "ep")`, as `+` takes a time's text on either side."""
+        return _coerce(other) - self
+
     def __radd__(self, other: object) -> "Time":
         """`sum(times)` starts from 0: a zero adds nothing; anything else adds as `+` does."""
         if isinstance(other, int) and not isinstance(other, bool) and other == 0:
@@ -185,6 +189,8 @@ class Time:
         has it)."""
         if isinstance(factor, Time | str):
             fraction = _coerce(factor)
+            if fraction.unit is not TimeUnit.DURATION and self.unit is TimeUnit.DURATION:
+                return fraction * self  # `0.5dur * 2ep` is `2ep * 0.5dur`, as composer has it
             if fraction.unit is not TimeUnit.DURATION:
                 raise TimeError(f"cannot multiply {self} by {fraction}: only by a number or a dur")
             factor = fraction.value
