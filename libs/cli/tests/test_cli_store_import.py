@@ -152,6 +152,18 @@ def test_skip_invalid_rows_imports_the_others_and_counts_the_refused(
     assert any(line.strip().startswith("row 4 is not an entity") for line in summary.lines())
 
 
+def test_skipping_every_row_is_no_import(tmp_path: Path, registered: Registered) -> None:
+    """It printed 'Imported 0' and exited 0, as if the file had been imported."""
+    link = FakeLink(registered())
+    path = write(tmp_path, HEADER + "3,llama-7b,30,,\n5,llama-7b,50,,\n")
+
+    with pytest.raises(CliError) as refused:
+        run(link, path, skip_invalid_rows=True)
+
+    assert link.published == []
+    assert str(refused.value).startswith("none of the 2 rows can be imported (row 1 is not an")
+
+
 def test_the_summary_names_what_it_read_did_and_ignored(
     tmp_path: Path, registered: Registered
 ) -> None:

@@ -216,6 +216,12 @@ def _read_rows(
     progress.close()
     if mapped.refused and not request.skip_invalid_rows:
         raise CliError(_refusal_sentence(mapped))
+    if mapped.refused and not mapped.results:  # skipping every row is no import
+        first, rows = mapped.refused[0], len(mapped.refused)
+        raise CliError(
+            f"none of the {rows} rows can be imported ({first.reason}); nothing was imported: "
+            "is it the space's table, with its columns?"
+        )
     return plan, mapped
 
 
