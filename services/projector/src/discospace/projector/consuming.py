@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
@@ -88,9 +88,47 @@ class ResumeFromStore(ConsumerRebalanceListener):
                 consumer.seek(partition, offset)
         if unknown:
             await consumer.seek_to_beginning(*unknown)
+        await _say_beyond_the_end(consumer, assigned, positions)
         logger.info("resumed %d partitions from the store's offsets", len(assigned))
         await self.buffer.flush()
         await self.store.reload_positions()
+
+
+async def _say_beyond_the_end(
+    consumer: AIOKafkaConsumer,
+    assigned: set[TopicPartition],
+    positions: Mapping[tuple[str, int], int],
+) -> None:
+    """Log, as an error, a partition whose offset recorded in the store lies beyond the end of
+    its log: the topic was deleted and made again, or the store was filled from another Kafka
+    cluster. Its events below that offset would be taken as read and never projected (the
+    views would miss them in silence): clear the store, or give the projector another one."""
+    recorded = {
+        p: positions[(p.topic, p.partition)]
+        for p in assigned
+        if (p.topic, p.partition) in positions
+    }
+    if not recorded:
+        return
+    try:
+        ends = await consumer.end_offsets(list(recorded))
+    except Exception as error:  # an answer the broker did not give now is no reason to stop
+        logger.warning("could not compare the store's offsets with the log's ends: %s", error)
+        return
+    for partition, offset in sorted(recorded.items()):
+        end = ends.get(partition)
+        if end is not None and offset > end:
+            logger.error(
+                "the store recorded offset %d of %s/%d, beyond the end of its log (%d): the "
+                "topic was made again or the store comes from another Kafka cluster; the events "
+                "below %d are taken as read and not projected: clear the store, or give the "
+                "projector another (DISCOSPACE_STORE_DATABASE)",
+                offset,
+                partition.topic,
+                partition.partition,
+                end,
+                offset,
+            )
 
 
 def subscribe_to_everything(
