@@ -23,6 +23,7 @@
 #   PROMETHEUS_SOURCE       apt or go (above)
 #   PROMETHEUS_GO_VERSION   the Go module version for `go` (v0.316.0, which is Prometheus 3.16.0)
 #   PROMETHEUS_PORT         the port `start` listens on (9090)
+#   PROMETHEUS_START_TIMEOUT seconds `start` waits for the server to be ready (120)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -33,6 +34,7 @@ CACHE_DIR="${PROMETHEUS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/discospace/pr
 BIN_DIR="$CACHE_DIR/bin"
 GO_VERSION="${PROMETHEUS_GO_VERSION:-v0.316.0}"
 PORT="${PROMETHEUS_PORT:-9090}"
+START_TIMEOUT="${PROMETHEUS_START_TIMEOUT:-120}"
 STATE_DIR="$RUN_DIR/prometheus"
 PID_FILE="$STATE_DIR/prometheus.pid"
 GO_MODULE=github.com/prometheus/prometheus
@@ -157,8 +159,14 @@ start() {
     --storage.tsdb.path="$STATE_DIR/data" --storage.tsdb.retention.time=7d \
     --web.listen-address="127.0.0.1:$PORT" >>"$STATE_DIR/prometheus.log" 2>&1 </dev/null &
   echo $! >"$PID_FILE"
+  local deadline=$((SECONDS + START_TIMEOUT))
   until ready; do
     server_pid >/dev/null || { tail -n 5 "$STATE_DIR/prometheus.log" >&2; die "prometheus exited during start (log: $STATE_DIR/prometheus.log)."; }
+    if ((SECONDS >= deadline)); then # a server that runs but never gets ready held the start
+      tail -n 5 "$STATE_DIR/prometheus.log" >&2
+      stop >/dev/null
+      die "prometheus was not ready after ${START_TIMEOUT}s; it was stopped (log: $STATE_DIR/prometheus.log; PROMETHEUS_START_TIMEOUT sets the wait)."
+    fi
     sleep 0.2
   done
   say "Prometheus on http://127.0.0.1:$PORT after $(since "$t0")s, scraping what $RUN_DIR/prometheus.yml lists (pid $(cat "$PID_FILE"))"

@@ -301,6 +301,35 @@ def test_a_taken_port_stops_the_start_before_any_service_is_launched(run_dir: Pa
     assert launched == []
 
 
+NEVER_READY = """#!/usr/bin/env bash
+# A Prometheus that runs but never answers /-/ready (a slow storage replay, a stuck disk).
+[[ "${1:-}" == --version ]] && { echo "prometheus, version 0.0.0"; exit 0; }
+exec python3 -c 'import time; time.sleep(120)' "$@"
+"""
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_prometheus_never_ready_is_stopped_after_the_start_timeout(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    """The start waited for it without end."""
+    stub = tmp_path / "prometheus"
+    stub.write_text(NEVER_READY)
+    stub.chmod(0o755)
+    env = {
+        "DISCOSPACE_RUN_DIR": str(run_dir),
+        "PROMETHEUS_BIN": str(stub),
+        "PROMETHEUS_PORT": str(free_port()),
+        "PROMETHEUS_START_TIMEOUT": "1",
+    }
+
+    started = _run("prometheus.sh", "start", env=env)
+
+    assert started.returncode != 0
+    assert "prometheus was not ready after 1s; it was stopped" in started.stderr
+    assert not (run_dir / "prometheus" / "prometheus.pid").exists()
+
+
 HEALTHY_ANYWAY = """
 import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
