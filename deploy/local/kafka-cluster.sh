@@ -264,6 +264,11 @@ start() {
   libs_dir
   choose_ports
   t0="$(now)"
+  # every node formatted before any is launched: a format failing for a later node left the
+  # nodes launched before it running
+  for node in "${NODES[@]}"; do
+    node_pid "$node" >/dev/null || { write_config "$node" && format_node "$node"; }
+  done
   for node in "${NODES[@]}"; do start_node "$node"; done
   wait_until_complete "$t0"
   say "3 brokers answering on $(bootstrap) after $(since "$t0")s (plaintext; state $CLUSTER_DIR)"
