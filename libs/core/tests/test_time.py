@@ -380,3 +380,23 @@ def test_a_dur_times_a_time_is_that_time_times_the_dur_in_either_order() -> None
 def test_a_time_s_text_minus_a_time_is_a_time() -> None:
     """`+` took a time's text on either side; `"5ep" - Time(2, "ep")` was a bare TypeError."""
     assert "5ep" - Time(2, "ep") == Time(3, "ep")
+
+
+def test_the_schema_pattern_takes_the_white_space_the_parser_takes() -> None:
+    """The pattern took 3, a no-break space and ep (ECMA-262's white space is Unicode's), the
+    parser refused it with a message that printed it as the "3 ep" it takes."""
+    for text in ("3 ep", " 3ep\t", "3\u00a0ep", "3\u2003ep"):
+        parses = True
+        try:
+            Time.parse(text)
+        except TimeError:
+            parses = False
+        assert bool(re.fullmatch(TIME_PATTERN, text)) == parses, text
+
+
+def test_a_dur_too_small_for_a_float_is_refused_not_zero() -> None:
+    """1e-400dur read as 0.0dur: 'max_training must be above zero, not 0.0dur' for a positive
+    value."""
+    with pytest.raises(TimeError, match=r"1e-400dur is too small"):
+        Time.parse("1e-400dur")
+    assert Time.parse("1e-300dur").value == 1e-300

@@ -55,11 +55,14 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
 
 
+_SPACE = r"[ \t\n\r\f\v]"
+"""ASCII white space, as the parser's backslash-s reads it (re.ASCII): ECMA-262's takes Unicode
+spaces too, so the schema took "3", a no-break space and "ep", which the parser refused."""
 TIME_PATTERN = (
-    r"^\s*(?:[+-]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)"
-    r"(?:[eE][+-]?[0-9](?:_?[0-9])*)?\s*(?:"
+    rf"^{_SPACE}*(?:[+-]?(?:[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)"
+    rf"(?:[eE][+-]?[0-9](?:_?[0-9])*)?{_SPACE}*(?:"
     + "|".join(_any_case(unit.value) for unit in TimeUnit)
-    + r")|(?=[0-9])(?:[0-9]+[dD])?(?:[0-9]+[hH])?(?:[0-9]+[mM])?(?:[0-9]+[sS])?)\s*$"
+    + rf")|(?=[0-9])(?:[0-9]+[dD])?(?:[0-9]+[hH])?(?:[0-9]+[mM])?(?:[0-9]+[sS])?){_SPACE}*$"
 )
 """The JSON Schema pattern of a time string (ECMA-262: no inline flags, so cases are spelled)."""
 
@@ -89,7 +92,10 @@ def _whole_or_fraction(value: object, unit: TimeUnit, shown: str) -> int | float
     if not -MAX_TIME_VALUE <= value <= MAX_TIME_VALUE:
         raise TimeError(f"{_abridged(shown)} is too large: a time holds at most 2^63 - 1 {unit}")
     if unit is TimeUnit.DURATION:
-        return float(value)
+        share = float(value)
+        if share == 0 and value != 0:  # beyond a float's smallest: it read as 0.0dur
+            raise TimeError(f"{_abridged(shown)} is too small: a dur holds at least about 5e-324")
+        return share
     if value != int(value):
         raise TimeError(f"{shown} is not a whole number of {unit.value}: only dur takes fractions")
     return int(value)
