@@ -281,3 +281,24 @@ def test_a_job_naming_a_space_that_is_not_registered_is_refused_at_the_door(
         )
         is None
     )
+
+
+def test_a_data_juicer_sandbox_config_is_told_how_its_names_map(tmp_path: Path) -> None:
+    """It was refused with 'operator: is required (and 6 more problems)', no word of the
+    stages a Data-Juicer user knows by other names."""
+    path = tmp_path / "sandbox.yaml"
+    path.write_text(
+        "project_name: demo\nhpo_config: null\n"
+        "probe_job_configs: [{hook: ProbeViaAnalyzerHook, meta_name: analysis}]\n"
+        "refine_recipe_job_configs: [{hook: RefineRecipeViaKSigmaHook}]\n"
+    )
+
+    result = runner.invoke(app, ["operation", "create", "-f", str(path), "--space", SID])
+
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert line.startswith(
+        f"error: {path}: reads as a Data-Juicer sandbox config (probe_job_configs, "
+        "refine_recipe_job_configs, hpo_config): discospace runs a pipeline as an operation"
+    )
+    assert "`trials:` for hpo_config" in line

@@ -15,7 +15,7 @@ from discospace.cli.errors import CliError, KafkaUnavailableError, NoAnswerError
 from discospace.cli.kafka import AnswerReader, ensure_topics, publish, refuse_login
 from discospace.cli.settings import CliSettings
 from discospace.core import DiscoverySpace, ExperimentCatalog
-from discospace.core.errors import DiscospaceError
+from discospace.core.errors import DiscospaceError, SpecError
 from discospace.core.loading import parse_document, read_document, validate_document
 from discospace.core.operation_rules import (
     OPERATORS,
@@ -107,7 +107,34 @@ def load_operation_file(path: Path) -> OperationFile:
     """An operation file (YAML or JSON), read within core's input limits (size, depth, values,
     identifiers, integers, no duplicate keys); a :class:`SpecError` names the field at fault."""
     text = read_document(path)
-    return validate_document(parse_document(text, str(path)), OperationFile, str(path))
+    document = parse_document(text, str(path))
+    sandbox = _sandbox_keys(document)
+    if sandbox:
+        raise SpecError(
+            f"{path}: reads as a Data-Juicer sandbox config ({', '.join(sandbox)}): discospace "
+            "runs a pipeline as an operation, `operator: pipeline` with `stages:` probe, refine, "
+            "execute and evaluate (probe_job_configs, refine_recipe_job_configs, "
+            "execution_job_configs and evaluation_job_configs), each a list of jobs, and "
+            "`trials:` for hpo_config; see examples/pipelines/"
+        )
+    return validate_document(document, OperationFile, str(path))
+
+
+_SANDBOX_KEYS = (
+    "probe_job_configs",
+    "refine_recipe_job_configs",
+    "execution_job_configs",
+    "evaluation_job_configs",
+    "hpo_config",
+)
+"""The top-level keys of a Data-Juicer sandbox config (data_juicer/config, sandbox)."""
+
+
+def _sandbox_keys(document: object) -> list[str]:
+    """The sandbox config keys `document` has at its top, when it has no `operator`."""
+    if not isinstance(document, dict) or "operator" in document:
+        return []
+    return [key for key in _SANDBOX_KEYS if key in document]
 
 
 def answer_to(submission: SpaceSubmitted, space_id: str) -> Callable[[Event], SpaceAnswer | None]:
