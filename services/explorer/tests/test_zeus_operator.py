@@ -76,6 +76,7 @@ def view(space: KnownSpace, outcomes=(), pending=(), free: int = 1, **options: A
         now=T0,
         free_slots=free,
         in_flight=len(pending),
+        unsettled=frozenset(f"pending-{k}" for k in range(len(pending))),
         drawn_by_strategy=0,
         entities_drawn=0,
         exhausted=False,
@@ -129,6 +130,32 @@ def test_a_shared_across_property_the_space_lacks_is_refused(space):
     )
     assert ZeusBso().check(parameters(shared_across=["dataset"]), space) is None
     assert ZeusBso().check(parameters(shared_across=[]), space) is None
+
+
+def test_a_recurrence_domain_with_a_gap_is_refused(make_space):
+    """Run i is recurrence i: a retry numbered into the gap failed the operation part-way
+    ('property recurrence has the value 6, which is not in its domain')."""
+    gap = (*PROPERTIES[:3], PropertySpec(name="recurrence", values=(0, 1, 2, 3, 4, 5, 7, 8, 9)))
+    entry = known_space(make_space(gap, (RUN,)))
+    assert isinstance(entry, KnownSpace)
+
+    assert ZeusBso().check(parameters(), entry) == (
+        "zeus_bso needs 'recurrence' to hold 0, 1, 2, ... without a gap (run i is recurrence "
+        "i, the retries beyond the runs that converge too): it does not hold 6"
+    )
+
+
+def test_a_run_that_failed_for_good_is_not_in_flight_while_another_runs(space):
+    """It held the pruning walk at its batch size (16) while anything else ran, so with more
+    than one run at a time the walk never went on and the bandit never ran."""
+    first = outcome(point(32, 200, 0), 10.0, trained_power_limit=100)
+    running = view(space, [first], pending=[point(32, 100, 2)], free=1)
+    failed = dict(running.entities) | {"failed-16": point(16, 200, 1)}  # not unsettled
+
+    proposal = ZeusBso().propose(replace(running, entities=failed))
+
+    assert isinstance(proposal, Measure)
+    assert proposal.points[0]["batch_size"] == 16
 
 
 def test_reusing_runs_from_the_store_is_refused(space):

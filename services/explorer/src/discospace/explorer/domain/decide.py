@@ -383,6 +383,7 @@ class _Running:
             best=self.state.tracker.best if self.state.tracker else None,
             store_results=self._store_results(),
             store_elsewhere=self._store_elsewhere(),
+            unsettled=frozenset(self.state.open),
         )
 
     def _store_results(self) -> tuple[PairResult, ...]:

@@ -75,6 +75,9 @@ class OperationView:
     """Results of the space's sample store, for the space's experiments, on entities OUTSIDE the
     space (other values, or another set of properties), that other operations measured before
     this one started, oldest first: what an optimizer learns from across spaces, never reuses."""
+    unsettled: frozenset[str] = frozenset()
+    """Ids of the entities counted in `in_flight` that a draw named (a result or a retry to
+    come): not those that failed for good, which no result will settle."""
 
 
 @dataclass(frozen=True)

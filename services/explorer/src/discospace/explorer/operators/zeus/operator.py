@@ -355,15 +355,16 @@ def run_inputs(plan: Plan, options: ZeusOptions, max_power: float) -> PropertyVa
 
 
 def _in_flight(view: OperationView) -> list[int]:
-    """Batch sizes of the runs requested and not answered (none when nothing is in flight:
-    a run that failed for good never answers)."""
+    """Batch sizes of the runs requested and not settled: a run that failed for good never
+    answers, and counted in flight it held the walk at its batch size while anything else
+    ran (with more than one run at a time, for good)."""
     if view.in_flight == 0:
         return []
     answered = {outcome.entity_id for outcome in view.outcomes}
     return [
         _whole(values, BATCH_SIZE, "entity")
         for entity, values in view.entities.items()
-        if entity not in answered and values is not None
+        if entity in view.unsettled and entity not in answered and values is not None
     ]
 
 

@@ -40,6 +40,7 @@ from discospace.core.operation_rules import (
     zeus_fixed_values,
     zeus_whole_numbers,
 )
+from discospace.core.property_domains import PropertyDomain
 from discospace.explorer.operators.zeus.bandit import ROBUST_PSEUDO_COUNT
 from discospace.explorer.operators.zeus.policy import Job, ZeusSettings
 
@@ -156,3 +157,19 @@ def _check_runs(space: EntitySpace, recurrences: int) -> None:
                 f"{recurrences - 1} (one entity per run, {recurrences} runs to converge, "
                 f"retries beyond): it does not hold {run}"
             )
+    missing = _gap(domain)
+    if missing is not None:  # run i is recurrence i: a retry numbered into the gap failed the job
+        raise DiscospaceError(
+            f"zeus_bso needs '{RECURRENCE}' to hold 0, 1, 2, ... without a gap (run i is "
+            f"recurrence i, the retries beyond the runs that converge too): it does not hold "
+            f"{missing}"
+        )
+
+
+def _gap(domain: PropertyDomain) -> int | None:
+    """The first whole number a listed recurrence domain skips below its largest value (a
+    range of step 1 from 0 has none), or None."""
+    if domain.explicit_values is None:
+        return None
+    listed = sorted(v for v in domain.values if isinstance(v, int) and not isinstance(v, bool))
+    return next((run for run, value in enumerate(listed) if value != run), None)
