@@ -61,6 +61,19 @@ def test_a_batch_size_keeps_the_power_limit_its_first_run_chose():
     assert plan(*first_round) == Plan(32, 100, 20.0)
 
 
+def test_a_limit_profiling_chose_outside_the_space_is_its_nearest_limit_in_the_space():
+    """Profiling chooses among every limit the GPU has: 150 W for a space of 175-250 W was
+    proposed for the next runs of that size, and the space refused the entity."""
+    some = Job(batch_sizes=(8, 16, 32, 64), default_batch_size=32, power_limits=(175, 250),
+               max_power=250)  # fmt: skip
+    first_round = (run(32, 10, limit=150), run(16, 12, limit=250), run(8, 9, False))
+    first_round += (run(64, 20, False),)
+    history = read_history(first_round, SETTINGS, some)
+
+    assert next_plan(SETTINGS, some, history, (), decision_rng(7, 0)) == Plan(32, 175, 20.0)
+    assert [some.allowed(limit) for limit in (212, 213, 250)] == [175, 250, 250]
+
+
 def test_failed_attempts_count_in_their_recurrence_cost():
     history = read_history([run(32, 300.0, converged=False), run(64, 1000.0)], SETTINGS, JOB)
     assert history.min_cost == 1300.0

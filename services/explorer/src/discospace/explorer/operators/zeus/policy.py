@@ -103,6 +103,14 @@ class Job:
     elsewhere: Elsewhere = NOWHERE
     """Runs of the same workload on another GPU (`warm.py`): when usable, no pruning walk."""
 
+    def allowed(self, limit: int) -> int:
+        """`limit`, or the space's power limit nearest it (the higher of two as near): a
+        profiling run chooses among every limit the GPU has, and its choice, outside a space
+        that allows only some, was proposed for the next runs, which the space refused."""
+        if limit in self.power_limits or not self.power_limits:
+            return limit
+        return min(self.power_limits, key=lambda allowed: (abs(allowed - limit), -allowed))
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -192,7 +200,7 @@ class HistoryFold:
     unprofiled: set[int] = field(default_factory=set)
 
     def read(self, attempt: Attempt) -> None:
-        self.limits.setdefault(attempt.batch_size, attempt.power_limit)
+        self.limits.setdefault(attempt.batch_size, self.job.allowed(attempt.power_limit))
         if not attempt.ran:
             observed = NEVER_RAN_FACTOR * self.settings.beta * self.min_cost
             self._observe(attempt, observed, 0.0)
