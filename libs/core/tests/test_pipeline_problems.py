@@ -483,3 +483,34 @@ def test_a_malformed_nested_pipeline_is_refused_at_the_door() -> None:
         "pipeline job 'inner': hook job 'k' uses hook 'ksigma', which is not known: "
         "use k_sigma, prune_invalid, top_k"
     )
+
+
+def test_a_nested_pipeline_reading_its_own_jobs_passes_the_door() -> None:
+    """Its references were checked as the outer pipeline's: 'job 'inner' reads job
+    'narrowed', which does not exist'."""
+    walk = {"kind": "operation", "operator": "random_walk"}
+    nested = {
+        "stages": {
+            "probe": [{"name": "p", **walk}],
+            "refine": [
+                {"name": "narrowed", "kind": "hook", "hook": "k_sigma", "args": {"job": "p"}}
+            ],
+            "execute": [{"name": "search", **walk, "space": "${narrowed.space_id}"}],
+        }
+    }
+    options = {
+        "stages": {
+            "execute": [
+                {"name": "inner", "kind": "operation", "operator": "pipeline",
+                 "parameters": {"options": nested}},
+            ]
+        }
+    }  # fmt: skip
+
+    assert problem(options) is None
+    wrong = {**nested, "stages": {**nested["stages"], "execute": [{"name": "s", **walk,
+             "space": "${narowed.space_id}"}]}}  # fmt: skip
+    options["stages"]["execute"][0]["parameters"]["options"] = wrong
+    assert problem(options) == (
+        "pipeline job 'inner': job 's' reads job 'narowed', which does not exist"
+    )

@@ -259,3 +259,40 @@ def test_each_jobs_result_has_the_keys_the_door_checks_references_against(world,
         "top": set(SHIPPED_HOOK_RESULTS["top_k"]),
         "again": set(MEASURE_RESULT),
     }
+
+
+def test_a_nested_pipeline_resolves_its_references_to_its_own_jobs(world, hooks):
+    """The outer pipeline resolved every `${job...}` inside the pipeline a job runs: the inner
+    `${narrowed.space_id}` read the outer job of that name, and the inner search ran on the
+    outer pipeline's narrowed space, both pipelines completing as if nothing were wrong."""
+    walk = {"kind": "operation", "operator": "random_walk", "parameters": {"number_entities": 4}}
+    narrow = {"name": "narrowed", "kind": "hook", "hook": "narrow"}
+    inner = {
+        "stages": {
+            "probe": [{"name": "p", **walk}],
+            "refine": [{**narrow, "args": {"job": "p"}}],
+            "execute": [{"name": "search", **walk, "space": "${narrowed.space_id}"}],
+        }
+    }
+    outer = {
+        "stages": {
+            "probe": [{"name": "probe", **walk}],
+            "refine": [{**narrow, "args": {"job": "probe"}}],
+            "execute": [
+                {
+                    "name": "inner",
+                    "kind": "operation",
+                    "operator": "pipeline",
+                    "parameters": {"options": inner},
+                }
+            ],
+        }
+    }
+    w = world(hooks=hooks)
+    w.request("op-1", w.register(), outer, seed=2)
+
+    inner_jobs = w.of(PipelineJobCompleted, "op-1-inner")
+    [inner_narrowed] = [e.result["space_id"] for e in inner_jobs if e.job == "narrowed"]
+    [search] = [e for e in w.of(OperationRequested) if e.operation_id == "op-1-inner-search"]
+    assert search.space_id == inner_narrowed
+    assert w.of(OperationCompleted, "op-1")

@@ -392,8 +392,23 @@ def _trial_value(ref: Reference, trial: Mapping[str, Scalar] | None) -> JsonValu
 
 
 def job_references(job: JobSpec) -> list[Reference]:
-    """The references a job makes: in its space, parameters, entities and args."""
-    return references([job.space, job.parameters, job.entities, job.args])  # type: ignore[list-item]
+    """The references a job makes: in its space, parameters, entities and args. Those inside
+    the pipeline a pipeline job runs (its `options`) are that pipeline's own, to its jobs: not
+    this pipeline's (a `${trial...}` there is replaced before it runs, as everywhere)."""
+    own = [job.space, own_parameters(job), job.entities, job.args]
+    found = references(own)  # type: ignore[arg-type]
+    if own[1] is not job.parameters:
+        found += [ref for ref in references(job.parameters.get("options")) if ref.job == TRIAL]
+    return found
+
+
+def own_parameters(job: JobSpec) -> dict[str, JsonValue]:
+    """A job's parameters that this pipeline resolves: all of them, but for a job running a
+    pipeline, whose `options` (that pipeline) resolve their references to their own jobs (one
+    named like a job of this pipeline read this pipeline's result in silence)."""
+    if job.operator == "pipeline" and isinstance(job.parameters.get("options"), dict):
+        return {name: value for name, value in job.parameters.items() if name != "options"}
+    return job.parameters
 
 
 def read_jobs(job: JobSpec) -> list[str]:
@@ -496,7 +511,8 @@ def _nested_problem(
     said when that job's turn came, after the jobs before it had spent their measurements."""
     for _, job in ordered_jobs(spec):
         nested = job.operator == "pipeline" and job.parameters.get("options")
-        if isinstance(nested, dict) and not references(nested):
+        outer = isinstance(nested, dict) and any(ref.job == TRIAL for ref in references(nested))
+        if isinstance(nested, dict) and not outer:  # a trial's values come first: checked then
             problem = pipeline_shape_problem(nested, hooks, operators, parameters)
             if problem is not None:
                 return f"pipeline job '{job.name}': {problem}"
@@ -555,7 +571,7 @@ def _child_suffixes(spec: PipelineSpec, within: str = "") -> Iterator[tuple[str,
     for _, job in ordered_jobs(spec):
         yield job.name, f"job '{job.name}'{of}"
         nested = job.operator == "pipeline" and job.parameters.get("options")
-        if isinstance(nested, dict) and not references(nested):
+        if isinstance(nested, dict):
             try:
                 inner = parse_pipeline(nested)
             except DiscospaceError:  # said when the nested pipeline starts

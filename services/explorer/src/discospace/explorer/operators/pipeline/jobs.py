@@ -23,6 +23,7 @@ from discospace.core.pipelines import (
     JobSpec,
     PipelineSpec,
     ordered_jobs,
+    own_parameters,
     resolve,
 )
 from discospace.core.spec import Scalar, SpaceSpec
@@ -250,9 +251,12 @@ class JobsRound(Round):
         results: dict[str, Result],
         options: dict[str, JsonValue] | None = None,
     ) -> OperationRequested:
-        written = resolve(job.parameters, results)
+        own = own_parameters(job)  # a nested pipeline resolves its own references
+        written = resolve(own, results)
         assert isinstance(written, dict)
         data: dict[str, Any] = dict(written)
+        if own is not job.parameters:
+            data["options"] = job.parameters["options"]
         if options is not None:
             data["options"] = options
             data.setdefault("batch_size", len(options.get("points") or ()) or 1)  # type: ignore[arg-type]
