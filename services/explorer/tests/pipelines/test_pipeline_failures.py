@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from discospace.core import PropertySpec
 from discospace.core.errors import PipelineError
 from discospace.core.hooks import HookContext
 from discospace.events import (
@@ -256,3 +257,34 @@ def test_a_child_cancelled_by_someone_else_fails_its_job(world):
     [job] = w.of(PipelineJobFailed, "op-1")
     assert job.reason.startswith("its child operation 'op-1-probe' was cancelled: cancelled by")
     assert w.of(OperationFailed, "op-1")
+
+
+def test_an_optional_job_whose_space_is_too_large_to_submit_fails_alone(world, hooks):
+    """The size check came after the round was decided, for all its events: the pipeline
+    failed ('a decision too large to publish'), its optional job with it, and the jobs after
+    it never ran."""
+
+    def huge(context: HookContext) -> dict[str, JsonValue]:
+        rates = tuple(round(0.1 + i * 1e-7, 9) for i in range(200_000))
+        properties = [
+            PropertySpec(name=p.name, values=rates) if p.name == "lr" else p
+            for p in context.space.entity_space
+        ]
+        space = context.space.model_copy(update={"entity_space": tuple(properties)})
+        return {"space": space.model_dump(mode="json")}
+
+    walk = {"kind": "operation", "operator": "random_walk", "parameters": {"number_entities": 2}}
+    wide = {"name": "wide", "kind": "hook", "hook": "huge", "optional": True}
+    jobs = {
+        "probe": [{"name": "probe", **walk}],
+        "refine": [{**wide, "args": {"job": "probe"}}],
+        "execute": [{"name": "search", **walk}],
+    }
+    w = world(hooks={**hooks, "huge": huge})
+    w.request("op-1", w.register(), {"stages": jobs}, seed=2)
+
+    [failed] = w.of(PipelineJobFailed, "op-1")
+    assert (failed.job, failed.optional) == ("wide", True)
+    assert " bytes as a message, over the 1048576-byte limit of a message" in failed.reason
+    [completed] = w.of(OperationCompleted, "op-1")
+    assert completed.stop_detail == "2 jobs completed, 1 failed (wide)"

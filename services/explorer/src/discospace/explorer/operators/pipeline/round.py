@@ -116,6 +116,18 @@ class Round:
         self.emit(event)
         return event
 
+    def too_large(self, event: Conducted, what: str) -> Failure | None:
+        """A failure of the job when `event` would not fit a message: decided with the round's
+        other events, it failed the whole pipeline, an optional job's too."""
+        try:
+            encode_within(event, self.view.max_message_bytes)
+        except EventTooLargeError as error:
+            return Failure(
+                f"{what} is {error.size} bytes as a message, over the {error.limit}-byte limit "
+                "of a message: give the job fewer entities or values, or split it"
+            )
+        return None
+
     def job_started(
         self, stage: str, job: str, trial: int | None, child: str | None, space_id: str | None
     ) -> None:
@@ -167,6 +179,9 @@ class Round:
         """Ask for the child if it was not asked for; its job's outcome once it ended."""
         child = self.view.child(request.operation_id)
         if child.requested is None:
+            too_large = self.too_large(request, "its child operation's request")
+            if too_large is not None:
+                return too_large
             self.emit(request)
             return None
         finished = child.finished
@@ -196,17 +211,19 @@ class Round:
             return Failure(f"the registry refused space '{space_id}': {refused}")
         sent = self.view.submitted.get(submission)
         if sent is None:
-            self.emit(
-                derived(
-                    SpaceSubmitted,
-                    self.started,
-                    self.now,
-                    f"{about}/{space_id}",
-                    submission_id=submission,
-                    spec=spec,
-                    submitted_by=f"pipeline {self.id}",
-                )
+            submitted = derived(
+                SpaceSubmitted,
+                self.started,
+                self.now,
+                f"{about}/{space_id}",
+                submission_id=submission,
+                spec=spec,
+                submitted_by=f"pipeline {self.id}",
             )
+            too_large = self.too_large(submitted, f"the submission of space '{space_id}'")
+            if too_large is not None:
+                return too_large
+            self.emit(submitted)
             sent = self.now
         wait = self.view.space_wait_s
         deadline = sent + timedelta(seconds=wait)
