@@ -314,6 +314,7 @@ def test_an_experiment_the_catalog_refuses_is_refused_naming_the_file_and_item(t
         "0x" + "F" * 200,
         "0o" + "7" * 22,
         "0" * 30 + "7",
+        "0" * 4400 + "7",
     ],
 )
 def test_a_plain_scalar_is_what_a_space_file_reads_unquoted(text: str) -> None:

@@ -186,7 +186,10 @@ def plain_scalar(text: str) -> bool | int | float | str:
             decimal = not digits.startswith(("0o", "0x"))
             if decimal and len(digits.lstrip("+-").lstrip("0")) > 19:  # before int()'s limit
                 return text
-            value = _core_int(text)
+            try:  # 4,300 leading zeros are beyond int()'s digit limit too
+                value = _core_int(text)
+            except ValueError:
+                return text
             return text if _over(value, DEFAULT_LIMITS) else value
         if digits.lstrip("+-").startswith(".") and digits[-1].isalpha():  # .inf, .nan
             return text
