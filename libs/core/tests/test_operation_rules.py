@@ -130,3 +130,16 @@ measurement_space:
     assert (
         zeus_space_problem(space) == "zeus_bso needs a 'power_limit' property in the entity space"
     )
+
+
+def test_objectives_left_in_the_options_are_named_as_such() -> None:
+    """Three objectives in options.objectives (the objectives field takes two) stay there:
+    the operator said it had no objective at all."""
+    from discospace.core.operation_rules import objectives_problem
+
+    three = {"objectives": [{"property": p} for p in ("a", "b", "c")]}
+    assert objectives_problem("optuna_nsga2", 0, three) == (
+        "optuna_nsga2 takes its objectives as parameters.objectives (one or two, each "
+        "{property, direction}), not as options.objectives, which holds something else"
+    )
+    assert objectives_problem("random_walk", 0, three) is None

@@ -220,7 +220,9 @@ async def check_request(request: OperationRequested, registration: Registration)
     problem = (
         operator_problem(request.operator, DOOR_OPERATORS)
         or stopping_problem(parameters.stopping)
-        or objectives_problem(request.operator, len(parameters.objectives_to_optimise()))
+        or objectives_problem(
+            request.operator, len(parameters.objectives_to_optimise()), parameters.options
+        )
         or _pipeline_shape(request)
     )
     if problem is None:

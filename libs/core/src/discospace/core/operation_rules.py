@@ -77,12 +77,21 @@ def operator_problem(name: str, known: Sequence[str] = OPERATORS) -> str | None:
     return f"operator '{name}' is not known: use {', '.join(known)}"
 
 
-def objectives_problem(operator: str, count: int) -> str | None:
+def objectives_problem(
+    operator: str, count: int, options: Mapping[str, object] | None = None
+) -> str | None:
     """Why an optimizer cannot take ``count`` objectives, or None (and None for an operator
-    that optimises none: it ignores them)."""
+    that optimises none: it ignores them). Objectives left in ``options`` are ones the
+    `objectives` parameter could not take (an old request's place for them: they are moved
+    when they fit), said as such rather than as no objective at all."""
     most = OPTIMIZERS.get(operator)
     if most is None:
         return None
+    if options is not None and "objectives" in options:
+        return (
+            f"{operator} takes its objectives as parameters.objectives (one or two, each "
+            "{property, direction}), not as options.objectives, which holds something else"
+        )
     if count == 0:
         return (
             f"{operator} needs an objective: set parameters.objective "

@@ -150,7 +150,8 @@ def _objectives_problem(operator: OptunaOperator, parameters: OperationParameter
     """How many objectives this operator is given, if it cannot take them (core's rule, which
     the CLI applies too); whether the space measures each is checked for every operator at
     start (`domain/starting.py`)."""
-    return objectives_problem(operator.name, len(parameters.objectives_to_optimise()))
+    count = len(parameters.objectives_to_optimise())
+    return objectives_problem(operator.name, count, parameters.options)
 
 
 def _has_budget(parameters: OperationParameters) -> bool:
