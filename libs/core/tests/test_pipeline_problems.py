@@ -514,3 +514,21 @@ def test_a_nested_pipeline_reading_its_own_jobs_passes_the_door() -> None:
     assert problem(options) == (
         "pipeline job 'inner': job 's' reads job 'narowed', which does not exist"
     )
+
+
+def test_a_hook_on_another_spaces_job_is_not_checked_against_the_pipelines_space() -> None:
+    """Its space is known when it runs: a property of that space, which the pipeline's lacks,
+    was refused at the door."""
+    other = {"name": "elsewhere", "kind": "operation", "operator": "random_walk",
+             "space": "space-0123456789ab"}  # fmt: skip
+    narrow = {"name": "narrowed", "kind": "hook", "hook": "k_sigma",
+              "args": {"job": "elsewhere", "space": "${elsewhere.space_id}",
+                       "properties": ["gpu_clock"]}}  # fmt: skip
+    options = {"stages": {"probe": [other], "refine": [narrow]}}
+
+    assert problem(options, catalog=CATALOG) is None
+    on_ours = {**narrow, "args": {**narrow["args"], "job": "probe", "space": "${probe.space_id}"}}
+    ours = {"stages": {"probe": [GOOD["stages"]["probe"][0]], "refine": [on_ours]}}
+    assert problem(ours, catalog=CATALOG) == (
+        "hook job 'narrowed': k_sigma cannot narrow 'gpu_clock': the space has no such property"
+    )

@@ -874,8 +874,7 @@ def _hook_space_problem(
                 f"hook job '{job.name}' reads the measurements of job '{read}', a hook job, "
                 "which measures nothing: name an operation or measure job"
             )
-        on = args.get("space")
-        if not (on is None or on == space.id or (isinstance(on, str) and _is_one_reference(on))):
+        if not _from_pipeline_space(args.get("space"), jobs, space.id):
             continue  # another space: known when the hook runs
         named = args.get("properties")
         if job.hook in NARROWING and isinstance(named, list) and not references(named):
@@ -886,6 +885,24 @@ def _hook_space_problem(
         if problem is not None:
             return problem
     return None
+
+
+def _from_pipeline_space(
+    written: object, jobs: Mapping[str, JobSpec], space_id: str, seen: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the space `written` names is the pipeline's, or one refined from it (which
+    keeps its properties and experiments): none written, its id, or a reference to a job whose
+    own space is so. A literal other space, or a job on one, is known only when it runs."""
+    if written is None or written == space_id:
+        return True
+    if not isinstance(written, str) or not _is_one_reference(written):
+        return False
+    [reference] = references(written)
+    job = jobs.get(reference.job)
+    if job is None or job.name in seen:
+        return False
+    own = job.args.get("space") if job.kind == "hook" else job.space
+    return _from_pipeline_space(own, jobs, space_id, seen | {job.name})
 
 
 def _hook_objective_problem(
