@@ -129,7 +129,12 @@ class DeadLettered(Event):
             source_offset=source_offset,
             consumer=consumer,
         )
-        room = max_message_bytes - message_size(letter.model_dump_json().encode(), letter.key())
+        header = len((letter.correlation_id or letter.event_id).encode())  # as codec counts it
+        room = (
+            max_message_bytes
+            - message_size(letter.model_dump_json().encode(), letter.key())
+            - header
+        )
         kept = original if len(_base64(original)) <= room else original[: max(room, 0) // 4 * 3]
         return letter.model_copy(
             update={"original_base64": _base64(kept), "original_truncated": kept != original}
