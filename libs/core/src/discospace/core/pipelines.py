@@ -806,18 +806,25 @@ def _trials_objective_problem(
     if not _on_pipeline_space(job, space):
         return None
     refs = [job.experiment] if job.kind == "measure" and job.experiment else space.experiments
-    targets: set[str] = set()
-    for ref in refs:
-        try:
-            targets.update(catalog.resolve(ref).experiment.target_properties)
-        except DiscospaceError:  # said by the measure job's own check, or the registry's
-            return None
-    if target_of(objective.property) in targets:
+    targets = _targets(refs, catalog)
+    if targets is None or target_of(objective.property) in targets:
         return None
     return (
         f"the trials' objective '{objective.property}' is no target job '{job.name}' measures: "
         f"its targets are {', '.join(sorted(targets))}"
     )
+
+
+def _targets(refs: Sequence[ExperimentRef], catalog: ExperimentCatalog) -> set[str] | None:
+    """The targets the experiments `refs` measure; None when one is not in the catalog (said
+    by the measure job's own check, or the registry's)."""
+    targets: set[str] = set()
+    for ref in refs:
+        try:
+            targets.update(catalog.resolve(ref).experiment.target_properties)
+        except DiscospaceError:
+            return None
+    return targets
 
 
 def _ranked_by_problem(wanted: str, job: JobSpec) -> str | None:
@@ -912,13 +919,8 @@ def _hook_objective_problem(
     wanted = objective.get("property") if isinstance(objective, dict) else None
     if catalog is None or not isinstance(wanted, str) or references(wanted):
         return None
-    targets: set[str] = set()
-    for ref in space.experiments:
-        try:
-            targets.update(catalog.resolve(ref).experiment.target_properties)
-        except DiscospaceError:  # said by the registry's check
-            return None
-    if target_of(wanted) in targets:
+    targets = _targets(space.experiments, catalog)
+    if targets is None or target_of(wanted) in targets:
         return None
     return (
         f"hook job '{job.name}' ranks by '{wanted}', which no experiment of space "
