@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from discospace.events import MAX_MESSAGE_BYTES, OperationCancelRequested, encode_within
-from discospace.events.codec import EventTooLargeError, event_message_size
+from discospace.events.codec import EventTooLargeError
+from discospace.events.envelope import event_message_size
 
 
 def cancel(operation_id: str) -> OperationCancelRequested:

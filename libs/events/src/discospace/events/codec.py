@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from discospace.events.envelope import (
     MAX_MESSAGE_BYTES,
     Event,
-    message_size,
+    event_message_size,
     shortened,
 )
 from discospace.events.event_types import UnknownEventTypeError, event_type
@@ -81,15 +81,6 @@ class EventTooLargeError(ValueError):
 def encode(event: Event) -> bytes:
     """The event as UTF-8 JSON: the exact form its JSON Schema describes."""
     return event.model_dump_json().encode()
-
-
-def event_message_size(event: Event, value: bytes | None = None) -> int:
-    """How many bytes `event`'s message takes at most: its value (`value`, else encoded here),
-    its key, its correlation id (a header of every message the services send: an operation's
-    id, of any length) and the fixed framing."""
-    correlation = (event.correlation_id or event.event_id).encode()
-    encoded = encode(event) if value is None else value
-    return message_size(encoded, event.key()) + len(correlation)
 
 
 def encode_within(event: Event, max_message_bytes: int = MAX_MESSAGE_BYTES) -> bytes:

@@ -22,7 +22,7 @@ from discospace.events.envelope import (
     MAX_REASON_CHARS,
     Event,
     caused_event_id,
-    message_size,
+    event_message_size,
     type_field,
     version_field,
 )
@@ -129,12 +129,7 @@ class DeadLettered(Event):
             source_offset=source_offset,
             consumer=consumer,
         )
-        header = len((letter.correlation_id or letter.event_id).encode())  # as codec counts it
-        room = (
-            max_message_bytes
-            - message_size(letter.model_dump_json().encode(), letter.key())
-            - header
-        )
+        room = max_message_bytes - event_message_size(letter)
         kept = original if len(_base64(original)) <= room else original[: max(room, 0) // 4 * 3]
         return letter.model_copy(
             update={"original_base64": _base64(kept), "original_truncated": kept != original}

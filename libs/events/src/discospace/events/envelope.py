@@ -173,3 +173,12 @@ class Event(Record):
     def topic(self, names: TopicNames = DEFAULT_TOPICS) -> str:
         """The concrete topic this event is published on."""
         return names.name(self.TOPIC)
+
+
+def event_message_size(event: Event, value: bytes | None = None) -> int:
+    """How many bytes `event`'s message takes at most: its value (`value`, else encoded here),
+    its key, its correlation id (a header of every message the services send: an operation's
+    id, of any length) and the fixed framing."""
+    correlation = (event.correlation_id or event.event_id).encode()
+    encoded = event.model_dump_json().encode() if value is None else value
+    return message_size(encoded, event.key()) + len(correlation)

@@ -37,7 +37,7 @@ from discospace.events import (
     SpaceSubmitted,
     caused_event_id,
 )
-from discospace.events.codec import event_message_size
+from discospace.events.envelope import event_message_size
 
 SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
