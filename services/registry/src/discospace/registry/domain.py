@@ -157,9 +157,9 @@ def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
     if event.space_id in state.registrations:
         return []
     state.registrations[event.space_id] = event
-    try:
-        space = DiscoverySpace.from_spec(event.spec)
-        measured = space.measurement_space(ExperimentCatalog(event.experiments))
+    try:  # its experiments as it registered them: no entity space built at every start
+        catalog = ExperimentCatalog(event.experiments)
+        measured = MeasurementSpace.from_refs(event.spec.measurement_space, catalog)
     except DiscospaceError:  # registered by an older rule: it keeps no claim on the store
         return []
     for experiment in measured:
