@@ -397,8 +397,9 @@ def job_references(job: JobSpec) -> list[Reference]:
     this pipeline's (a `${trial...}` there is replaced before it runs, as everywhere)."""
     own = [job.space, own_parameters(job), job.entities, job.args]
     found = references(own)  # type: ignore[arg-type]
-    if own[1] is not job.parameters:
-        found += [ref for ref in references(job.parameters.get("options")) if ref.job == TRIAL]
+    nested = nested_options(job)
+    if nested is not None:
+        found += [ref for ref in references(nested) if ref.job == TRIAL]
     return found
 
 
@@ -406,9 +407,15 @@ def own_parameters(job: JobSpec) -> dict[str, JsonValue]:
     """A job's parameters that this pipeline resolves: all of them, but for a job running a
     pipeline, whose `options` (that pipeline) resolve their references to their own jobs (one
     named like a job of this pipeline read this pipeline's result in silence)."""
-    if job.operator == "pipeline" and isinstance(job.parameters.get("options"), dict):
+    if nested_options(job) is not None:
         return {name: value for name, value in job.parameters.items() if name != "options"}
     return job.parameters
+
+
+def nested_options(job: JobSpec) -> dict[str, JsonValue] | None:
+    """The options of the pipeline a pipeline job runs (its spec), or None for another job."""
+    options = job.parameters.get("options") if job.operator == "pipeline" else None
+    return options if isinstance(options, dict) else None
 
 
 def read_jobs(job: JobSpec) -> list[str]:
@@ -510,9 +517,9 @@ def _nested_problem(
     """The first problem of a pipeline a job runs (written out, without references): it was
     said when that job's turn came, after the jobs before it had spent their measurements."""
     for _, job in ordered_jobs(spec):
-        nested = job.operator == "pipeline" and job.parameters.get("options")
-        outer = isinstance(nested, dict) and any(ref.job == TRIAL for ref in references(nested))
-        if isinstance(nested, dict) and not outer:  # a trial's values come first: checked then
+        nested = nested_options(job)
+        outer = nested is not None and any(ref.job == TRIAL for ref in references(nested))
+        if nested is not None and not outer:  # a trial's values come first: checked then
             problem = pipeline_shape_problem(nested, hooks, operators, parameters)
             if problem is not None:
                 return f"pipeline job '{job.name}': {problem}"
@@ -570,8 +577,8 @@ def _child_suffixes(spec: PipelineSpec, within: str = "") -> Iterator[tuple[str,
         return
     for _, job in ordered_jobs(spec):
         yield job.name, f"job '{job.name}'{of}"
-        nested = job.operator == "pipeline" and job.parameters.get("options")
-        if isinstance(nested, dict):
+        nested = nested_options(job)
+        if nested is not None:
             try:
                 inner = parse_pipeline(nested)
             except DiscospaceError:  # said when the nested pipeline starts

@@ -22,6 +22,7 @@ from discospace.core.pipelines import (
     RESULT_STAGES,
     JobSpec,
     PipelineSpec,
+    nested_options,
     ordered_jobs,
     own_parameters,
     resolve,
@@ -251,12 +252,12 @@ class JobsRound(Round):
         results: dict[str, Result],
         options: dict[str, JsonValue] | None = None,
     ) -> OperationRequested:
-        own = own_parameters(job)  # a nested pipeline resolves its own references
-        written = resolve(own, results)
+        written = resolve(own_parameters(job), results)  # a nested pipeline resolves its own
         assert isinstance(written, dict)
         data: dict[str, Any] = dict(written)
-        if own is not job.parameters:
-            data["options"] = job.parameters["options"]
+        nested = nested_options(job)
+        if nested is not None:
+            data["options"] = nested
         if options is not None:
             data["options"] = options
             data.setdefault("batch_size", len(options.get("points") or ()) or 1)  # type: ignore[arg-type]
