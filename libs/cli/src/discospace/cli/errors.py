@@ -17,8 +17,8 @@ class KafkaUnavailableError(CliError):
 
     def __init__(self, bootstrap_servers: str) -> None:
         super().__init__(
-            f"Kafka at {_shown(bootstrap_servers)} is not answering: start it with `make up` "
-            "or set KAFKA_BOOTSTRAP_SERVERS"
+            f"Kafka at {shown_addresses(bootstrap_servers)} is not answering: start it with "
+            "`make up` or set KAFKA_BOOTSTRAP_SERVERS"
         )
 
 
@@ -52,7 +52,7 @@ def nearest_existing(path: Path) -> Path:
     return existing
 
 
-def _shown(addresses: str) -> str:
+def shown_addresses(addresses: str) -> str:
     """Kafka addresses as a message shows them: never with a password."""
     from discospace.core.urls import redacted_url
 

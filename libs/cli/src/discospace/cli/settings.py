@@ -45,13 +45,12 @@ class CliSettings:
     @property
     def bootstrap(self) -> str:
         """The Kafka addresses, each `host:port`; a malformed one is a user error."""
-        from discospace.cli.errors import CliError
-        from discospace.core.urls import redacted_url
+        from discospace.cli.errors import CliError, shown_addresses
         from discospace.runtime.settings import is_kafka_address
 
         addresses = [a.strip() for a in self.kafka_bootstrap_servers.split(",")]
         if not all(is_kafka_address(address) for address in addresses):
-            shown = ",".join(redacted_url(address) for address in addresses)
+            shown = shown_addresses(self.kafka_bootstrap_servers)
             raise CliError(
                 f"the Kafka address {shown!r} (--kafka or KAFKA_BOOTSTRAP_SERVERS) is not a "
                 "comma-separated list of host:port (no scheme, no user name or password: "
