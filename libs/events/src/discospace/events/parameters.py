@@ -79,6 +79,10 @@ class StoppingRules(Record):
     )
 
 
+Objectives = Annotated[tuple[Objective, ...], Field(min_length=1, max_length=2)]
+"""What the `objectives` parameter takes (and `options.objectives` must fit to move there)."""
+
+
 class OperationParameters(Record):
     """Budget, sampling, concurrency, retries, objective and stopping rules of an operation."""
 
@@ -124,7 +128,7 @@ class OperationParameters(Record):
         description="What to optimise; needed by optimizers and for the best entity.",
         examples=[{"property": "train_tokens_per_second", "direction": "max"}],
     )
-    objectives: Annotated[tuple[Objective, ...], Field(min_length=1, max_length=2)] | None = Field(
+    objectives: Objectives | None = Field(
         default=None,
         description="Objectives to optimise together, for operators that take several (two "
         "for a Pareto front, e.g. optuna_nsga2); default: `objective` alone.",
@@ -214,9 +218,7 @@ def parameters_error_text(error: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
-_OBJECTIVES: TypeAdapter[tuple[Objective, ...]] = TypeAdapter(
-    Annotated[tuple[Objective, ...], Field(min_length=1, max_length=2)]
-)
+_OBJECTIVES: TypeAdapter[tuple[Objective, ...]] = TypeAdapter(Objectives)
 
 
 def _fits_objectives(value: object) -> bool:
