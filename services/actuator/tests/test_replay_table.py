@@ -206,9 +206,14 @@ async def test_a_simulated_duration_comes_from_a_column(tmp_path: Path) -> None:
     assert time.monotonic() - begun >= 0.05
 
 
-async def test_a_parquet_table_is_read_like_a_csv(tmp_path: Path) -> None:
+@pytest.mark.parametrize("nullable", [False, True], ids=["numpy-columns", "nullable-columns"])
+async def test_a_parquet_table_is_read_like_a_csv(tmp_path: Path, nullable: bool) -> None:
+    """Nullable columns too (`convert_dtypes()`: Int64, Float64, boolean hold NA for a gap):
+    the worker refused to start ('<NA> is not a scalar value') instead of reading an empty
+    target, the 'out of memory' row of the table."""
     (tmp_path / "runs.csv").write_text(CSV)
-    pd.read_csv(tmp_path / "runs.csv").to_parquet(tmp_path / "runs.parquet")
+    frame = pd.read_csv(tmp_path / "runs.csv")
+    (frame.convert_dtypes() if nullable else frame).to_parquet(tmp_path / "runs.parquet")
     config = table_config(file=str(tmp_path / "runs.parquet"))
     actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
 
@@ -243,23 +248,6 @@ async def test_a_float32_parquet_column_matches_the_decimal_it_holds(tmp_path: P
     outcome = await measure(actuator, {**entity, "learning_rate": 0.3})
 
     assert outcome == ValidMeasurement(values={"train_tokens_per_second": 300.3})
-
-
-async def test_a_parquet_table_of_nullable_columns_is_read_like_a_csv(tmp_path: Path) -> None:
-    """pandas' nullable columns (`convert_dtypes()`: Int64, Float64, boolean) hold NA for a
-    gap: the worker refused to start ('<NA> is not a scalar value') instead of reading an
-    empty target, the 'out of memory' row of the table."""
-    (tmp_path / "runs.csv").write_text(CSV)
-    pd.read_csv(tmp_path / "runs.csv").convert_dtypes().to_parquet(tmp_path / "runs.parquet")
-    config = table_config(file=str(tmp_path / "runs.parquet"))
-    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
-
-    outcome = await measure(actuator, {**ENTITY, "number_gpus": 2, "peft_method": "lora"})
-    complete = await measure(actuator, ENTITY)
-
-    assert outcome == NO_MEMORY
-    assert isinstance(complete, ValidMeasurement)
-    assert complete.values["peak_memory_mib"] == 2.0
 
 
 def test_texts_of_one_column_that_read_as_one_number_are_refused(tmp_path: Path) -> None:
