@@ -142,7 +142,13 @@ class Loop:
     def start(self, name: str, module: str | None = None, **env: str) -> ServiceProcess:
         """Start service `name` (module `discospace.<module>`, default `name`), not waiting."""
         module = module or name
+        # a port free now, and not one handed to another service of this loop that may not
+        # have bound it yet (the kernel hands a closed port out again: two services raced for
+        # one, and /health answered for the one that lost it)
+        taken = {service.port for service in self.services.values()}
         port = free_port()
+        while port in taken:
+            port = free_port()
         environment = {
             **self.base_env(),
             f"DISCOSPACE_{module.upper()}_HTTP_PORT": str(port),
