@@ -154,6 +154,14 @@ def test_a_recipe_that_filters_everything_out_is_invalid_naming_the_filter_that_
     )
 
 
+def test_a_batch_size_numpy_cannot_address_is_out_of_memory_as_in_cpu_train():
+    """numpy refuses such an array with a `ValueError`, which escaped as a failure for good
+    (a traceback in the worker's log) where cpu_train finds the entity invalid."""
+    reason = _reason("process_train", {"duration": "1ba", "batch_size": 2**62})
+
+    assert reason.startswith("out of memory: numpy cannot make arrays that large")
+
+
 def test_a_budget_in_seconds_is_refused_since_it_would_train_different_tokens_on_each_machine():
     reason = _reason("process_train", {"duration": "10sec"})
 

@@ -24,7 +24,12 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from threadpoolctl import threadpool_limits
 
-from discospace.actuator.cpu_train.memory import MIB, estimated_peak_mb
+from discospace.actuator.cpu_train.memory import (
+    MIB,
+    beyond_numpy,
+    beyond_numpy_reason,
+    estimated_peak_mb,
+)
 from discospace.actuator.cpu_train.plan import (
     PlanError,
     TrainConfig,
@@ -152,12 +157,9 @@ def _measure(config: TrainConfig, threads: int, cap_mb: float | None) -> Outcome
             reason=f"out of memory: numpy could not allocate ({estimate:.0f} MiB estimated)"
         )
     except ValueError as error:  # beyond what numpy can address at all
-        if "too big" not in str(error) and "maximum allowed" not in str(error).lower():
+        if not beyond_numpy(error):
             raise
-        return InvalidMeasurement(
-            reason=f"out of memory: numpy cannot make arrays that large ({estimate:.3g} MiB "
-            "estimated)"
-        )
+        return InvalidMeasurement(reason=beyond_numpy_reason(estimate))
     peak_mb = result.peak_memory_bytes / MIB
     if cap_mb is not None and peak_mb > cap_mb:
         return _over_cap("used", peak_mb, cap_mb)

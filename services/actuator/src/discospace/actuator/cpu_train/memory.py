@@ -38,3 +38,16 @@ def estimated_peak_bytes(preset: ModelPreset, batch_size: int, max_length: int, 
 
 def estimated_peak_mb(preset: ModelPreset, batch_size: int, max_length: int, dtype: str) -> float:
     return estimated_peak_bytes(preset, batch_size, max_length, dtype) / MIB
+
+
+def beyond_numpy(error: ValueError) -> bool:
+    """Whether numpy refused an array larger than it can address at all ("array is too big",
+    "Maximum allowed size exceeded"): a configuration out of memory, not a fault (a smaller
+    but still huge one raises `MemoryError`)."""
+    message = str(error).lower()
+    return "too big" in message or "maximum allowed" in message
+
+
+def beyond_numpy_reason(estimate_mb: float) -> str:
+    """The invalid reason of a configuration `beyond_numpy`."""
+    return f"out of memory: numpy cannot make arrays that large ({estimate_mb:.3g} MiB estimated)"

@@ -33,6 +33,11 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from threadpoolctl import threadpool_limits
 
+from discospace.actuator.cpu_train.memory import (
+    beyond_numpy,
+    beyond_numpy_reason,
+    estimated_peak_mb,
+)
 from discospace.actuator.cpu_train.plan import PlanError, TrainConfig, stop_after, whole_number
 from discospace.actuator.cpu_train.presets import PRESETS, preset_named
 from discospace.actuator.cpu_train.training import TrainResult, train
@@ -281,8 +286,17 @@ def _process_train(
         config = _train_config(training, len(tokens))
     except PlanError as error:
         return InvalidMeasurement(reason=str(error))
+    try:
+        with threadpool_limits(limits=training.threads):
+            result = train(config, batches=text.window_batches(tokens, training.seed))
+    except ValueError as error:  # beyond what numpy can address at all, as in cpu_train
+        if not beyond_numpy(error):
+            raise
+        estimate = estimated_peak_mb(
+            config.preset, config.batch_size, config.max_length, config.dtype
+        )
+        return InvalidMeasurement(reason=beyond_numpy_reason(estimate))
     with threadpool_limits(limits=training.threads):
-        result = train(config, batches=text.window_batches(tokens, training.seed))
         windows = text.evaluation_windows(
             corpus.evaluation, preset.vocab_size, training.max_length + 1
         )

@@ -177,7 +177,8 @@ def outcome_of(config: TrainConfig, gpus: int, run: TorchRun, usage: GpuUsage) -
     """The experiment's values from a run and what NVML saw during it."""
     if not all(math.isfinite(loss) for loss in run.losses):
         return InvalidMeasurement(reason="diverged: the training loss is not a finite number")
-    last = run.losses[-FINAL_LOSS_WINDOW:]
+    timed = run.losses[1:] or run.losses  # losses[0]: the warm-up, an untrained model's
+    last = timed[-FINAL_LOSS_WINDOW:]
     tokens_per_second = run.steps * config.tokens_per_batch / run.runtime_s
     return ValidMeasurement(
         values={
