@@ -582,3 +582,17 @@ def test_a_hook_result_whose_objective_is_no_number_is_shown_as_it_is(result, sh
     job = PipelineJob(job="pick", stage="execute", kind="hook", status="completed", result=result)
 
     assert result_text(job).startswith(shown)
+
+
+@pytest.mark.parametrize(
+    ("status", "full"),
+    [("completed", True), ("failed", True), ("optional-failed", True), ("skipped", False),
+     ("cancelled", False), ("pending", False), ("running", False)],
+)  # fmt: skip
+def test_a_hooks_bar_is_full_only_when_it_ran_to_its_end(status: str, full: bool) -> None:
+    """A job that never ran (skipped after the probe failed) was drawn with a full bar, as if
+    it had completed."""
+    from discospace.cli.watch import _job_done
+
+    done, total = _job_done(job("refine", "prune", status, kind="hook"))
+    assert (done == total) is full

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
+from matplotlib.axes import Axes
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -458,6 +459,35 @@ def test_space_show_with_sort_and_limit_shows_the_first_rows_of_the_order() -> N
     assert ["out of memory" in row for row in _table_rows(largest.stdout)] == [True]
 
 
+@pytest.mark.parametrize("cap", [2, 5])
+def test_space_show_sorted_among_part_of_the_never_sampled_entities_says_so(
+    monkeypatch: pytest.MonkeyPatch, cap: int
+) -> None:
+    """Without a limit the projector lists a space's never-sampled entities up to a cap, in
+    grid order: "largest first" was the largest of the first ones, said nowhere."""
+    measured = pd.DataFrame({"batch_size": [1], "status": ["measured"]})
+    unsampled = pd.DataFrame({"batch_size": [2, 3, 4], "status": ["unsampled"] * 3})
+
+    def entities(request: httpx.Request) -> httpx.Response:
+        limit = request.url.params.get("limit")
+        listed = unsampled.head(cap if limit is None else int(limit))  # the projector's cap
+        if request.url.params["include"] != "unsampled":
+            listed = pd.concat([measured, listed])
+        media = {"content-type": "application/vnd.apache.parquet"}
+        return httpx.Response(200, content=_parquet(listed), headers=media)
+
+    monkeypatch.setattr(sys.modules[__name__], "_export", entities)
+    result = cli("space", "show", SPACE_ID, "--sort", "batch_size")
+
+    assert result.exit_code == 0, result.output
+    if cap < 3:
+        assert result.stderr.startswith(
+            f"note: sorted among the first {cap} never-sampled entities (in grid order)"
+        )
+    else:
+        assert result.stderr == ""
+
+
 def test_space_show_sorting_by_a_column_it_does_not_have_names_the_columns() -> None:
     result = cli("space", "show", SPACE_ID, "--sort", "speed")
     assert result.exit_code == 2
@@ -669,3 +699,42 @@ def test_a_server_that_is_not_the_projector_is_one_sentence_and_overwrites_no_fi
         assert "Traceback" not in result.output
         assert "answered /space/entities with a document this client cannot read" in (result.stderr)
     assert kept.read_text() == "what the user had"
+
+
+def test_space_plot_keeps_text_values_that_read_as_one_number_apart() -> None:
+    """`1.1` and `1.10` (a version) are two entities: read as numbers they became one point,
+    the mean of both."""
+    from discospace.cli.space_plot import lines
+
+    frame = pd.DataFrame({"version": ["1.1", "1.10", "1.2"], "tps": [100.0, 300.0, 200.0]})
+    assert lines(frame, "version", "tps", None) == {
+        "all": (["1.1", "1.10", "1.2"], [100.0, 300.0, 200.0], 3)
+    }
+
+
+def _drawn(series: dict, x: str = "x") -> Axes:
+    from matplotlib import pyplot
+
+    from discospace.cli.space_plot import _drawing
+
+    figure, axes = pyplot.subplots()
+    _drawing(series, x, "tps", "model")(axes)
+    figure.canvas.draw()
+    pyplot.close(figure)
+    return axes
+
+
+def test_space_plot_orders_a_text_axis_once_for_every_line() -> None:
+    """matplotlib orders categories as the lines first show them: a line lacking `a` put it
+    last, and the line holding it was drawn right to left and back."""
+    axes = _drawn({"A": (["b", "c"], [1.0, 2.0], 2), "B": (["a", "b", "c"], [1.0, 2.0, 3.0], 3)})
+
+    assert [label.get_text() for label in axes.get_xticklabels()] == ["a", "b", "c"]
+    assert [list(line.get_xdata()) for line in axes.get_lines()] == [[1, 2], [0, 1, 2]]
+
+
+def test_space_plot_draws_whole_numbers_with_a_gap_on_a_log_axis() -> None:
+    """A column of whole numbers with a gap comes as pandas' Int64, whose values are numpy
+    integers: they were not counted as numbers, and the axis stayed linear."""
+    xs = list(pd.array([128, 8192], dtype="Int64"))
+    assert _drawn({"all": (xs, [1.0, 2.0], 2)}).get_xscale() == "log"

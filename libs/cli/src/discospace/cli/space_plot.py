@@ -9,6 +9,7 @@ said in the legend. The x axis is logarithmic when its values are positive and s
 from __future__ import annotations
 
 from collections.abc import Callable
+from numbers import Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -85,7 +86,7 @@ def lines(
     rows = rows.assign(**{y: numbers})[numbers.abs() != float("inf")]  # nothing to draw
     if x in rows.columns and not is_numeric_dtype(rows[x]):  # numbers the projector sent as text
         as_numbers = pd.to_numeric(rows[x], errors="coerce")
-        if as_numbers.notna().sum() == rows[x].notna().sum():
+        if as_numbers.notna().sum() == rows[x].notna().sum() and _kept_apart(rows[x], as_numbers):
             rows = rows.assign(**{x: as_numbers})
     if rows.empty:
         raise CliError(f"no measured entity has a value for {y!r} yet")
@@ -102,15 +103,34 @@ def lines(
     return series
 
 
+def _kept_apart(texts: pd.Series, numbers: pd.Series) -> bool:
+    """Whether reading `texts` as `numbers` keeps distinct values distinct (`1.1` and `1.10`,
+    `7` and `007` are other entities, not one point averaging them)."""
+    present = texts.notna()
+    return texts[present].map(repr).nunique() == numbers[present].nunique()
+
+
+def _category_key(value: object) -> tuple[object, str]:
+    """The x axis's order of values that are not all numbers: `natural_key`, then the text."""
+    return (natural_key(value), str(value))
+
+
 def _drawing(
     series: dict[str, tuple[list[float], list[float], int]], x: str, y: str, line: str | None
 ) -> Callable[[Axes], None]:
+    values = [v for xs, _, _ in series.values() for v in xs]
+    numeric = all(isinstance(v, Real) and not isinstance(v, bool) for v in values)
+    categories = sorted(set(values), key=_category_key) if not numeric else []
+    position = {category: k for k, category in enumerate(categories)}
+
     def draw(axes: Axes) -> None:
         for label, (xs, ys, count) in series.items():
             name = f"{line}={label}" if line else label
-            axes.plot(xs, ys, "o-", label=f"{name} ({count})")
-        numbers = [v for xs, _, _ in series.values() for v in xs if isinstance(v, int | float)]
-        if numbers and min(numbers) > 0 and max(numbers) / min(numbers) >= LOG_SPAN:
+            at = xs if numeric else [position[v] for v in xs]  # one order for every line
+            axes.plot(at, ys, "o-", label=f"{name} ({count})")
+        if not numeric:
+            axes.set_xticks(range(len(categories)), labels=[str(c) for c in categories])
+        elif values and min(values) > 0 and max(values) / min(values) >= LOG_SPAN:
             axes.set_xscale("log", base=2)
         axes.set_xlabel(x)
         axes.set_ylabel(y)

@@ -26,7 +26,7 @@ from discospace.core.experiment import ExperimentCatalog
 if TYPE_CHECKING:
     import pandas as pd
 
-    from discospace.client import SpaceDetail, SpaceSummary
+    from discospace.client import Client, SpaceDetail, SpaceSummary
 
 
 class Include(StrEnum):
@@ -148,9 +148,17 @@ def show(
             return
         # sorted, the limit keeps the first rows of the order, so every row is read first
         frame = client.entities(space_id, include.value, None if sort else limit)
+        cut = _unsampled_cut(client, space_id, frame) if sort is not None else None
     if sort is not None:
         frame = _sorted(frame, sort, ascending)
         frame = frame if limit is None else frame.head(limit)
+    if cut is not None:  # said, not sorted in silence among part of the space
+        typer.echo(
+            f"note: sorted among the first {cut:,} never-sampled entities (in grid order), the "
+            "ones the projector lists without a limit, not all of them; the sampled ones are "
+            "all here (--include measured,elsewhere,unmeasured sorts only those)",
+            err=True,
+        )
     title = f"Space {space_id}: {include.value} entities"
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     rendered = table(title, plain(rows), [str(c) for c in frame.columns])
@@ -159,6 +167,18 @@ def show(
         return
     with _writing(output), output.open("w", encoding="utf-8") as handle:
         print_wide(rendered, Console(file=handle))
+
+
+def _unsampled_cut(client: "Client", space_id: str, frame: "pd.DataFrame") -> int | None:
+    """How many never-sampled rows `frame` holds when the space has more of them (the projector
+    lists them lazily, up to a limit, when none is given); None when it holds them all."""
+    if "status" not in frame.columns:
+        return None
+    listed = int((frame["status"] == "unsampled").sum())
+    if listed == 0:
+        return None
+    more = client.entities(space_id, "unsampled", listed + 1)
+    return listed if len(more) > listed else None
 
 
 def _sorted(frame: "pd.DataFrame", column: str, ascending: bool) -> "pd.DataFrame":

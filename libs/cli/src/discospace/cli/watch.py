@@ -6,9 +6,9 @@ value so far; it polls until the operation has ended. An operation the projector
 seen yet (the request is still on its way) is waited for, not reported as unknown.
 
 A pipeline is shown as a board of its jobs, stage by stage, each with its own bar (its child
-operation's done/total, as for an operation; a hook's is full once it ended), its status and
-result, and below a running trial the jobs of its own pipeline; the watch ends with the
-pipeline's result (how it ended and its best).
+operation's done/total, as for an operation; a hook's is full once it ran to its end, empty
+when it was skipped or cancelled), its status and result, and below a running trial the jobs
+of its own pipeline; the watch ends with the pipeline's result (how it ended and its best).
 """
 
 import time
@@ -212,10 +212,11 @@ def _add_job(board: Table, job: "PipelineJob", indent: str = "") -> None:
 
 def _job_done(job: "PipelineJob") -> tuple[float, float | None]:
     """(done, total) of the job's bar: its child's (done/requested without a total; pulsing
-    before anything was requested), else 1 of 1 once the job ended."""
+    before anything was requested), else 1 of 1 once the job ran to its end (completed or
+    failed), 0 of 1 when it never ran or was stopped (skipped, cancelled)."""
     child = job.child
     if child is None:
-        return (0.0 if job.status in ("pending", "running") else 1.0), 1.0
+        return (1.0 if job.status in ("completed", "failed", "optional-failed") else 0.0), 1.0
     total = child.total if child.total is not None else child.counts.requested
     return float(child.done), (float(total) if total else None)
 
