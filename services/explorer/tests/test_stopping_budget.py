@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from discospace.events import OperationCompleted, OperationFailed, StoppingRules
 from discospace.explorer.domain.decide import Engine
 from discospace.explorer.domain.pairs import PairResult
@@ -47,6 +49,28 @@ def test_a_measurement_time_budget_in_dur_is_spent_exactly(loop, eighty_space, m
     [completed] = sim.decisions(OperationCompleted)
     assert completed.stop_reason == "max_measurement_time"
     assert completed.counts.measured == 7
+
+
+@pytest.mark.parametrize(
+    ("budget", "maximum", "seconds", "measured"),
+    [("0.05dur", "10sec", 0.5, 1), ("0.25dur", "10sec", 2.5, 3), ("0.5dur", "3sec", 1.5, 2)],
+)
+def test_a_measurement_time_budget_in_dur_is_not_rounded_to_whole_seconds(
+    loop, eighty_space, make_request, budget, maximum, seconds, measured
+):
+    """0.05dur of 10sec was 0 s (a conversion to `sec` rounds down to whole seconds): the
+    operation ended at once, measuring nothing; 0.25dur of 10sec stopped after 2 of 2.5 s."""
+    from discospace.explorer.domain.stopping import measurement_time_budget
+
+    rules = {"max_measurement_time": budget, "max_duration": maximum}
+    assert measurement_time_budget(StoppingRules.model_validate(rules)) == seconds
+    sim = loop(eighty_space)
+    sim.send(make_request(eighty_space, batch_size=1, stopping=rules))
+    sim.run()
+
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.stop_reason == "max_measurement_time"
+    assert completed.counts.measured == measured
 
 
 def test_reused_measurements_do_not_spend_the_measurement_time_budget(

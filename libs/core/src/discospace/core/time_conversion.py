@@ -145,6 +145,13 @@ SNAP = Decimal("1e-9")
 such as 1/3 is a float a little below it (1/3 of 3ep came back as 0ep, not 1ep)."""
 
 
+def share_of(fraction: float, whole: float) -> float:
+    """`fraction` of `whole`, as exactly as the two are written (0.07 of 100 is 7, not the
+    float product 7.000000000000001; 0.05 of 10 is 0.5), snapped as `dur` conversions are: a
+    share that must stay a fraction of a second, where `convert` gives whole units."""
+    return float(_snapped(Decimal(repr(float(fraction))) * Decimal(repr(float(whole)))))
+
+
 def _snapped(share: Decimal) -> Decimal:
     whole = share.to_integral_value()
     return whole if abs(share - whole) <= SNAP * max(Decimal(1), abs(share)) else share

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 
 from discospace.core import Time, TimeUnit
 from discospace.core.operation_rules import stopping_problem
+from discospace.core.time_conversion import share_of
 from discospace.events import StoppingRules
 from discospace.events.operations import StopReason
 from discospace.explorer.domain.objective import ObjectiveTracker
@@ -75,9 +76,10 @@ def measurement_time_budget(rules: StoppingRules) -> float | None:
         return None if budget is None else float(budget.value)
     maximum = rules.max_duration
     assert maximum is not None, "check_rules refuses a dur without max_duration"
-    # Time's exact conversion: 0.07dur of 100sec is 7 s, not 7.000000000000001 (a float
-    # product), which let a seventh second-long measurement pass the budget
-    return float(budget.to(TimeUnit.SECOND, max_duration=maximum).value)
+    # exact: 0.07dur of 100sec is 7 s, not 7.000000000000001 (a float product, which let a
+    # seventh second-long measurement pass the budget); and not rounded down to whole seconds
+    # as a conversion to `sec` is (0.05dur of 10sec was 0 s: the operation ended at once)
+    return share_of(float(budget.value), float(maximum.value))
 
 
 def rule_met(
