@@ -249,6 +249,23 @@ def test_cancelling_a_pipeline_mid_stage_cancels_its_running_child_and_ends_it(w
     assert not [e for e in w.of(OperationRequested) if e.operation_id == "op-1-second"]
 
 
+def test_a_pipeline_cancelled_while_a_child_runs_counts_what_that_child_measured(world):
+    """The pipeline ended in the round of its cancel, before its child had: its counts left
+    out the child's (0 measured for a probe that had spent a measurement)."""
+    w = world()
+    w.hold = True
+    probe = _walk("probe", parameters={"number_entities": 4, "batch_size": 2})
+    w.request("op-1", w.register(), _pipeline(probe), seed=1)
+    w.send(w.held.pop(0))  # one measurement lands, one is in flight
+    w.cancel("op-1")
+
+    [child] = w.of(OperationCompleted, "op-1-probe")
+    [done] = w.of(OperationCompleted, "op-1")
+    assert (done.stop_reason, child.counts.measured) == ("cancelled", 1)
+    assert done.counts == child.counts
+    assert w.log.index(child) < w.log.index(done)
+
+
 def test_a_child_cancelled_by_someone_else_fails_its_job(world):
     w = world()
     w.hold = True

@@ -20,7 +20,8 @@ followed, and the round stops there until something changes.
 - A job that fails fails the pipeline with its reason (`OperationFailed`), unless it is
   `optional`; once every job ended, `OperationCompleted` with the best of the last
   execute/evaluate job that has one, and every child's counts added up.
-- Cancelling the pipeline cancels its running children and ends it cancelled at once.
+- Cancelling the pipeline cancels its running children and ends it cancelled once they ended
+  (at once, as a child does when cancelled), with their counts.
 
 With `trials`, the pipeline runs no job itself: it runs `count` child pipelines (`trials.py`
 chooses each one's values), each on the pipeline's space with the trials' properties fixed to

@@ -236,7 +236,10 @@ class Round:
         return None
 
     def cancel(self) -> None:
-        """Cancel every running child, then end cancelled."""
+        """Cancel every running child, then, once they have all ended (a child ends at once when
+        its cancel is read), end cancelled with their counts: ended in the round of the cancel,
+        before its children, the pipeline left out what they had measured (a probe's spent
+        measurements counted 0)."""
         cancel = self.view.cancel
         assert cancel is not None
         for child_id in self.running_children():
@@ -251,6 +254,8 @@ class Round:
                     reason=f"its pipeline '{self.id}' was cancelled by {cancel.requested_by}",
                 )
             )
+        if self.unfinished_children():
+            return
         detail = f"cancelled by {cancel.requested_by}" + (
             f": {cancel.reason}" if cancel.reason else ""
         )
@@ -276,6 +281,18 @@ class Round:
             if child.requested is not None and child.finished is None and child.cancel is None:
                 running.append(child_id)
         return running
+
+    def unfinished_children(self) -> list[str]:
+        """The children requested and not ended yet, cancelled or not."""
+        unfinished = []
+        for facts in self.view.jobs.values():
+            child_id = facts.started.child_operation_id if facts.started else None
+            if child_id is None:
+                continue
+            child = self.view.child(child_id)
+            if child.requested is not None and child.finished is None:
+                unfinished.append(child_id)
+        return unfinished
 
     def fail(self, reason: str) -> None:
         reason = shortened(reason, MAX_OPERATION_REASON_CHARS)
