@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -176,3 +177,22 @@ def test_a_pair_completed_twice_counts_and_names_its_best_by_its_first_result(st
         assert (progress.counts.measured, progress.counts.invalid) == (2, 1), limit
         assert progress.best is not None
         assert progress.best.value == 2000.0, limit
+
+
+def test_a_failure_stamped_before_its_request_by_a_clock_behind_ends_the_pair(store_client):
+    """A worker's clock behind the sampler's stamps its answer before the request: read by
+    time, the request was the pair's latest row, and a pair failed for good stayed in flight
+    (the explorer counts it failed)."""
+    history = History()
+    history.actuator("w0")
+    space = history.register(space_spec((1, 2, 4, 8)))
+    operation = history.start(space, "op-skew", number_entities=9, max_retries=2)
+    operation.measure(point("llama-7b", 1, 1), tps=2000.0)
+    request = operation.request(point("llama-7b", 2, 1))
+    history.now -= timedelta(seconds=3)  # the worker's clock
+    operation.fail(request, "no such image", retryable=False)
+    Projection(store_client, "projector").write(history.read())
+
+    for limit in (ROWS, SUMMED):
+        counts = StoreViews(store_client, progress_rows_limit=limit).operation("op-skew").counts
+        assert (counts.failed, counts.in_flight) == (1, 0), limit

@@ -65,7 +65,7 @@ from discospace.projector.models import (
     OperationProgress,
     OperationStatus,
 )
-from discospace.projector.queries import MeasurementRow, OperationRow, PairSummary
+from discospace.projector.queries import STAGE, MeasurementRow, OperationRow, PairSummary
 from discospace.projector.spaces import SpaceLayout, SpaceState
 
 _ENDED = ("OperationCompleted", "OperationFailed")
@@ -281,11 +281,17 @@ def summed_counts(
     )
 
 
+def _latest_first(row: MeasurementRow) -> tuple[int, int, datetime, bool]:
+    """A pair's rows by attempt, then the order a measurement's events happen in (`STAGE`),
+    then time, a failure last."""
+    return (row.attempt, STAGE.get(row.kind, 0), row.occurred_at, row.kind == "failed")
+
+
 def _summary(rows: Sequence[MeasurementRow]) -> PairSummary:
     """One pair's rows summed up as the store sums them up (`queries.pair_summaries`): its
     first result counts, as the explorer counts it (a pair answered twice, a redelivered
     attempt completing beside its retry, was counted by its later result too)."""
-    latest = max(rows, key=lambda row: (row.attempt, row.occurred_at, row.kind == "failed"))
+    latest = max(rows, key=_latest_first)
     results = [row for row in rows if row.kind in RESULT_KINDS]
     first = min(results, key=lambda row: (row.occurred_at, row.event_id)) if results else None
     completed = first is not None and first.kind == "completed"

@@ -172,16 +172,24 @@ class PairSummary(NamedTuple):
     pairs: int
 
 
+STAGE = {"requested": 0, "started": 1, "completed": 2, "failed": 2, "reused": 2}
+"""The events of one attempt of a measurement in the order they happen: requested, started,
+then the answer. Their times are stamped by several services' clocks (the sampler's, then a
+worker's), so a worker's clock a second behind stamped its failure before the request: read by
+time, the pair stayed in flight."""
+
 _PER_PAIR = (
     "SELECT argMinIf(tuple(kind, is_valid), tuple(occurred_at, event_id),"
     " kind IN ('completed', 'reused')) AS first,"
     " first.1 = 'completed' AS completed, completed AND first.2 AS valid,"
     " first.1 = 'reused' AS reused,"
-    " argMax(tuple(kind, retryable, attempt), tuple(attempt, occurred_at, kind = 'failed'))"
+    " argMax(tuple(kind, retryable, attempt), tuple(attempt,"
+    " multiIf(kind = 'requested', 0, kind = 'started', 1, 2), occurred_at, kind = 'failed'))"
     " AS latest"
     " FROM measurements WHERE {where} GROUP BY request_id"
 )
-"""Per pair: its first result (what the explorer counts), and its latest row."""
+"""Per pair: its first result (what the explorer counts), and its latest row (by attempt, then
+`STAGE`, then time)."""
 
 
 def pair_summaries(

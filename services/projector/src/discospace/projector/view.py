@@ -33,7 +33,7 @@ import pandas as pd
 from discospace.core import Entity
 from discospace.core.canonical import Value, beyond_64_bits
 from discospace.projector.errors import ViewError, quoted
-from discospace.projector.queries import MeasurementRow, ResultRow
+from discospace.projector.queries import STAGE, MeasurementRow, ResultRow
 from discospace.projector.spaces import ID_COLUMN, REASON_COLUMN, STATUS_COLUMN, SpaceLayout
 
 View = Literal["measured", "elsewhere", "unmeasured", "unsampled"]
@@ -176,9 +176,6 @@ def _measurement_pairs(
         yield row.entity_id, row.entity_values, row.experiment_id, values, _problem(row)
 
 
-_STAGE = {"requested": 0, "started": 1, "completed": 2, "failed": 2, "reused": 2}
-
-
 def in_causal_order(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
     """The rows of each measurement (an operation's entity and experiment) in the order its
     events happen: attempt by attempt, and within an attempt requested, started, then the
@@ -198,7 +195,7 @@ def in_causal_order(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
 
     def order(row: MeasurementRow) -> tuple[datetime, int, int, int]:
         time, first = last[(row.operation_id, row.entity_id, row.experiment_id)]
-        return (time, first, row.attempt, _STAGE.get(row.kind, 0))
+        return (time, first, row.attempt, STAGE.get(row.kind, 0))
 
     return sorted(rows, key=order)
 
