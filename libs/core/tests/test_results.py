@@ -61,7 +61,19 @@ def test_the_target_of_a_property_is_the_part_after_its_experiment() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "number"),
-    [(3, 3.0), (2.5, 2.5), (True, None), ("3", None), (None, None), (math.nan, None)],
+    [
+        (3, 3.0),
+        (2.5, 2.5),
+        (True, None),
+        ("3", None),
+        (None, None),
+        (math.nan, None),
+        (2**63 - 1, float(2**63 - 1)),
+        (-(2**63), float(-(2**63))),
+        (2**63, None),  # beyond 64 bits: the store's JSON reads it as no number (`UInt64`)
+        (2**64, None),
+        (-(2**63) - 1, None),
+    ],
 )
 def test_only_a_finite_number_that_is_not_a_boolean_is_a_value(raw: Any, number: Any) -> None:
     assert as_number(raw) == number

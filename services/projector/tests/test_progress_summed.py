@@ -196,3 +196,21 @@ def test_a_failure_stamped_before_its_request_by_a_clock_behind_ends_the_pair(st
     for limit in (ROWS, SUMMED):
         counts = StoreViews(store_client, progress_rows_limit=limit).operation("op-skew").counts
         assert (counts.failed, counts.in_flight) == (1, 0), limit
+
+
+def test_a_whole_number_beyond_64_bits_is_no_best_either_way(store_client):
+    """The store's JSON reads 2^64 as text, so the summed-up progress left it out, where the
+    rows' progress read it as a number and named it the best."""
+    history = History()
+    history.actuator("w0")
+    space = history.register(space_spec((1, 2, 4, 8)))
+    objective = Objective(property="train_tokens_per_second", direction="max")
+    operation = history.start(space, "op-big", number_entities=9, objective=objective)
+    operation.measure(point("llama-7b", 1, 1), tps=2000.0)
+    operation.measure(point("llama-7b", 2, 1), tps=2**64)
+    Projection(store_client, "projector").write(history.read())
+
+    for limit in (ROWS, SUMMED):
+        best = StoreViews(store_client, progress_rows_limit=limit).operation("op-big").best
+        assert best is not None
+        assert best.entity_values == point("llama-7b", 1, 1), limit

@@ -26,6 +26,7 @@ from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from discospace.core.canonical import beyond_64_bits
 from discospace.core.errors import ExperimentError
 from discospace.core.experiment import split_observed_property_id
 
@@ -112,8 +113,12 @@ class Result(Protocol):
 
 
 def as_number(raw: object) -> float | None:
-    """`raw` as a finite number; None for anything else (booleans included)."""
+    """`raw` as a finite number; None for anything else (booleans included, and a whole
+    number beyond 64 bits, which no event field or store column holds: the store's summed-up
+    progress never read one as a number, and the rows' did)."""
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        return None
+    if beyond_64_bits(raw):
         return None
     return float(raw)
 

@@ -227,7 +227,9 @@ def best_result(
 
     The value is read with ClickHouse's JSON functions; the caller reads it again from the
     row's `values` with the rules of `discospace.core.results`, which give the same number
-    (a JSON number, not a boolean or a string, parsed to the nearest double either way)."""
+    (a JSON number, not a boolean or a string, parsed to the nearest double either way; a whole
+    number beyond 64 bits is neither: ClickHouse types one from 2^63 as `UInt64`, beyond as
+    `String`)."""
     experiment_id, target, direction = objective
     where, parameters = _operation_rows(space_id, operation_id, until)
     order = "DESC" if direction == "max" else "ASC"
@@ -239,7 +241,7 @@ def best_result(
     sql = (
         f"SELECT {columns} FROM ({first}) WHERE is_valid = true"  # noqa: S608 (declared names)
         " AND experiment_id = {experiment:String}"
-        " AND JSONType(values, {target:String}) IN ('Int64', 'UInt64', 'Double')"
+        " AND JSONType(values, {target:String}) IN ('Int64', 'Double')"
         " AND isFinite(JSONExtractFloat(values, {target:String}))"
         f" ORDER BY JSONExtractFloat(values, {{target:String}}) {order}, occurred_at, event_id"
         " LIMIT 1"
