@@ -115,6 +115,22 @@ def test_a_result_replaced_by_an_earlier_one_the_operation_may_not_see_leaves_it
     assert stores.results_for(space, "op-new", started) == ()
 
 
+def test_a_pair_measured_invalid_then_valid_is_seen_valid_as_the_sampler_reuses_it():
+    """The earliest result was kept, valid or not: a pair that ran out of memory once and
+    was measured fine later was told to an optimizer as infeasible (never proposed), while the
+    sampler's memo, which answers every request for the pair, keeps the valid one."""
+    space = _space(space_registered(SMALL))
+    values = {"batch_size": 8, "number_gpus": 2}
+    invalid = _result(values, 5, operation="op-x").model_copy(
+        update={"is_valid": False, "values": {}, "invalid_reason": "out of memory"}
+    )
+    valid = _result(values, 10, operation="op-y", tps=16.0)
+    started = T0 + timedelta(minutes=1)
+    for events in ((invalid, valid), (valid, invalid)):
+        [seen] = _stores(*events).results_for(space, "op-new", started)
+        assert (seen.is_valid, seen.values["tps"]) == (True, 16.0)
+
+
 _VIEWERS = [("op-new", 100), ("op-other", 150), ("op-old", 50)]
 """(operation, seconds after T0 it started): the operations whose views are read."""
 _EVENTS = st.lists(

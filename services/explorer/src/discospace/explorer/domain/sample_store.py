@@ -56,6 +56,17 @@ def _order(result: StoredResult) -> tuple[datetime, str]:
     return result.order
 
 
+def _preferred(result: StoredResult, known: StoredResult) -> bool:
+    """Whether `result` is kept for its pair over `known`: valid before invalid, then the
+    earliest, then the smallest event id, the rule of the sampler's memo, whose result every
+    later request for the pair reuses. Kept by time alone, a pair that ran out of memory once
+    and was measured fine later was told to an optimizer as infeasible, never proposed, while
+    the store reuses its valid result (in any order of folding: the rule is a total order)."""
+    mine = (not result.outcome.is_valid, *result.order)
+    theirs = (not known.outcome.is_valid, *known.order)
+    return mine < theirs
+
+
 @dataclass
 class _Store:
     results: dict[PairKey, StoredResult] = field(default_factory=dict)
@@ -151,7 +162,8 @@ class _Chosen:
 
 @dataclass
 class SampleStores:
-    """Results by sample store: the first measured (by `occurred_at`) per entity and experiment."""
+    """Results by sample store: one per entity and experiment (a valid one before an invalid
+    one, then the first measured by `occurred_at`: `_preferred`)."""
 
     stores: dict[str, _Store] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
@@ -161,7 +173,8 @@ class SampleStores:
         return event.event_id in self.seen
 
     def record(self, event: MeasurementCompleted) -> None:
-        """Fold a result; the earliest result of an (entity, experiment) pair is kept."""
+        """Fold a result; one result of an (entity, experiment) pair is kept, by the rule of the
+        sampler's memo (`_preferred`)."""
         if event.event_id in self.seen:
             return
         self.seen.add(event.event_id)
@@ -173,7 +186,7 @@ class SampleStores:
         )
         key = (event.entity_id, event.experiment_id)
         known = store.results.get(key)
-        if known is None or result.order < known.order:
+        if known is None or _preferred(result, known):
             store.results[key] = result
             if self._cache:  # without a view, no one reads the changes
                 store.changes.append((known, result))
