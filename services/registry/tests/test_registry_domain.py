@@ -368,11 +368,39 @@ def test_a_store_keeping_another_actuators_results_under_the_same_id_rejects_the
     assert isinstance(answer, SpaceRejected)
     assert answer.reason == (
         "sample store 'store-a' keeps the results of experiment 'throughput-v1' of actuator "
-        f"'synthetic' (space '{first.space_id}'): those of actuator 'vllm' would be read as "
-        "theirs; use another sample store"
+        f"'synthetic' under the id 'throughput-v1' (space '{first.space_id}'): those of actuator "
+        "'vllm' would be read as theirs; use another sample store"
     )
     elsewhere = spec(vllm, properties=narrower).model_copy(update={"sample_store": "store-b"})
     assert isinstance(decide_submission(state, submitted(elsewhere, "sub-3"), AT), SpaceRegistered)
+
+
+def test_two_experiments_of_one_actuator_whose_parameterized_ids_read_alike_share_no_store():
+    """`train` with option `lr-warmup: 5` and `train-lr` with `warmup: 5` are both
+    `train-lr-warmup.5`: both spaces were registered on one store, which handed one
+    experiment's results to the other."""
+    train = THROUGHPUT.model_copy(
+        update={"experiment": "train", "optional_properties": {"lr-warmup": 0}}
+    )
+    train_lr = THROUGHPUT.model_copy(
+        update={"experiment": "train-lr", "optional_properties": {"warmup": 0}}
+    )
+    state = state_with(announced(train, train_lr))
+    first_ref = ExperimentRef(
+        actuator="synthetic", experiment="train", parameterization={"lr-warmup": 5}
+    )
+    first = decide_submission(state, submitted(spec(first_ref)), AT)
+    assert isinstance(first, SpaceRegistered)
+    ref = ExperimentRef(actuator="synthetic", experiment="train-lr", parameterization={"warmup": 5})
+
+    answer = decide_submission(state, submitted(spec(ref), "sub-2"), AT)
+
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "sample store 'store-a' keeps the results of experiment 'train' of actuator 'synthetic' "
+        f"under the id 'train-lr-warmup.5' (space '{first.space_id}'): those of experiment "
+        "'train-lr' would be read as theirs; use another sample store"
+    )
 
 
 def test_a_restarted_registry_knows_which_actuator_a_store_keeps_results_of():

@@ -58,9 +58,9 @@ class RegistryState:
         """The latest catalog of each (actuator, pool): the key of its announcements."""
         self.conflicts: dict[tuple[str, str], str] = {}
         """(actuator, experiment) the catalog cannot offer, and why (one sentence)."""
-        self.stored: dict[tuple[str, str], tuple[str, str]] = {}
-        """(sample store, parameterized experiment id) -> (actuator, space id) of the first
-        registered space whose results are kept under that id in that store."""
+        self.stored: dict[tuple[str, str], tuple[str, str, str]] = {}
+        """(sample store, parameterized experiment id) -> (actuator, experiment, space id) of
+        the first registered space whose results are kept under that id in that store."""
 
     def __len__(self) -> int:
         """How many experiments the catalog holds."""
@@ -164,7 +164,9 @@ def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
         return []
     for experiment in measured:
         key = (event.spec.sample_store, experiment.id)
-        state.stored.setdefault(key, (experiment.actuator, event.space_id))
+        state.stored.setdefault(
+            key, (experiment.actuator, experiment.experiment.identifier, event.space_id)
+        )
     return []
 
 
@@ -172,20 +174,27 @@ def _store_problems(
     state: RegistryState, space: DiscoverySpace, resolved: list[ParameterizedExperiment]
 ) -> list[str]:
     """An experiment whose results the space's sample store already keeps, under the same id,
-    for another actuator's experiment: the store knows results by experiment id, not by
-    actuator, so each would be handed the other's (a `bench` of `vllm` reusing the throughput
-    a `bench` of `synthetic` measured)."""
+    for another experiment: the store knows results by experiment id, not by actuator or
+    experiment, so each would be handed the other's (a `bench` of `vllm` reusing the throughput
+    a `bench` of `synthetic` measured; `train` with option `lr-warmup: 5` and `train-lr` with
+    `warmup: 5`, both `train-lr-warmup.5`)."""
     problems = []
     for experiment in resolved:
         claim = state.stored.get((space.sample_store, experiment.id))
-        if claim is not None and claim[0] != experiment.actuator:
-            actuator, space_id = claim
-            problems.append(
-                f"sample store '{space.sample_store}' keeps the results of experiment "
-                f"'{experiment.id}' of actuator '{actuator}' (space '{space_id}'): those of "
-                f"actuator '{experiment.actuator}' would be read as theirs; use another sample "
-                "store"
-            )
+        mine = (experiment.actuator, experiment.experiment.identifier)
+        if claim is None or claim[:2] == mine:
+            continue
+        actuator, identifier, space_id = claim
+        theirs = f"experiment '{identifier}' of actuator '{actuator}'"
+        if actuator == experiment.actuator:
+            ours = f"experiment '{experiment.experiment.identifier}'"
+        else:
+            ours = f"actuator '{experiment.actuator}'"
+        problems.append(
+            f"sample store '{space.sample_store}' keeps the results of {theirs} under the id "
+            f"'{experiment.id}' (space '{space_id}'): those of {ours} would be read as theirs; "
+            "use another sample store"
+        )
     return problems
 
 
