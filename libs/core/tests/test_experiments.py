@@ -54,8 +54,20 @@ def test_a_parameterization_of_an_unknown_or_mistyped_option_is_refused() -> Non
     experiment = Experiment.from_spec(FINETUNE)
     with pytest.raises(ExperimentError, match="has no optional property 'alpha'"):
         experiment.parameterize({"alpha": 1})
-    with pytest.raises(ExperimentError, match="expects a value like 4 for 'lora_r', not high"):
+    mistyped = r"""expects a number for 'lora_r' \(default 4\), not the text "high"$"""
+    with pytest.raises(ExperimentError, match=mistyped):
         experiment.parameterize({"lora_r": "high"})
+
+
+def test_a_number_given_for_an_option_whose_default_is_text_names_both_kinds() -> None:
+    """A default written quoted in a catalog ("8") refused the number 8 with "expects a value
+    like 8 for 'steps', not 8": a sentence that contradicts itself."""
+    experiment = Experiment.from_spec(
+        FINETUNE.model_copy(update={"optional_properties": {"steps": "8"}})
+    )
+    sentence = r"""expects text for 'steps' \(default "8"\), not the number 8$"""
+    with pytest.raises(ExperimentError, match=sentence):
+        experiment.parameterize({"steps": 8})
 
 
 def test_a_value_that_would_make_the_id_read_as_another_parameterization_is_refused() -> None:

@@ -43,6 +43,25 @@ def test_a_duplicate_key_is_refused_naming_the_key_and_line() -> None:
         parse_document(text, "f.yaml")
 
 
+@pytest.mark.parametrize(
+    ("tagged", "sentence"),
+    [
+        ("!!int 1:30", "'1:30' cannot be read as !!int"),
+        ("!!int 5s", "'5s' cannot be read as !!int"),
+        ("!!bool maybe", "'maybe' cannot be read as !!bool"),
+        ("!!float abc", "'abc' cannot be read as !!float"),
+        ("!!timestamp 2024-13-45", "'2024-13-45' cannot be read as !!timestamp"),
+    ],
+)
+def test_a_tagged_value_its_tag_cannot_read_is_one_sentence_naming_its_line(
+    tagged: str, sentence: str
+) -> None:
+    """The tag's constructor raised a `ValueError` or `KeyError`: a traceback of 80 lines."""
+    text = SPACE.replace("values: [1, 2]", f"values: [{tagged}]")
+    with pytest.raises(SpecError, match=rf"^f.yaml: line 3: {sentence}$"):
+        parse_document(text, "f.yaml")
+
+
 def test_a_duplicate_json_key_is_refused() -> None:
     with pytest.raises(SpecError, match="key 'a' is given twice"):
         parse_document('{"a": 1, "a": 2}', "f.json")

@@ -7,6 +7,7 @@ distinct parameterized experiment id: ``<experiment>-<k1.v1-k2.v2>`` (keys sorte
 property is one target of one parameterized experiment: ``<parameterized experiment id>.<target>``.
 """
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -125,8 +126,8 @@ class Experiment:
             value, default = normalise_value(raw), self.optional_properties[name]
             if value_kind(value) != value_kind(default):
                 raise self._fail(
-                    f"expects a value like {format_value(default)} for '{name}', "
-                    f"not {format_value(value)}"
+                    f"expects {_KIND[value_kind(default)]} for '{name}' (default "
+                    f"{_shown(default)}), not {_THE[value_kind(value)]} {_shown(value)}"
                 )
             if value != default:
                 overrides[name] = value
@@ -204,6 +205,15 @@ class ParameterizedExperiment:
         if not isinstance(other, ParameterizedExperiment):
             return NotImplemented
         return (self.actuator, self.id) == (other.actuator, other.id)
+
+
+_KIND = {"booleans": "a boolean", "numbers": "a number", "strings": "text"}
+_THE = {"booleans": "the boolean", "numbers": "the number", "strings": "the text"}
+
+
+def _shown(value: Value) -> str:
+    """A value as written, text quoted (the kind a sentence about kinds names: 8 and "8")."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else format_value(value)
 
 
 class ExperimentCatalog:

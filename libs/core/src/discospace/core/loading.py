@@ -134,6 +134,20 @@ class _Loader(yaml.SafeLoader):
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        """The value of `node`; a tagged scalar its tag's constructor cannot read (`!!int 1:30`,
+        `!!bool maybe`, `!!timestamp 2024-13-45`) is one sentence naming its line, where the
+        constructor's own `ValueError` or `KeyError` escaped as a traceback."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, KeyError, TypeError, OverflowError) as error:
+            if not isinstance(node, yaml.ScalarNode):
+                raise
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            raise _LimitError(
+                f"'{_short(node.value)}' cannot be read as !!{tag}", node.start_mark.line + 1
+            ) from error
+
     def construct_yaml_int(self, node: Any) -> Any:
         text = str(self.construct_scalar(node))
         line = node.start_mark.line + 1
