@@ -195,6 +195,12 @@ def test_a_categorical_domain_of_strings_does_not_take_numbers_written_different
             "has a range of about 10\\^300 values at interval 1e-300, over the limit of 2\\^53",
         ),
         ({"range": [0, 2**53 + 1], "interval": 1}, "has a range of 9007199254740993 values"),
+        # an interval below two float spacings near a bound: values would repeat
+        (
+            {"range": [2**53, 2**53 + 4], "interval": 0.5},
+            "has an interval of 0.5, finer than a float can tell apart near 9007199254740996",
+        ),
+        ({"range": [1e15, 1e15 + 1], "interval": 0.0625}, "finer than a float can tell apart"),
         # a whole number beyond 64 bits (1e20 in a file is one): no event or column holds it
         ({"values": [1, 1e20]}, "has the whole number about 10\\^20 .*beyond 64 bits"),
         ({"values": [-(2**63) - 1]}, "has the whole number minus about 10\\^19"),

@@ -141,7 +141,24 @@ def _domain_from_range(spec: PropertySpec) -> PropertyDomain:
             f"over the limit of 2^53 ({MAX_DOMAIN_SIZE}): widen the interval, or make it "
             "continuous",
         )
+    _check_apart(spec.name, low, high, interval)
     return domain
+
+
+def _check_apart(name: str, low: int | float, high: int | float, interval: int | float) -> None:
+    """Neighbouring values of a discrete range are distinct numbers: an interval finer than a
+    float can tell apart near a bound (0.5 near 2^53) listed one value several times, so the
+    space counted entities it does not have and a walk measured one entity again. Two exact
+    values at least two float spacings apart stay apart once rounded; whole numbers are exact."""
+    if all(isinstance(number, int) for number in (low, high, interval)):
+        return
+    near = max(abs(low), abs(high))
+    if interval < 2 * math.ulp(near):
+        raise _fail(
+            name,
+            f"has an interval of {format_value(interval)}, finer than a float can tell apart "
+            f"near {format_value(near)}: its values would repeat; widen the interval",
+        )
 
 
 def _check_whole(name: str, value: Value) -> None:
