@@ -99,7 +99,7 @@ def test_a_task_ranks_the_points_it_speaks_for_and_invalid_ones_last():
     ]
     transfer = transfer_of(elsewhere, SOURCE, space)
     assert transfer is not None
-    assert [task.context for task in transfer.tasks] == [(("model", "large"),)]
+    assert [task.context for task in transfer.tasks] == [((("model", "large"),), ())]
     points = [
         Entity.of({"batch_size": b, "number_gpus": g, "model": "small"})
         for b, g in ((1, 1), (32, 8), (16, 8), (2, 2))
@@ -110,6 +110,26 @@ def test_a_task_ranks_the_points_it_speaks_for_and_invalid_ones_last():
     assert scores[0] == 0.0
     assert scores[1] < 0.0
     assert 0.0 < scores[3] < 1.0, "a point no task speaks for is neither preferred nor avoided"
+
+
+def test_results_lacking_a_property_of_the_space_are_a_task_of_their_own():
+    """Results of another set of properties (a rig whose GPU count is no property) shared the
+    context of the results that have it, and were scaled with them: thousands of tokens per
+    second beside single digits, every one of theirs scored the task's worst."""
+    space = EntitySpace.from_specs(SMALL_MODEL)
+    with_gpus = [
+        _pair({"batch_size": b, "number_gpus": g, "model": "large"}, 1000.0 * b * g)
+        for b in (1, 8, 32)
+        for g in (1, 8)
+    ]
+    rig = ((1, 6.0), (8, 3.0), (32, 1.0))
+    without = [_pair({"batch_size": b, "model": "large"}, tps) for b, tps in rig]
+    transfer = transfer_of(with_gpus + without, SOURCE, space)
+    assert transfer is not None
+    by_context = {task.context: task for task in transfer.tasks}
+    own = by_context[((("model", "large"),), ("number_gpus",))]
+    assert [score for _, score in own.results] == [1.0, 0.4, 0.0]  # its own ranking, kept
+    assert len(by_context[((("model", "large"),), ())].results) == 6
 
 
 def test_a_task_that_ranks_the_known_points_backwards_is_not_followed():

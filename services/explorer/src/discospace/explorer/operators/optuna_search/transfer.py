@@ -4,7 +4,8 @@ The store may hold results of the same experiment on entities outside the space
 (`OperationView.store_elsewhere`): the same fine-tuning grid for another model, the same
 batch sizes on another GPU. Each such result splits into its *context* (the values of the
 properties the space does not have, or whose value is outside the space's domain: "model =
-llama-70b") and its *shared* values (those inside the space). Results with the same context
+llama-70b"; and which of the space's properties it lacks) and its *shared* values (those inside
+the space). Results with the same context
 form one source *task*; a task's result speaks for every point of the space that agrees with
 its shared values.
 
@@ -58,7 +59,9 @@ model whose best batch size runs out of memory for the large ones: 6 against 5);
 optimism leads a 70B model into the batch sizes only small models can run (12 to 20.5 against 2).
 0.75 is the middle of the good range."""
 
-Context = tuple[tuple[str, Value], ...]
+Context = tuple[tuple[tuple[str, Value], ...], tuple[str, ...]]
+"""(the values of the properties the space does not have, or outside its domain; the space's
+properties the result does not have)."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,10 @@ def _by_context(item: tuple[Context, object]) -> str:
 
 
 def _split(values: dict[str, Value], entity_space: EntitySpace) -> tuple[Context, dict[str, Value]]:
-    """(context, shared values) of a result from outside the space."""
+    """(context, shared values) of a result from outside the space. A property of the space
+    the result does not have is part of its context too: results of another set of properties
+    are another setup (a rig whose GPU count is no property), another task, not values to
+    scale with those of the setup that has it."""
     context, shared = [], {}
     names = set(entity_space.names)
     for name, value in sorted(values.items()):
@@ -141,7 +147,8 @@ def _split(values: dict[str, Value], entity_space: EntitySpace) -> tuple[Context
             shared[name] = entity_space.get_property(name).domain.normalise(value)
         else:
             context.append((name, value))
-    return tuple(context), shared
+    missing = tuple(sorted(names - set(values)))
+    return (tuple(context), missing), shared
 
 
 def _task(
