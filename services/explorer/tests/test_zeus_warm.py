@@ -113,6 +113,15 @@ def test_runs_of_another_workload_are_not_used(space):
     assert first_request(space, store=other).points[0]["batch_size"] == 32
 
 
+def test_runs_naming_their_workload_in_a_property_this_space_lacks_are_not_used(space):
+    """Only the space's own fixed values were compared: runs of `network: resnet152` were
+    used as this job's runs on another GPU (it skipped pruning at their cheapest size)."""
+    extra = tuple(
+        replace(r, entity_values={**r.entity_values, "network": "resnet152"}) for r in STORE
+    )
+    assert first_request(space, store=extra).points[0]["batch_size"] == 32
+
+
 def test_the_properties_that_may_differ_are_an_option(space):
     assert first_request(space, shared_across=[]).points[0]["batch_size"] == 32
 

@@ -271,13 +271,18 @@ def _plans(
 def _runs_elsewhere(
     results: Sequence[PairResult], knobs: ZeusSpace, options: ZeusOptions
 ) -> list[ElsewhereRun]:
-    """The valid results of the same workload (fixed values equal but for `shared_across`)
-    that say how many epochs they trained."""
+    """The valid results of the same workload (fixed values equal but for `shared_across`, and
+    no property the job does not have but those) that say how many epochs they trained: a
+    run whose entity names another network in a property this space lacks is another
+    workload's, not this one's on another GPU."""
     compared = {k: v for k, v in knobs.fixed.items() if k not in options.shared_across}
+    known = {*knobs.fixed, BATCH_SIZE, POWER_LIMIT, RECURRENCE, *options.shared_across}
     runs = []
     for result in results:
         values, entity = result.values, result.entity_values
         if not result.is_valid or any(entity.get(k) != v for k, v in compared.items()):
+            continue
+        if not known.issuperset(entity):
             continue
         epochs, converged = as_number(values.get(EPOCHS)), as_number(values.get(CONVERGED))
         batch_size = entity.get(BATCH_SIZE)
