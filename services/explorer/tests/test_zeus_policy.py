@@ -152,5 +152,18 @@ def test_the_recommendation_after_pruning_is_the_best_posterior_mean():
     assert recommendation(SETTINGS, JOB, history) == Choice(32, 200)
 
 
+@pytest.mark.parametrize("posterior", ["robust", "zeus"])
+def test_without_pruning_rounds_the_recommendation_is_a_size_that_converged(posterior):
+    """Without pruning every size survives: one not run yet had the flat prior's mean (cost
+    0) and the choice was None; one that never converged, stopped cheaply, was chosen."""
+    settings = ZeusSettings(eta=0.5, beta=2.0, num_pruning_rounds=0, posterior=posterior)
+    some = [run(32, 1000.0), run(32, 1100.0), run(16, 900.0)]
+    every = [*some, run(16, 950.0), run(8, 300.0, False), run(8, 300.0, False)]
+    every += [run(64, 2000.0), run(64, 2100.0)]
+    for attempts in (some, every):
+        history = read_history(attempts, settings, JOB)
+        assert recommendation(settings, JOB, history) == Choice(16, 200)
+
+
 def test_there_is_no_recommendation_before_a_run_converged():
     assert recommendation(SETTINGS, JOB, read_history([], SETTINGS, JOB)) is None

@@ -166,3 +166,67 @@ def test_epoch_costs_here_are_measured_and_guessed_from_the_median_ratio():
     assert elsewhere.guessed_epoch_costs({}) == {}
     assert elsewhere.guessed_epoch_costs({32: 200.0}) == {32: 200.0, 64: 120.0}
     assert elsewhere.pseudo_rewards(64, 120.0) == (-1200.0,)
+
+
+def test_a_warm_jobs_recommendation_reads_the_rewards_the_bandit_chooses_with():
+    """The recommendation read every run elsewhere at the measured epoch cost, where the
+    bandit counts them once at their mean epochs while only a profiling run measured the arm:
+    it named 64 (550) where the bandit's best was 32 (534)."""
+    from discospace.explorer.operators.zeus.policy import (
+        Attempt,
+        Choice,
+        Job,
+        ZeusSettings,
+        read_history,
+        summary,
+    )
+    from discospace.explorer.operators.zeus.warm import Elsewhere
+
+    elsewhere = Elsewhere(
+        epochs={32: (4,) * 9 + (13,), 64: (5, 6)},
+        converged=frozenset({32, 64}),
+        tried=frozenset({32, 64}),
+    )
+    job = Job((32, 64), 32, (100, 200), 200.0, elsewhere)
+    settings = ZeusSettings(posterior="zeus")
+    runs = [  # cost 0.5 x energy: 32 profiled once; 64 profiled, then not
+        Attempt(32, 200, 0.0, 960.0, True, profiled=True, epochs=4),
+        Attempt(64, 200, 0.0, 1200.0, True, profiled=True, epochs=5),
+        Attempt(64, 200, 0.0, 1000.0, True, profiled=False, epochs=5),
+    ]
+    told = summary(settings, job, read_history(runs, settings, job))
+    assert (told.choice, told.expected_cost) == (Choice(32, 200), 534.0)
+
+
+def test_a_warm_job_whose_runs_report_no_epochs_exploits_what_it_measured():
+    """An arm counted as run here only once its epoch cost was known: runs reporting no
+    `target_epoch` left every arm "not run yet", and the bandit pulled them at random."""
+    from collections import Counter
+
+    from discospace.explorer.operators.zeus.policy import (
+        Attempt,
+        Job,
+        ZeusSettings,
+        decision_rng,
+        next_plan,
+        read_history,
+    )
+    from discospace.explorer.operators.zeus.warm import Elsewhere
+
+    elsewhere = Elsewhere(
+        epochs={32: (4.0, 4.0, 5.0), 64: (4.0, 5.0, 4.0)},
+        converged=frozenset({32, 64}),
+        tried=frozenset({32, 64}),
+        epoch_costs={32: 100.0, 64: 110.0},
+    )
+    job = Job((32, 64), 32, (100, 200), 200.0, elsewhere)
+    settings = ZeusSettings()
+    runs = [Attempt(b, 200, 0.0, energy + i, True) for i in range(30) for b, energy in
+            ((32, 800.0), (64, 960.0))]  # fmt: skip
+    history = read_history(runs, settings, job)
+    picks = Counter(
+        plan.batch_size
+        for d in range(200)
+        if (plan := next_plan(settings, job, history, (), decision_rng(1, d))) is not None
+    )
+    assert picks == {32: 200}

@@ -330,8 +330,14 @@ one run (a guess across GPUs is off by some percent; chosen on seeds 1000-1029).
 
 
 def _worth_a_run(arm: int, rewards: dict[int, list[float]], history: History) -> bool:
-    """The arm has not run here and its guessed mean cost is near the best arm's."""
-    if arm in history.epoch_costs or not rewards[arm]:
+    """The arm has not run here and its guessed mean cost is near the best arm's. A run that
+    converged here has run, whether or not its result said how many epochs it trained (read
+    from its epoch cost alone, an arm whose runs report no `target_epoch` was "not run" at
+    every decision, and the bandit pulled such arms at random for ever)."""
+    ran = arm in history.epoch_costs or any(
+        o.batch_size == arm and o.converged for o in history.observations
+    )
+    if ran or not rewards[arm]:
         return False
     means = [-sum(r) / len(r) for r in rewards.values() if r]
     return -sum(rewards[arm]) / len(rewards[arm]) <= WORTH_A_RUN * min(means)
@@ -365,8 +371,15 @@ def _arm_rewards(job: Job, history: History, arm: int) -> list[float]:
 def arm_posteriors(
     settings: ZeusSettings, job: Job, history: History, arms: Sequence[int]
 ) -> dict[int, Posterior]:
-    """The bandit's posterior of each of `arms` (with its runs elsewhere, for a warm job)."""
-    return settings.bandit.posteriors({arm: _arm_rewards(job, history, arm) for arm in arms})
+    """The bandit's posterior of each of `arms`: from the rewards it chooses with (a warm job:
+    its runs elsewhere counted as `_warm_rewards` counts them; the recommendation read them
+    all at the measured epoch cost, and named another arm than the bandit's best)."""
+    if not job.elsewhere.usable:
+        return settings.bandit.posteriors({arm: _rewards(history, arm) for arm in arms})
+    warm = _warm_rewards(job, history)
+    return settings.bandit.posteriors(
+        {arm: warm.get(arm) or _arm_rewards(job, history, arm) for arm in arms}
+    )
 
 
 def _rewards(history: History, batch_size: int) -> list[float]:
@@ -429,22 +442,25 @@ def summary(settings: ZeusSettings, job: Job, history: History) -> Summary:
 
 
 def _arms(settings: ZeusSettings, job: Job, history: History) -> tuple[int, ...]:
-    """The bandit's arms once pruning is over (a warm job: those run here); () before."""
+    """The bandit's arms once pruning is over that converged here (a warm job: those run
+    here); () before. Pruning leaves only sizes that converged, but without pruning rounds
+    (`num_pruning_rounds: 0`) every size survives: one not run yet had the flat prior's mean
+    (cost 0) and was chosen, as was one that never converged."""
     if job.elsewhere.usable:
-        ran = job.elsewhere.arms(job.batch_sizes)
-        return tuple(
-            b for b in ran if any(o.batch_size == b and o.converged for o in history.observations)
-        )
-    try:
-        state = pruning_state(
-            job.batch_sizes,
-            job.default_batch_size,
-            settings.num_pruning_rounds,
-            history.observations,
-        )
-    except DiscospaceError:
-        return ()
-    return state.survivors if isinstance(state, Pruned) else ()
+        candidates = job.elsewhere.arms(job.batch_sizes)
+    else:
+        try:
+            state = pruning_state(
+                job.batch_sizes,
+                job.default_batch_size,
+                settings.num_pruning_rounds,
+                history.observations,
+            )
+        except DiscospaceError:
+            return ()
+        candidates = state.survivors if isinstance(state, Pruned) else ()
+    converged = {o.batch_size for o in history.observations if o.converged}
+    return tuple(b for b in candidates if b in converged)
 
 
 def pruning_over_at(settings: ZeusSettings, job: Job, observations: Sequence[Observation]) -> int:
