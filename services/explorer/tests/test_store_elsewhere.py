@@ -131,6 +131,23 @@ def test_a_pair_measured_invalid_then_valid_is_seen_valid_as_the_sampler_reuses_
         assert (seen.is_valid, seen.values["tps"]) == (True, 16.0)
 
 
+def test_an_entity_whose_values_the_space_would_convert_is_another_entity_seen_elsewhere():
+    """The text "4" (a space listing batch sizes as text) converts to the number 4, but is
+    another entity, of another id: taken as inside, an optimizer was told the point twice."""
+    space = _space(space_registered(SMALL))
+    text = _result({"batch_size": "4", "number_gpus": 1}, 5, tps=4.0)
+    number = _result({"batch_size": 4, "number_gpus": 1}, 6, tps=9.0)
+    stores = _stores(text, number)
+    started = T0 + timedelta(minutes=1)
+
+    assert [r.entity_values for r in stores.results_for(space, "op-new", started)] == [
+        {"batch_size": 4, "number_gpus": 1}
+    ]
+    assert [r.entity_values for r in stores.results_elsewhere(space, "op-new", started)] == [
+        {"batch_size": "4", "number_gpus": 1}
+    ]
+
+
 _VIEWERS = [("op-new", 100), ("op-other", 150), ("op-old", 50)]
 """(operation, seconds after T0 it started): the operations whose views are read."""
 _EVENTS = st.lists(

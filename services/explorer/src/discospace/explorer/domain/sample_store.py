@@ -233,5 +233,13 @@ class SampleStores:
 
 
 def _in_space(space: KnownSpace, outcome: PairResult, names: set[str]) -> bool:
-    """Whether `outcome`'s entity is one of `space`'s (`names`: the space's property names)."""
-    return set(outcome.entity_values) == names and outcome.entity_values in space.entity_space
+    """Whether `outcome`'s entity is one of `space`'s (`names`: the space's property names),
+    as it is: values its domains hold as they are, not converted (the text "4" measured by a
+    space that lists batch sizes as text is another entity than the number 4, of another id:
+    taken as inside, an optimizer was told the point twice, once with each result, and the
+    operation never measured its own entity 4)."""
+    values = outcome.entity_values
+    if set(values) != names or values not in space.entity_space:
+        return False
+    entity_space = space.entity_space
+    return all(entity_space.get_property(n).domain.normalise(v) == v for n, v in values.items())
