@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from discospace.core import ExperimentSpec
 from discospace.events import (
     MeasurementFailed,
     MeasurementRequested,
@@ -172,6 +173,28 @@ def test_when_the_measurement_in_flight_fails_the_first_waiter_is_sent_to_the_po
     assert requested_b.event_id == caused_event_id(second.event_id, 0, "MeasurementRequested")
     assert again == []
     assert [(type(e), e.operation_id) for e in deferred] == [(MeasurementReused, "op-c")]
+
+
+def test_when_no_pool_can_take_the_first_waiter_the_next_waiters_are_answered_too(state, make):
+    """The first waiter, handed back, was answered by the sampler's own failure (the pool no
+    longer offers the experiment), which holds no key: the waiters after it waited for a holder
+    that never came, their requests' offsets held until their wait ran out."""
+    first = _request(make, "op-a", POINT)
+    second = _request(make, "op-b", POINT)
+    third = _request(make, "op-c", POINT)
+    [_, requested_a] = _decide_and_take(state, first, make)
+    _decide_and_take(state, second, make)
+    _decide_and_take(state, third, make)
+    profile = ExperimentSpec(actuator="synthetic", experiment="profile", target_properties=("m",))
+    evolve_pools(state, make.pool("a100", "A100", profile))  # no bench any more
+
+    answers = fail(state, _failed(requested_a, make), make.at)
+
+    assert [(type(e), e.operation_id) for e in answers] == [
+        (MeasurementFailed, "op-b"),
+        (MeasurementFailed, "op-c"),
+    ]
+    assert state.in_flight.waiting_for(third.event_id) == 0
 
 
 def test_the_holders_own_retry_is_not_made_to_wait_for_itself(state, make):

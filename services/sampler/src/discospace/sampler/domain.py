@@ -142,19 +142,24 @@ def hold_sent(state: SamplerState, event: MeasurementRequested) -> None:
 
 
 def fail(state: SamplerState, event: MeasurementFailed, now: datetime) -> list[Answer]:
-    """The holder of a key failed: the first waiter is answered anew (sent to a pool)."""
+    """The holder of a key failed: the first waiter is answered anew (sent to a pool); while
+    an answer takes no hold of the key (no pool can take the pair any more), the next waiter
+    is answered too (left waiting, it waited for a holder that never came, until its wait ran
+    out, its request's offset held all that time)."""
     failed = state.failed_requests
     failed[event.request_id] = max(failed.get(event.request_id, 0), event.attempt)
     key = (event.sample_store, event.entity_id, event.experiment_id)
     waiter = state.in_flight.fail(key, event.request_id, event.attempt)
-    if waiter is None:
-        return []
-    waiting = _waiting(waiter)
-    context = Context(waiting.context.request, waiting.context.sample_store, now)
-    answered: PairAnswer | Waiting | None = answer_pair(
-        context, waiting.pair, state.memo, state.pools, state.in_flight
-    )
-    return take(state, [answered] if answered is not None else [])
+    events: list[Answer] = []
+    while waiter is not None:
+        waiting = _waiting(waiter)
+        context = Context(waiting.context.request, waiting.context.sample_store, now)
+        answered: PairAnswer | Waiting | None = answer_pair(
+            context, waiting.pair, state.memo, state.pools, state.in_flight
+        )
+        events += take(state, [answered] if answered is not None else [])
+        waiter = state.in_flight.next_waiter(key)
+    return events
 
 
 def stop_waiting(state: SamplerState, request_event_id: str, now: datetime) -> list[Answer]:

@@ -154,6 +154,21 @@ class InFlight:
         self._count(first, -1)
         return first
 
+    def next_waiter(self, key: MemoKey) -> Waiter | None:
+        """The first waiter of `key` (removed) when nothing holds the key: the waiter handed
+        back by `fail` took no hold (no pool could take its pair, or the memo answered it), so
+        the next one is answered in its turn rather than wait for a holder that never comes."""
+        if key in self._holders:
+            return None
+        waiters = self._waiters.get(key)
+        if not waiters:
+            return None
+        first = waiters.pop(0)
+        if not waiters:
+            del self._waiters[key]
+        self._count(first, -1)
+        return first
+
     def end(self, operation_id: str) -> list[Waiter]:
         """The operation ended: its waiters are dropped (and handed back)."""
         dropped: list[Waiter] = []
