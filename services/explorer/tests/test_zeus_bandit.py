@@ -44,6 +44,12 @@ def test_identical_rewards_also_give_an_exact_posterior():
     assert posterior([-2.0, -2.0, -2.0]).precision == math.inf
 
 
+def test_rewards_too_close_for_their_variance_to_invert_give_an_exact_posterior():
+    """A variance below what a float's inverse holds made the precision infinite and the mean
+    inf / inf: NaN, which every comparison then lost."""
+    assert posterior([-1e-160, -2e-160]) == Posterior(-1.5e-160, math.inf, 2)
+
+
 def test_no_reward_leaves_the_prior():
     assert posterior([], Prior(1.0, 2.0)) == Posterior(1.0, 2.0, 0)
 

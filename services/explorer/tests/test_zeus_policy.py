@@ -165,5 +165,12 @@ def test_without_pruning_rounds_the_recommendation_is_a_size_that_converged(post
         assert recommendation(settings, JOB, history) == Choice(16, 200)
 
 
+def test_a_run_costing_more_than_the_bandit_compares_is_one_sentence():
+    """Costs near 1e160 (finite results) raised `OverflowError` in the bandit: the operation
+    failed without a sentence saying why."""
+    with pytest.raises(DiscospaceError, match=r"a run of batch size 32 cost 1e\+160"):
+        read_history([run(32, 1e160)], SETTINGS, JOB)
+
+
 def test_there_is_no_recommendation_before_a_run_converged():
     assert recommendation(SETTINGS, JOB, read_history([], SETTINGS, JOB)) is None

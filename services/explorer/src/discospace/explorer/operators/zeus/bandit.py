@@ -102,9 +102,9 @@ def _updated(
     count, total = len(rewards), math.fsum(rewards)
     average = total / count
     spread = variance(average, math.fsum((r - average) ** 2 for r in rewards))
-    if spread == 0.0:
+    reward_precision = 1.0 / spread if spread > 0.0 else math.inf
+    if math.isinf(reward_precision):  # no spread, or one too small for a float's inverse
         return Posterior(average, math.inf, count)
-    reward_precision = 1.0 / spread
     precision = prior.precision + count * reward_precision
     mean = (prior.precision * prior.mean + reward_precision * total) / precision
     return Posterior(mean, precision, count)

@@ -206,6 +206,12 @@ class HistoryFold:
             self._observe(attempt, observed, 0.0)
             return
         cost = self.settings.cost(attempt.energy_j, attempt.time_s, self.job.max_power)
+        if not abs(cost) <= MAX_COST:
+            raise DiscospaceError(
+                f"zeus_bso compares runs costing up to {MAX_COST:g} (J-equivalent); a run of "
+                f"batch size {attempt.batch_size} cost {cost:.3g}: check its "
+                "time_to_accuracy and energy_to_accuracy"
+            )
         self._observe(attempt, cost, cost)
         self._epoch_cost(attempt, cost)
         self.running += cost
@@ -252,6 +258,11 @@ class HistoryFold:
         self.converged_at.append(len(self.observations) - 1)
         self.running = 0.0
         self.recurrences += 1
+
+
+MAX_COST = 1e150
+"""The largest cost of a run the bandit compares: its squared deviations must be floats (beyond,
+a decision raised `OverflowError`, which failed the operation without saying why)."""
 
 
 def decision_rng(seed: int, decision: int) -> np.random.Generator:
