@@ -131,6 +131,20 @@ def test_kafka_not_answering_is_one_line_that_says_how_to_start_it(tmp_path: Pat
     )
 
 
+@pytest.mark.parametrize("space", ["", "  "])
+def test_an_empty_space_option_is_refused_not_read_as_the_files(tmp_path: Path, space: str) -> None:
+    """`--space "$space"` with $space empty (a `space create` that failed) ran the operation on
+    whatever space the file named."""
+    text = RANDOM_WALK.read_text() + "space_id: space-aaaaaaaaaaaa\n"
+    result = cli(
+        "operation", "create", "-f", str(_operation_file(tmp_path, text)), "--space", space
+    )
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: --space is empty: give the id of a space (space-...), or leave it out"
+    )
+
+
 def test_a_topic_prefix_kafka_cannot_use_is_refused() -> None:
     result = cli("operation", "cancel", "op-1", prefix="bad prefix!")
     assert result.exit_code == 2
@@ -206,22 +220,26 @@ def test_an_unregistered_space_is_refused_at_once_and_nothing_is_published(
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("operation_id", ["op-42", "op-café"])
 def test_operation_cancel_publishes_a_cancel_request_keyed_by_the_operation(
-    kafka_bootstrap: str,
+    kafka_bootstrap: str, operation_id: str
 ) -> None:
+    """An id with a character beyond ASCII was looked for in the log escaped (`\\u00e9`),
+    where events are written in UTF-8 as they are: "not known"."""
     topics = TopicNames.unique("cli-op")
-    _request(kafka_bootstrap, topics, "op-42")
+    _request(kafka_bootstrap, topics, operation_id)
     result = cli(
-        "operation", "cancel", "op-42", "--reason", "wrong store",
+        "operation", "cancel", operation_id, "--reason", "wrong store",
         kafka=kafka_bootstrap, prefix=topics.prefix,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "cancel requested for op-42"
+    assert result.stdout.strip() == f"cancel requested for {operation_id}"
 
     [_, raw] = read_topic(kafka_bootstrap, topics.operations, 2)
     event = decode(raw)
     assert isinstance(event, OperationCancelRequested)
-    assert (event.operation_id, event.reason, event.key()) == ("op-42", "wrong store", b"op-42")
+    assert (event.operation_id, event.reason) == (operation_id, "wrong store")
+    assert event.key() == operation_id.encode()
 
 
 @pytest.mark.parametrize("operation_id", ["", "o" * 10_000])

@@ -553,6 +553,38 @@ def test_watching_a_pipeline_shows_the_jobs_of_its_running_trial_below_it() -> N
     assert "held_out_loss=2.4 (min_len=50)" in out.getvalue()
 
 
+class _AwayError(Exception):
+    """Stands for the projector answering 503 for now."""
+
+
+def test_a_projector_away_while_the_board_reads_a_running_trial_is_polled_through() -> None:
+    """The running trial's child pipeline is read while the board is drawn, outside the poll
+    that rides out a projector away: one 503 there ended the watch as a failed operation."""
+    inner = child("op-t-trial-1", 1, operator="pipeline", status="running")
+    running = job(
+        "trials", "trial-1", "running", trial=1, kind="trial",
+        child_operation_id="op-t-trial-1", child=inner,
+    )  # fmt: skip
+    inside = trial_pipeline(1).model_copy(update={"status": "running"})
+    expansions = iter([_AwayError("503"), inside])
+
+    def expand(operation_id: str) -> OperationProgress:
+        answer = next(expansions)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    busy = TRIALS.model_copy(update={"status": "running", "jobs": [running]})
+    answers = iter([busy, busy, TRIALS])
+    out = io.StringIO()
+    final = follow(
+        lambda: next(answers), 0.5, Console(file=out, width=200), lambda _: None, expand,
+        away=(_AwayError,),
+    )  # fmt: skip
+    assert final.status == TRIALS.status
+    assert "held_out_loss=2.4 (min_len=50)" in out.getvalue()
+
+
 def test_trials_are_ranked_by_their_objective_even_when_the_pipeline_has_its_own() -> None:
     """As the explorer ranks them: the pipeline's objective (the most tokens per second) would
     name the highest loss the best trial."""

@@ -193,3 +193,33 @@ def test_a_projector_away_for_longer_than_the_grace_ends_the_watch_with_its_erro
             away_grace_s=5,
         )
     assert len(sleeps) == 10
+
+
+@pytest.mark.parametrize("seen", [True, False])
+def test_an_interval_longer_than_a_grace_waits_the_grace_and_polls_once_more(seen: bool) -> None:
+    """Each miss counted a whole interval before sleeping: with --interval 61 the watch gave up
+    at the first miss, 0.2 s after it began, saying it had waited 60 s."""
+    answers = iter([None, progress("completed", 1, 1) if seen else None])
+    sleeps: list[float] = []
+    out = io.StringIO()
+    if seen:
+        final = follow(lambda: next(answers), 61, Console(file=out), sleeps.append)
+        assert final.status == "completed"
+    else:
+        with pytest.raises(CliError, match="after 60s"):
+            follow(lambda: next(answers), 61, Console(file=out), sleeps.append)
+    assert sleeps == [60.0]
+
+
+def test_a_projector_away_with_an_interval_longer_than_its_grace_is_polled_once_more() -> None:
+    answers = iter([_AwayError("503"), progress("completed", 1, 1)])
+
+    def fetch() -> OperationProgress:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    sleeps: list[float] = []
+    final = follow(fetch, 61, Console(file=io.StringIO()), sleeps.append, away=(_AwayError,))
+    assert (final.status, sleeps) == ("completed", [60.0])

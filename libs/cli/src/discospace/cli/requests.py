@@ -188,6 +188,8 @@ def operation_request(
     settings: CliSettings, file: OperationFile, space_id: str | None
 ) -> OperationRequested:
     """The request an operation file describes; ``space_id`` overrides the file's."""
+    if space_id is not None and not space_id.strip():  # `--space "$space"`, $space empty
+        raise CliError("--space is empty: give the id of a space (space-...), or leave it out")
     chosen = space_id or file.space_id
     if not chosen:
         raise CliError("the operation names no space: add space_id to the file or give --space")
@@ -297,13 +299,19 @@ async def operation_requested(settings: CliSettings, operation_id: str) -> bool:
     if not operation_id or len(operation_id) > MAX_OPERATION_ID_CHARS:
         return False
     bootstrap, topic = settings.bootstrap, settings.topics.operations
-    needle = json.dumps(operation_id).encode()
+    # as events are written (UTF-8 as it is), and as a client escaping to ASCII writes it
+    needles = {
+        json.dumps(operation_id, ensure_ascii=False).encode(),
+        json.dumps(operation_id).encode(),
+    }
     found = False
 
     async def take(record: KafkaRecord) -> None:
         nonlocal found
         value = record.value or b""
-        if found or b'"OperationRequested"' not in value or needle not in value:
+        if found or b'"OperationRequested"' not in value:
+            return
+        if not any(needle in value for needle in needles):
             return
         try:
             event = decode(value)

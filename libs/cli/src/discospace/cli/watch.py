@@ -240,37 +240,46 @@ def follow(
     display: _OperationBar | _PipelineBoard | None = None
     try:
         while True:
-            try:
+            try:  # the board reads a running trial's child pipeline too: away the same
                 progress = fetch()
+                if progress is not None:
+                    if display is None:
+                        display = (
+                            _PipelineBoard(console, expand)
+                            if progress.is_pipeline
+                            else _OperationBar(console)
+                        )
+                        display.start()
+                    display.show(progress)
             except away:
-                away_s += interval_s
-                if away_s > away_grace_s:
+                if away_s >= away_grace_s:
                     raise
-                sleep(interval_s)
+                away_s += _pause(sleep, interval_s, away_grace_s - away_s)
                 continue
             away_s = 0.0
             if progress is None:
-                unseen_s += interval_s
-                if unseen_s > unseen_grace_s:
+                if unseen_s >= unseen_grace_s:
                     raise CliError(
                         f"the projector has not seen the operation after {unseen_grace_s:g}s: "
                         "is the id right, and is it running on the same topics?"
                     )
-            else:
-                if display is None:
-                    display = (
-                        _PipelineBoard(console, expand)
-                        if progress.is_pipeline
-                        else _OperationBar(console)
-                    )
-                    display.start()
-                display.show(progress)
-                if progress.ended:
-                    return progress
+                unseen_s += _pause(sleep, interval_s, unseen_grace_s - unseen_s)
+                continue
+            if progress.ended:
+                return progress
             sleep(interval_s)
     finally:
         if display is not None:
             display.stop()
+
+
+def _pause(sleep: Callable[[float], None], interval_s: float, left_s: float) -> float:
+    """Sleep until the next poll, never past the end of a grace (`left_s`): an interval longer
+    than the grace gave up at the first miss, saying it had waited the grace; the seconds
+    slept."""
+    seconds = min(interval_s, left_s)
+    sleep(seconds)
+    return seconds
 
 
 def watch_operation(
