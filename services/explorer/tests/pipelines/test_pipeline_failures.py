@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from pydantic import JsonValue
 
 from discospace.core import PropertySpec
@@ -35,9 +36,13 @@ def _pipeline(*probe: dict[str, Any], execute: tuple[dict[str, Any], ...] = ()) 
     return {"stages": {"probe": list(probe), "execute": list(execute)}}
 
 
+BROKEN = {"sampler": "grouped", "group_by": ["no_such_property"]}
+"""Parameters a walk cannot run with on the space (found at its start, not at the door)."""
+
+
 def test_a_failed_job_fails_the_pipeline_with_its_reason(world):
     w = world()
-    broken = _walk("probe", parameters={"options": {"depth": 3}})
+    broken = _walk("probe", parameters=BROKEN)
     w.request("op-1", w.register(), _pipeline(broken, execute=(_walk("search"),)), seed=1)
     [child] = w.of(OperationFailed, "op-1-probe")
     [job] = w.of(PipelineJobFailed, "op-1")
@@ -63,9 +68,29 @@ def test_a_job_whose_parameters_no_operation_takes_is_refused_before_any_job_run
     assert not w.of(OperationRequested, "op-1-probe")
 
 
+@pytest.mark.parametrize(
+    ("parameters", "sentence"),
+    [
+        ({"stopping": {"max_duration": "3ep"}}, "max_duration must be a wall-clock time"),
+        ({"options": {"depth": 3}}, "random_walk takes no options, but was given depth"),
+    ],
+)
+def test_a_job_its_operator_cannot_run_whatever_the_space_is_refused_before_any_job_runs(
+    world, parameters, sentence
+):
+    """Its rules were applied when the job's turn came: the probe had run and spent its
+    measurements, then the pipeline failed."""
+    w = world()
+    bad = _walk("search", parameters=parameters)
+    w.request("op-1", w.register(), _pipeline(_walk("probe"), execute=(bad,)), seed=1)
+    [failed] = w.of(OperationFailed, "op-1")
+    assert f"operation job 'search': its parameters are not valid: {sentence}" in failed.reason
+    assert not w.of(OperationRequested, "op-1-probe")
+
+
 def test_a_failed_optional_job_is_recorded_and_the_pipeline_goes_on(world):
     w = world()
-    broken = _walk("probe", optional=True, parameters={"options": {"depth": 3}})
+    broken = _walk("probe", optional=True, parameters=BROKEN)
     w.request("op-1", w.register(), _pipeline(broken, execute=(_walk("search"),)), seed=1)
     [job] = w.of(PipelineJobFailed, "op-1")
     assert job.optional
@@ -76,7 +101,7 @@ def test_a_failed_optional_job_is_recorded_and_the_pipeline_goes_on(world):
 
 def test_a_job_reading_the_result_of_a_failed_optional_job_fails_saying_so(world):
     w = world()
-    broken = _walk("probe", optional=True, parameters={"options": {"depth": 3}})
+    broken = _walk("probe", optional=True, parameters=BROKEN)
     reader = _walk("search", space="${probe.space_id}")
     w.request("op-1", w.register(), _pipeline(broken, execute=(reader,)), seed=1)
     [failed] = w.of(OperationFailed, "op-1")

@@ -172,14 +172,21 @@ def random_walk_problem(
             f"number_entities 'all' needs a finite space, but space '{space_id}' "
             "has continuous properties: give a number"
         )
-    if parameters.options:
-        names = ", ".join(sorted(parameters.options))
-        return f"random_walk takes no options, but was given {names}"
+    problem = random_walk_options_problem(parameters.options)
+    if problem is not None:
+        return problem
     try:
         sampling(entity_space, parameters.sampler, 0, parameters.group_by)
     except DiscospaceError as error:
         return f"the {parameters.sampler} sampler cannot run on space '{space_id}': {error}"
     return None
+
+
+def random_walk_options_problem(options: Mapping[str, object] | None) -> str | None:
+    """Why `random_walk` cannot take these options (it takes none), or None."""
+    if not options:
+        return None
+    return f"random_walk takes no options, but was given {', '.join(sorted(options))}"
 
 
 ZEUS_BATCH_SIZE, ZEUS_POWER_LIMIT, ZEUS_RECURRENCE = "batch_size", "power_limit", "recurrence"

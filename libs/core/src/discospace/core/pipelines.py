@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import (
     BaseModel,
@@ -426,8 +426,11 @@ def read_jobs(job: JobSpec) -> list[str]:
     return list(dict.fromkeys(named))
 
 
-ParametersCheck = Callable[[Mapping[str, Any]], str | None]
-"""Why data are no operation's parameters (`discospace.events.parameters_problem`), or None."""
+class ParametersCheck(Protocol):
+    """Why data are no operation's parameters, or no parameters `operator` (when given) can
+    run with whatever its space (`discospace.events.parameters_problem`); None when they are."""
+
+    def __call__(self, data: Mapping[str, Any], operator: str | None = None) -> str | None: ...
 
 
 # -- the rules --------------------------------------------------------------------------------
@@ -527,16 +530,18 @@ def _nested_problem(
 
 
 def _job_parameters_problem(spec: PipelineSpec, check: ParametersCheck) -> str | None:
-    """The first job whose parameters `check` refuses: they were refused only when the job's
-    turn came, after the jobs before it had run. A job whose parameters name another job's
-    result (`${...}`) is checked when it runs, with the result written in."""
+    """The first job whose parameters `check` refuses, an operation job's with the rules of its
+    operator that need no space (stopping rules in wall-clock time, how many objectives):
+    they were refused only when the job's turn came, after the jobs before it had run. A job
+    whose parameters name another job's result (`${...}`) is checked when it runs, with the
+    result written in."""
     for _, job in ordered_jobs(spec):
         if job.kind not in ("operation", "measure") or references(job.parameters):
             continue
         data = dict(job.parameters)
         if job.kind == "measure":
             data["options"] = {"points": []}  # the job's entities, given when it runs
-        problem = check(data)
+        problem = check(data, job.operator if job.kind == "operation" else None)
         if problem is not None:
             return f"{job.kind} job '{job.name}': its parameters are not valid: {problem}"
     return None

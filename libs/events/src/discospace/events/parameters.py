@@ -26,6 +26,11 @@ from pydantic import (
 )
 
 from discospace.core.canonical import not_finite
+from discospace.core.operation_rules import (
+    objectives_problem,
+    random_walk_options_problem,
+    stopping_problem,
+)
 from discospace.core.results import Objective
 from discospace.core.sampling import Strategy
 from discospace.core.time import Time
@@ -202,13 +207,24 @@ def _not_finite_at(value: JsonValue, where: str) -> str | None:
     return None
 
 
-def parameters_problem(data: Mapping[str, Any]) -> str | None:
-    """Why `data` are no operation's parameters, briefly (`where: what`); None when they are."""
+def parameters_problem(data: Mapping[str, Any], operator: str | None = None) -> str | None:
+    """Why `data` are no operation's parameters, briefly (`where: what`); None when they are.
+    With the `operator` that would run them, also why it cannot whatever its space (the rules of
+    `discospace.core.operation_rules` that need no space: stopping rules, how many objectives,
+    options `random_walk` does not take), as the explorer says it at that operation's start."""
     try:
-        OperationParameters.model_validate(data)
+        parameters = OperationParameters.model_validate(data)
     except ValidationError as error:
         return parameters_error_text(error)
-    return None
+    if operator is None:
+        return None
+    count = len(parameters.objectives_to_optimise())
+    problem = stopping_problem(parameters.stopping) or objectives_problem(
+        operator, count, parameters.options
+    )
+    if problem is None and operator == "random_walk":
+        problem = random_walk_options_problem(parameters.options)
+    return problem
 
 
 def parameters_error_text(error: ValidationError) -> str:
