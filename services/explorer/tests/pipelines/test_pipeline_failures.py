@@ -37,6 +37,7 @@ def _pipeline(*probe: dict[str, Any], execute: tuple[dict[str, Any], ...] = ()) 
 
 
 BROKEN = {"sampler": "grouped", "group_by": ["no_such_property"]}
+LOSS = {"property": "loss", "direction": "min"}
 """Parameters a walk cannot run with on the space (found at its start, not at the door)."""
 
 
@@ -73,6 +74,13 @@ def test_a_job_whose_parameters_no_operation_takes_is_refused_before_any_job_run
     [
         ({"stopping": {"max_duration": "3ep"}}, "max_duration must be a wall-clock time"),
         ({"options": {"depth": 3}}, "random_walk takes no options, but was given depth"),
+        (
+            {
+                "operator": "optuna_cmaes",
+                "objectives": [LOSS, {"property": "tps", "direction": "max"}],
+            },
+            "optuna_cmaes optimises one objective, but 2 were given",
+        ),
     ],
 )
 def test_a_job_its_operator_cannot_run_whatever_the_space_is_refused_before_any_job_runs(
@@ -81,11 +89,26 @@ def test_a_job_its_operator_cannot_run_whatever_the_space_is_refused_before_any_
     """Its rules were applied when the job's turn came: the probe had run and spent its
     measurements, then the pipeline failed."""
     w = world()
-    bad = _walk("search", parameters=parameters)
+    parameters = dict(parameters)
+    bad = _walk("search", operator=parameters.pop("operator", "random_walk"), parameters=parameters)
     w.request("op-1", w.register(), _pipeline(_walk("probe"), execute=(bad,)), seed=1)
     [failed] = w.of(OperationFailed, "op-1")
     assert f"operation job 'search': its parameters are not valid: {sentence}" in failed.reason
     assert not w.of(OperationRequested, "op-1-probe")
+
+
+def test_an_optimizer_job_without_an_objective_takes_the_pipelines_and_passes_the_door(world):
+    """The door's rules for a job counted only the job's own objectives: an optimizer job
+    that takes the pipeline's (as the shipped hardware example's does) was refused."""
+    w = world()
+    search = _walk("search", operator="optuna_tpe", parameters={"number_entities": 2})
+    w.request("op-1", w.register(), _pipeline(_walk("probe"), execute=(search,)), seed=1,
+              objective=LOSS)  # fmt: skip
+    [done] = w.of(OperationCompleted, "op-1")
+    assert done.stop_reason == "operator_finished"
+    [child] = [e for e in w.of(OperationRequested) if e.operation_id == "op-1-search"]
+    assert child.parameters.objective is not None
+    assert child.parameters.objective.property == "loss"
 
 
 def test_a_failed_optional_job_is_recorded_and_the_pipeline_goes_on(world):

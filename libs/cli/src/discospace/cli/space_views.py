@@ -155,8 +155,8 @@ def show(
     if cut is not None:  # said, not sorted in silence among part of the space
         typer.echo(
             f"note: sorted among the first {cut:,} never-sampled entities (in grid order), the "
-            "ones the projector lists without a limit, not all of them; the sampled ones are "
-            "all here (--include measured,elsewhere,unmeasured sorts only those)",
+            "ones the projector lists without a limit, not all of them; every sampled entity "
+            "is here",
             err=True,
         )
     title = f"Space {space_id}: {include.value} entities"

@@ -210,8 +210,9 @@ def _not_finite_at(value: JsonValue, where: str) -> str | None:
 def parameters_problem(data: Mapping[str, Any], operator: str | None = None) -> str | None:
     """Why `data` are no operation's parameters, briefly (`where: what`); None when they are.
     With the `operator` that would run them, also why it cannot whatever its space (the rules of
-    `discospace.core.operation_rules` that need no space: stopping rules, how many objectives,
-    options `random_walk` does not take), as the explorer says it at that operation's start."""
+    `discospace.core.operation_rules` that need no space: stopping rules, more objectives than
+    the optimizer takes, options `random_walk` does not take), as the explorer says it at that
+    operation's start."""
     try:
         parameters = OperationParameters.model_validate(data)
     except ValidationError as error:
@@ -219,9 +220,11 @@ def parameters_problem(data: Mapping[str, Any], operator: str | None = None) -> 
     if operator is None:
         return None
     count = len(parameters.objectives_to_optimise())
-    problem = stopping_problem(parameters.stopping) or objectives_problem(
-        operator, count, parameters.options
-    )
+    problem = stopping_problem(parameters.stopping)
+    if problem is None and (count or "objectives" in parameters.options):
+        # none given is no problem here: a pipeline passes its own objective to a job that
+        # gives none (when the job's space measures it), known only once the job runs
+        problem = objectives_problem(operator, count, parameters.options)
     if problem is None and operator == "random_walk":
         problem = random_walk_options_problem(parameters.options)
     return problem
