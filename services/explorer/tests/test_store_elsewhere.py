@@ -26,6 +26,7 @@ from discospace.explorer.domain.operator import (
     Proposal,
     Wait,
 )
+from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.sample_store import SampleStores
 from discospace.explorer.domain.spaces import KnownSpace, known_space
 from discospace.testing.events import measured
@@ -152,12 +153,13 @@ _VIEWERS = [("op-new", 100), ("op-other", 150), ("op-old", 50)]
 """(operation, seconds after T0 it started): the operations whose views are read."""
 _EVENTS = st.lists(
     st.tuples(
-        st.sampled_from([1, 2, 4, 16]),
+        st.sampled_from([1, 2, 4, 16, "4"]),  # "4": another entity than 4, seen elsewhere
         st.sampled_from([None, "llama"]),
         st.integers(min_value=0, max_value=200),
         st.sampled_from(["op-old", "op-new", "op-other"]),
         st.sampled_from([BENCH_ID, "other-experiment"]),
         st.sampled_from(["fold", "read", "forget"]),
+        st.booleans(),  # valid
     ),
     max_size=40,
     unique_by=lambda event: (event[2], event[3]),
@@ -165,40 +167,67 @@ _EVENTS = st.lists(
 
 
 def _scanned(
-    stores: SampleStores, space: KnownSpace, operation: str, started: Any, *, inside: bool
+    recorded: list[MeasurementCompleted],
+    space: KnownSpace,
+    operation: str,
+    started: Any,
+    *,
+    inside: bool,
 ) -> tuple[Any, ...]:
-    """The rule of both views, applied by one pass over what the store holds (the reference)."""
-    store = stores.stores.get(space.sample_store)
-    if store is None:
-        return ()
+    """The rule of both views, applied by one pass over every result recorded (the reference):
+    per pair, a valid result before an invalid one, then the earliest, then the smallest event
+    id (the sampler's memo's rule); inside the space only as it is (values its domains hold
+    unconverted)."""
     experiments = {experiment.id for experiment in space.experiments}
     names = set(space.entity_space.names)
-    chosen = [
-        result
-        for result in store.results.values()
-        if result.occurred_at < started
-        and result.operation_id != operation
-        and result.outcome.experiment_id in experiments
-        and (
-            set(result.outcome.entity_values) == names
-            and result.outcome.entity_values in space.entity_space
+    kept: dict[tuple[str, str], MeasurementCompleted] = {}
+    for event in recorded:
+        key = (event.entity_id, event.experiment_id)
+        rank = (not event.is_valid, event.occurred_at, event.event_id)
+        known = kept.get(key)
+        if known is None or rank < (not known.is_valid, known.occurred_at, known.event_id):
+            kept[key] = event
+
+    def as_it_is(values: dict[str, Any]) -> bool:
+        return (
+            set(values) == names
+            and values in space.entity_space
+            and all(
+                space.entity_space.get_property(n).domain.normalise(v) == v
+                for n, v in values.items()
+            )
         )
-        == inside
+
+    chosen = [
+        event
+        for event in kept.values()
+        if event.occurred_at < started
+        and event.operation_id != operation
+        and event.experiment_id in experiments
+        and as_it_is(dict(event.entity_values)) == inside
     ]
-    return tuple(result.outcome for result in sorted(chosen, key=lambda r: r.order))
+    chosen.sort(key=lambda event: (event.occurred_at, event.event_id))
+    return tuple(PairResult.of(event) for event in chosen)
 
 
 @settings(max_examples=300, deadline=None)
 @given(_EVENTS)
 def test_views_read_between_changes_are_what_a_pass_over_the_store_gives(events):
-    """Views follow the store change by change (results replaced by earlier ones, results of
-    the operation itself, other experiments, views dropped and made again): every read gives
-    what one pass over the store's results gives then."""
+    """Views follow the store change by change (results replaced by earlier or valid ones,
+    results of the operation itself, other experiments, entities of text values, views dropped
+    and made again): every read gives what one pass over every result recorded gives then."""
     space = _space(space_registered(SMALL))
     followed = SampleStores()
-    for size, model, seconds, operation, experiment, action in events:
+    recorded: list[MeasurementCompleted] = []
+    for size, model, seconds, operation, experiment, action, valid in events:
         values = {"batch_size": size, "number_gpus": 1} | ({"model": model} if model else {})
-        followed.record(_result(values, seconds, operation=operation, experiment=experiment))
+        result = _result(values, seconds, operation=operation, experiment=experiment)
+        if not valid:
+            result = result.model_copy(
+                update={"is_valid": False, "values": {}, "invalid_reason": "out of memory"}
+            )
+        followed.record(result)
+        recorded.append(result)
         if action == "forget":
             followed.forget(operation)
         if action == "fold":
@@ -206,7 +235,7 @@ def test_views_read_between_changes_are_what_a_pass_over_the_store_gives(events)
         for viewer, at in _VIEWERS:
             started = T0 + timedelta(seconds=at)
             for inside, read in ((True, followed.results_for), (False, followed.results_elsewhere)):
-                expected = _scanned(followed, space, viewer, started, inside=inside)
+                expected = _scanned(recorded, space, viewer, started, inside=inside)
                 assert read(space, viewer, started) == expected
 
 
@@ -246,17 +275,19 @@ def test_a_busy_store_keeps_only_the_changes_its_views_have_not_read(monkeypatch
     monkeypatch.setattr(sample_store, "TRIM_EVERY", 5)
     space = _space(space_registered(SMALL))
     started = T0 + timedelta(seconds=100)
-    stores = _stores(_result({"batch_size": 2, "number_gpus": 1}, 1))
+    recorded = [_result({"batch_size": 2, "number_gpus": 1}, 1)]
+    stores = _stores(*recorded)
     store = stores.stores["store-a"]
 
     def read(inside: bool) -> None:
         view = stores.results_for if inside else stores.results_elsewhere
         assert view(space, "op-new", started) == _scanned(
-            stores, space, "op-new", started, inside=inside
+            recorded, space, "op-new", started, inside=inside
         )
 
     for i in range(30):  # both views read every third result: few changes are kept
-        stores.record(_result({"batch_size": 4, "number_gpus": 1, "model": f"a{i}"}, 2 + i))
+        recorded.append(_result({"batch_size": 4, "number_gpus": 1, "model": f"a{i}"}, 2 + i))
+        stores.record(recorded[-1])
         if i % 3 == 0:
             read(True)
             read(False)
@@ -271,7 +302,8 @@ def test_a_busy_store_keeps_only_the_changes_its_views_have_not_read(monkeypatch
 
     monkeypatch.setattr(stores, "_trim", counted)
     for i in range(30):  # the inside view reads no more: its changes are kept for it
-        stores.record(_result({"batch_size": 8, "number_gpus": 1, "model": f"b{i}"}, 40 + i))
+        recorded.append(_result({"batch_size": 8, "number_gpus": 1, "model": f"b{i}"}, 40 + i))
+        stores.record(recorded[-1])
         read(False)
     assert len(store.changes) >= 30
     assert trims <= 30 // 5, "a lagging view made the store try to drop changes at every one"
