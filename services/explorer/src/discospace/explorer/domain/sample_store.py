@@ -10,7 +10,10 @@ before it started (the measurement's `occurred_at` against `OperationStarted.occ
 for its space's entities and experiments, from other operations, in the order of their
 `occurred_at` (then event id). Replaying the topics gives the same set; only a result still in
 transit when the operation started (it occurred before, and was read after) is missed live and
-seen after a restart, which can change decisions not yet taken, never those taken.
+seen after a restart, which can change decisions not yet taken, never those taken. The store
+keeps one result per pair, as the sampler's memo does (a valid one before an invalid one, then
+the earliest): a valid result measured after the operation started replaces an invalid one from
+before, which then leaves the operation's view (the sampler would reuse the valid one for it).
 
 `results_elsewhere` applies the same rule to the store's results for the space's experiments on
 entities OUTSIDE the space (other values of a property, or another set of properties): what a
