@@ -325,3 +325,28 @@ def test_an_entity_measured_by_two_operations_shows_the_latest_value(store_clien
 
     [row] = StoreViews(store_client).entities(space.space_id, ("measured",)).to_dict("records")
     assert row["train_tokens_per_second"] == 5.0
+
+
+def test_a_pair_measured_twice_elsewhere_shows_the_result_the_sampler_reuses(store_client):
+    """Two other spaces of the store measured a pair (1000, then 9000 tokens/s) and this
+    space's operation reused the first, as the sampler's memo does: the row showed the latest,
+    another value than the operation was handed."""
+    from .conftest import History, space_spec
+
+    history = History()
+    history.actuator("w0")
+    here, first_space, second_space = (
+        history.register(space_spec(sizes)) for sizes in ((1, 2), (1, 4), (1, 8))
+    )
+    values = point("llama-7b", 1, 1)
+    first = history.start(first_space, "op-first", number_entities=1).measure(values, tps=1000.0)
+    history.start(second_space, "op-second", number_entities=1).measure(values, tps=9000.0)
+    Projection(store_client, "projector").write(history.read())
+    views = StoreViews(store_client)
+    table = views.entities(here.space_id, ("elsewhere",))
+    assert table["train_tokens_per_second"].tolist() == [1000.0]  # the earliest, as reused
+
+    history.start(here, "op-here", number_entities=1).reuse(first)
+    Projection(store_client, "projector").write(history.read())
+    table = StoreViews(store_client).entities(here.space_id, ("elsewhere",))
+    assert table["train_tokens_per_second"].tolist() == [1000.0]

@@ -130,8 +130,9 @@ def _partition(
         key: _filled(entity, reused.get(key)) for key, entity in here.items() if entity.is_measured
     }
     other = _fold(layout, _result_pairs(elsewhere, layout))
-    for key, entity in reused.items():
-        other.setdefault(key, entity)  # a result reused here was measured through another space
+    for key, entity in reused.items():  # measured through another space: what was reused wins
+        found = other.get(key)
+        other[key] = entity if found is None else _filled(entity, found)
     other = {
         key: _filled(entity, here.get(key))
         for key, entity in other.items()
@@ -213,12 +214,18 @@ def _reused_pairs(
 def _result_pairs(
     rows: Sequence[ResultRow], layout: SpaceLayout
 ) -> Iterator[tuple[str, str, str, dict[str, Value] | None, str]]:
+    """The valid results of other spaces (`rows`, oldest first), one per entity and experiment:
+    the earliest, the one the sampler's memo keeps and reuses (the latest was shown: a pair
+    measured twice showed another value than every operation was handed)."""
     members: dict[str, bool] = {}
+    seen: set[tuple[str, str]] = set()
     for row in rows:
         if row.entity_id not in members:
             point = json.loads(row.entity_values)
             members[row.entity_id] = layout.entity_space.why_not(point) is None
-        if members[row.entity_id] and row.is_valid:
+        pair = (row.entity_id, row.experiment_id)
+        if members[row.entity_id] and row.is_valid and pair not in seen:
+            seen.add(pair)
             yield row.entity_id, row.entity_values, row.experiment_id, json.loads(row.values), ""
 
 
