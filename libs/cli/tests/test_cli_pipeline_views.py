@@ -418,6 +418,11 @@ def test_compare_over_trials_pools_each_stage_and_names_the_best_trial(client) -
     assert (comparison.objective.refined.trial, comparison.objective.refined.value) == (1, 2.4)
     assert comparison.best_trial is not None
     assert (comparison.best_trial.trial, comparison.best_trial.values) == (1, {"min_len": 50})
+    # another objective to compare by leaves the best trial the explorer's (it ranked the
+    # trials' values in the other objective's direction: the worst trial named "best")
+    other = client.pipeline_comparison("op-t", objective="held_out_loss", direction="max")
+    assert other.best_trial is not None
+    assert other.best_trial.trial == 1
 
 
 @pytest.mark.parametrize(

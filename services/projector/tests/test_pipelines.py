@@ -343,3 +343,9 @@ def test_a_childs_best_found_the_other_way_is_not_the_pipelines_best() -> None:
     assert best is not None
     assert (best.value, best.entity_id) == (2500.0, "e-search")
     assert jobs_best([job("probe", "max", 3000.0, "probe")], TPS) is None
+
+    # a trial ranks by its objective value once completed: a failed or running trial's child
+    # pipeline's best is another job's value (a failed trials pipeline showed one as its best)
+    for status in ("optional-failed", "running"):
+        trial = job("trial-0", "max", 9000.0, "trials").model_copy(update={"status": status})
+        assert jobs_best([trial], TPS) is None, status

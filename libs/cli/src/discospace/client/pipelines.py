@@ -280,7 +280,7 @@ def compare_pipeline(
         stages=stages,
         jobs=jobs,
         trials=trials,
-        best_trial=best_trial(trials, objective),
+        best_trial=best_trial(trials, pipeline_objective(progress)),  # the explorer's ranking
     )
 
 

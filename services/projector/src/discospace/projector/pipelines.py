@@ -248,8 +248,11 @@ def jobs_best(jobs: Sequence[PipelineJob], objective: Objective | None) -> BestS
 
 
 def _job_best(job: PipelineJob, objective: Objective) -> BestSoFar | None:
-    if job.stage == TRIALS_STAGE and job.status == "completed" and job.result:
-        return _trial_best(job.result, objective)
+    if job.stage == TRIALS_STAGE:  # only a completed trial's objective value ranks it: a
+        # failed or running trial's child pipeline's best is another job's value
+        return (
+            _trial_best(job.result, objective) if job.status == "completed" and job.result else None
+        )
     best = job.child.best if job.child else None
     if best is None or target_of(best.property) != target_of(objective.property):
         return None
