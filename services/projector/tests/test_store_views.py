@@ -307,9 +307,12 @@ def test_the_space_view_reads_and_folds_its_rows_with_the_collector_paused(
     assert gc.isenabled()
 
 
-def test_an_entity_measured_by_two_operations_shows_the_latest_value(store_client) -> None:
-    """The view folded the measurements by the first row of their operation: one begun
-    earlier and ended later had its older rival's value shown."""
+def test_an_entity_measured_by_two_operations_shows_the_value_the_store_keeps(
+    store_client,
+) -> None:
+    """The earliest result, which the sampler's memo keeps and hands every later operation
+    (the view showed the latest: another value than those operations were handed), whatever
+    order the operations began in."""
     from .conftest import History, space_spec
 
     history = History()
@@ -324,7 +327,7 @@ def test_an_entity_measured_by_two_operations_shows_the_latest_value(store_clien
     Projection(store_client, CONSUMER).write(history.read())
 
     [row] = StoreViews(store_client).entities(space.space_id, ("measured",)).to_dict("records")
-    assert row["train_tokens_per_second"] == 5.0
+    assert row["train_tokens_per_second"] == 7.0
 
 
 def test_a_pair_measured_twice_elsewhere_shows_the_result_the_sampler_reuses(store_client):

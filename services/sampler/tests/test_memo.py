@@ -55,6 +55,23 @@ def test_the_memo_kept_for_a_pair_does_not_depend_on_the_order_completions_arriv
     assert len(memo) == 1
 
 
+def test_a_later_copy_of_the_kept_completion_does_not_replace_it(make):
+    """A redelivered request measured again writes its own time and values under the same
+    event id: the first copy wins, as for every other consumer (read past the consumer's window
+    of seen ids, a valid copy replaced an invalid first one, so the sampler reused a result the
+    explorer and the projector did not hold)."""
+    first = make.completed(POINT, operation="op-a", valid=False, minutes=0)
+    copy = make.completed(POINT, operation="op-a", minutes=120).model_copy(
+        update={"event_id": first.event_id}
+    )
+    memo = MemoIndex()
+    assert memo.record(first)
+    assert not memo.record(copy)
+    found = memo.lookup(make.store, entity_id(POINT), "bench")
+    assert found is not None
+    assert (found.event_id, found.is_valid) == (first.event_id, False)
+
+
 def test_a_completion_that_loses_to_the_kept_memo_says_so(make):
     memo = MemoIndex()
     assert memo.record(make.completed(POINT, operation="op-a", minutes=0))

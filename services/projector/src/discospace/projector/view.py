@@ -180,13 +180,14 @@ def _measurement_pairs(
 def in_causal_order(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
     """The rows of each measurement (an operation's entity and experiment) in the order its
     events happen: attempt by attempt, and within an attempt requested, started, then the
-    answer; measurements by the time of their last event, so the fold keeps the latest.
+    answer; measurements by the time of their last event (their result), so the fold meets
+    them in the order they ended.
 
     Event times are kept to the millisecond, and stamped by several services' clocks, so a
     measurement that starts and completes within one (a replayed table lookup) must not let its
     start be read after its result. Ordered by their operation's first row instead, a
-    measurement of an entity by an operation that began earlier came first even when it
-    ended later, and the view showed the older value.
+    measurement of an entity by an operation that began earlier came first even when it ended
+    later.
     """
     last: dict[tuple[str, str, str], tuple[datetime, int]] = {}
     for index, row in enumerate(rows):  # (its last time, its first row): rows kept together
@@ -244,7 +245,10 @@ def _fold(
     layout: SpaceLayout,
     pairs: Iterable[tuple[str, str, str, dict[str, Value] | None, str]],
 ) -> dict[str, _Entity]:
-    """Entities in order of first event; per experiment, the latest valid values and problem."""
+    """Entities in order of first event; per experiment, the first valid values (in the order
+    of `in_causal_order`: the earliest result, the one the sampler's memo keeps and reuses for
+    the pair; the latest was shown, another value than later operations were handed) and the
+    latest problem."""
     experiments = set(layout.experiment_ids)
     entities: dict[str, _Entity] = {}
     for entity_id, entity_values, experiment_id, values, problem in pairs:
@@ -254,7 +258,7 @@ def _fold(
         if entity is None:
             entity = entities[entity_id] = _Entity(entity_id, json.loads(entity_values))
         pair = entity.pairs.setdefault(experiment_id, _Pair())
-        if values is not None:
+        if values is not None and pair.values is None:
             pair.values = values
         pair.problem = problem
     return entities

@@ -8,6 +8,7 @@ When several completions share a key (two operations measured the same pair at o
 kept does not depend on the order they were folded in: valid before invalid, then the earliest,
 then the smallest event id. A sampler that replays the topic after a restart (partitions read
 in another interleaving) therefore reuses the very same measurement and emits the same events.
+A later copy of the kept completion (same event id) changes nothing: the first copy wins.
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ class MemoIndex:
         key = (event.sample_store, event.entity_id, event.experiment_id)
         memo = Memo.of(event)
         current = self._memos.get(key)
+        if current is not None and current.event_id == memo.event_id:
+            # a copy of the kept completion (a redelivered request measured again writes its
+            # own time and values under the same id): the first copy wins, as for every other
+            # consumer; a later one read past the consumer's window of seen ids replaced it
+            return False
         if current is not None and not memo.preferred_over(current):
             if current.request_id != memo.request_id:
                 self._others.setdefault(key, set()).add(memo.request_id)
