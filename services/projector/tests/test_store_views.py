@@ -353,3 +353,34 @@ def test_a_pair_measured_twice_elsewhere_shows_the_result_the_sampler_reuses(sto
     Projection(store_client, "projector").write(history.read())
     table = StoreViews(store_client).entities(here.space_id, ("elsewhere",))
     assert table["train_tokens_per_second"].tolist() == [1000.0]
+
+
+@pytest.mark.parametrize("requested_first", ["op-a", "op-b"])
+def test_two_results_of_a_pair_in_one_millisecond_show_the_one_the_memo_keeps(
+    store_client, requested_first
+) -> None:
+    """Tied in time, the sampler's memo and the explorer keep the smaller event id: the view
+    kept the result of the operation that had requested first."""
+    from datetime import timedelta
+
+    from .conftest import History, space_spec
+
+    history = History()
+    history.actuator("w0")
+    space = history.register(space_spec((1, 2)))
+    entity = point("llama-7b", 1, 1)
+    operations = {op: history.start(space, op, number_entities=1) for op in ("op-a", "op-b")}
+    order = [requested_first, *(op for op in operations if op != requested_first)]
+    asked = {op: operations[op].request(entity) for op in order}
+    at = history.now + timedelta(seconds=10)
+    completed = []
+    for tps, op in enumerate(order, start=1):
+        history.now = at
+        values = {"train_tokens_per_second": float(tps), "peak_gpu_memory_mib": 1}
+        completed.append(operations[op].complete(asked[op], values))
+    assert completed[0].occurred_at == completed[1].occurred_at
+    kept = min(completed, key=lambda event: event.event_id)
+    Projection(store_client, "projector").write(history.read())
+
+    [row] = StoreViews(store_client).entities(space.space_id, ("measured",)).to_dict("records")
+    assert row["train_tokens_per_second"] == kept.values["train_tokens_per_second"]

@@ -72,6 +72,21 @@ def test_a_later_copy_of_the_kept_completion_does_not_replace_it(make):
     assert (found.event_id, found.is_valid) == (first.event_id, False)
 
 
+def test_a_later_copy_of_a_completion_that_lost_does_not_win(make):
+    """Only a copy of the kept completion was recognised: an invalid completion that lost to
+    an earlier one came back valid (measured again under its id) and became the memo."""
+    kept = make.completed(POINT, operation="op-a", valid=False, minutes=0)
+    lost = make.completed(POINT, operation="op-b", valid=False, minutes=10)
+    copy = make.completed(POINT, operation="op-b", minutes=20).model_copy(
+        update={"event_id": lost.event_id}
+    )
+    memo = MemoIndex()
+    assert [memo.record(e) for e in (kept, lost, copy)] == [True, False, False]
+    found = memo.lookup(make.store, entity_id(POINT), "bench")
+    assert found is not None
+    assert (found.event_id, found.is_valid) == (kept.event_id, False)
+
+
 def test_a_completion_that_loses_to_the_kept_memo_says_so(make):
     memo = MemoIndex()
     assert memo.record(make.completed(POINT, operation="op-a", minutes=0))

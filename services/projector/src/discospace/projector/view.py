@@ -189,15 +189,19 @@ def in_causal_order(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
     measurement of an entity by an operation that began earlier came first even when it ended
     later.
     """
-    last: dict[tuple[str, str, str], tuple[datetime, int]] = {}
-    for index, row in enumerate(rows):  # (its last time, its first row): rows kept together
+    last: dict[tuple[str, str, str], tuple[tuple[datetime, int, str], int]] = {}
+    for index, row in enumerate(rows):  # (its last event, its first row): rows kept together
         key = (row.operation_id, row.entity_id, row.experiment_id)
-        time, first = last.get(key, (row.occurred_at, index))
-        last[key] = (max(time, row.occurred_at), first)
+        event = (row.occurred_at, STAGE.get(row.kind, 0), row.event_id)
+        latest, first = last.get(key, (event, index))
+        last[key] = (max(latest, event), first)
 
-    def order(row: MeasurementRow) -> tuple[datetime, int, int, int]:
-        time, first = last[(row.operation_id, row.entity_id, row.experiment_id)]
-        return (time, first, row.attempt, STAGE.get(row.kind, 0))
+    def order(row: MeasurementRow) -> tuple[tuple[datetime, int, str], int, int, int]:
+        # measurements ending in one millisecond: by their answer's event id, as the
+        # sampler's memo and the explorer break the tie (by the first row, the view kept
+        # the other one)
+        latest, first = last[(row.operation_id, row.entity_id, row.experiment_id)]
+        return (latest, first, row.attempt, STAGE.get(row.kind, 0))
 
     return sorted(rows, key=order)
 

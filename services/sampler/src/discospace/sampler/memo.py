@@ -59,21 +59,30 @@ class MemoIndex:
         self._memos: dict[MemoKey, Memo] = {}
         self._others: dict[MemoKey, set[str]] = {}
         """The requests that completed a key besides its memo's (a pair measured twice)."""
+        self._folded: dict[MemoKey, set[str]] = {}
+        """The event ids of the completions of a key that are not its memo (only for pairs
+        completed more than once): a later copy of one is not folded again."""
 
     def record(self, event: MeasurementCompleted) -> bool:
         """Fold one completion in; True when it became the memo of its key."""
         key = (event.sample_store, event.entity_id, event.experiment_id)
         memo = Memo.of(event)
         current = self._memos.get(key)
-        if current is not None and current.event_id == memo.event_id:
-            # a copy of the kept completion (a redelivered request measured again writes its
-            # own time and values under the same id): the first copy wins, as for every other
-            # consumer; a later one read past the consumer's window of seen ids replaced it
+        if current is not None and (
+            current.event_id == memo.event_id or memo.event_id in self._folded.get(key, ())
+        ):
+            # a copy of a completion folded before (a redelivered request measured again
+            # writes its own time and values under the same id): the first copy wins, as for
+            # every other consumer; a later one read past the consumer's window of seen ids
+            # replaced the memo, or won where the first had lost
             return False
         if current is not None and not memo.preferred_over(current):
+            self._folded.setdefault(key, set()).add(memo.event_id)
             if current.request_id != memo.request_id:
                 self._others.setdefault(key, set()).add(memo.request_id)
             return False
+        if current is not None:
+            self._folded.setdefault(key, set()).add(current.event_id)
         if current is not None and current.request_id != memo.request_id:
             self._others.setdefault(key, set()).add(current.request_id)
         self._memos[key] = memo
