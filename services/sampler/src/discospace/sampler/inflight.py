@@ -144,15 +144,7 @@ class InFlight:
                 del self._others[key]
             self._holders[key] = send
             return None
-        waiters = self._waiters.get(key, [])
-        if not waiters:
-            self._waiters.pop(key, None)
-            return None
-        first = waiters.pop(0)
-        if not waiters:
-            del self._waiters[key]
-        self._count(first, -1)
-        return first
+        return self.next_waiter(key)
 
     def next_waiter(self, key: MemoKey) -> Waiter | None:
         """The first waiter of `key` (removed) when nothing holds the key: the waiter handed
