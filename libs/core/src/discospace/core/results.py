@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -110,6 +111,15 @@ class Result(Protocol):
 
     @property
     def values(self) -> Mapping[str, object]: ...
+
+
+def kept_rank(is_valid: bool, occurred_at: datetime, event_id: str) -> tuple[bool, datetime, str]:
+    """Where a result of a (sample store, entity, experiment) pair ranks for being the one the
+    store keeps, smallest first: a valid one before an invalid one, then the earliest, then the
+    smallest event id. One rule for every consumer that chooses (the sampler's memo, which
+    every later request for the pair reuses, and the explorer's store, which optimizers are
+    told): a total order, so the choice does not depend on the order results are read in."""
+    return (not is_valid, occurred_at, event_id)
 
 
 def as_number(raw: object) -> float | None:

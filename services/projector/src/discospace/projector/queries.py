@@ -177,15 +177,21 @@ STAGE = {"requested": 0, "started": 1, "completed": 2, "failed": 2, "reused": 2}
 then the answer. Their times are stamped by several services' clocks (the sampler's, then a
 worker's), so a worker's clock a second behind stamped its failure before the request: read by
 time, the pair stayed in flight."""
+_ANSWER = max(STAGE.values())
+_STAGE_OF_KIND = (
+    "multiIf("
+    + "".join(f"kind = '{kind}', {stage}, " for kind, stage in STAGE.items() if stage < _ANSWER)
+    + f"{_ANSWER})"
+)
+"""`STAGE` in SQL (declared kinds only, no user value)."""
 
 _PER_PAIR = (
-    "SELECT argMinIf(tuple(kind, is_valid), tuple(occurred_at, event_id),"
+    "SELECT argMinIf(tuple(kind, is_valid), tuple(occurred_at, event_id),"  # noqa: S608 (declared kinds)
     " kind IN ('completed', 'reused')) AS first,"
     " first.1 = 'completed' AS completed, completed AND first.2 AS valid,"
     " first.1 = 'reused' AS reused,"
-    " argMax(tuple(kind, retryable, attempt), tuple(attempt,"
-    " multiIf(kind = 'requested', 0, kind = 'started', 1, 2), occurred_at, kind = 'failed'))"
-    " AS latest"
+    " argMax(tuple(kind, retryable, attempt),"
+    f" tuple(attempt, {_STAGE_OF_KIND}, occurred_at, kind = 'failed')) AS latest"
     " FROM measurements WHERE {where} GROUP BY request_id"
 )
 """Per pair: its first result (what the explorer counts), and its latest row (by attempt, then

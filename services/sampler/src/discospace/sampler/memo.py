@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from discospace.core.results import kept_rank
 from discospace.events import MeasurementCompleted
 from discospace.events.common import PropertyValues
 
@@ -47,9 +48,8 @@ class Memo:
 
     def preferred_over(self, other: Memo) -> bool:
         """Whether this memo wins over `other` for the same key (see the module docstring)."""
-        mine = (not self.is_valid, self.occurred_at, self.event_id)
-        theirs = (not other.is_valid, other.occurred_at, other.event_id)
-        return mine < theirs
+        mine = kept_rank(self.is_valid, self.occurred_at, self.event_id)
+        return mine < kept_rank(other.is_valid, other.occurred_at, other.event_id)
 
 
 class MemoIndex:

@@ -27,6 +27,7 @@ import bisect
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from discospace.core.results import kept_rank
 from discospace.events import MeasurementCompleted
 from discospace.explorer.domain.pairs import PairKey, PairResult
 from discospace.explorer.domain.spaces import KnownSpace
@@ -65,9 +66,8 @@ def _preferred(result: StoredResult, known: StoredResult) -> bool:
     later request for the pair reuses. Kept by time alone, a pair that ran out of memory once
     and was measured fine later was told to an optimizer as infeasible, never proposed, while
     the store reuses its valid result (in any order of folding: the rule is a total order)."""
-    mine = (not result.outcome.is_valid, *result.order)
-    theirs = (not known.outcome.is_valid, *known.order)
-    return mine < theirs
+    mine = kept_rank(result.outcome.is_valid, result.occurred_at, result.event_id)
+    return mine < kept_rank(known.outcome.is_valid, known.occurred_at, known.event_id)
 
 
 @dataclass
@@ -242,7 +242,10 @@ def _in_space(space: KnownSpace, outcome: PairResult, names: set[str]) -> bool:
     taken as inside, an optimizer was told the point twice, once with each result, and the
     operation never measured its own entity 4)."""
     values = outcome.entity_values
-    if set(values) != names or values not in space.entity_space:
+    if set(values) != names:
         return False
-    entity_space = space.entity_space
-    return all(entity_space.get_property(n).domain.normalise(v) == v for n, v in values.items())
+    domain_of = space.entity_space.get_property
+    return all(
+        (normal := domain_of(name).domain.normalise(value)) is not None and normal == value
+        for name, value in values.items()
+    )
