@@ -286,17 +286,16 @@ def _process_train(
         config = _train_config(training, len(tokens))
     except PlanError as error:
         return InvalidMeasurement(reason=str(error))
-    try:
-        with threadpool_limits(limits=training.threads):
-            result = train(config, batches=text.window_batches(tokens, training.seed))
-    except ValueError as error:  # beyond what numpy can address at all, as in cpu_train
-        if not beyond_numpy(error):
-            raise
-        estimate = estimated_peak_mb(
-            config.preset, config.batch_size, config.max_length, config.dtype
-        )
-        return InvalidMeasurement(reason=beyond_numpy_reason(estimate))
     with threadpool_limits(limits=training.threads):
+        try:
+            result = train(config, batches=text.window_batches(tokens, training.seed))
+        except ValueError as error:  # beyond what numpy can address at all, as in cpu_train
+            if not beyond_numpy(error):
+                raise
+            estimate = estimated_peak_mb(
+                config.preset, config.batch_size, config.max_length, config.dtype
+            )
+            return InvalidMeasurement(reason=beyond_numpy_reason(estimate))
         windows = text.evaluation_windows(
             corpus.evaluation, preset.vocab_size, training.max_length + 1
         )

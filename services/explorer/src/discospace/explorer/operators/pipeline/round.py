@@ -8,7 +8,7 @@ cancelling, and the pipeline's own end (counts, a summary of its jobs).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -40,7 +40,7 @@ from discospace.explorer.domain.conducting import (
     ConductorView,
     derived,
 )
-from discospace.explorer.domain.operation import JobEnd
+from discospace.explorer.domain.operation import JobEnd, JobFacts
 from discospace.explorer.domain.spaces import KnownSpace
 from discospace.explorer.operators.pipeline.naming import submission_id
 from discospace.explorer.operators.pipeline.results import total_counts
@@ -58,6 +58,13 @@ class Failure:
 Outcome = Result | Failure | None
 """What a job came to this round: its result, a failure, or nothing yet (it waits)."""
 ResultOf = Callable[[ChildView, OperationCompleted], Result | Failure | None]
+
+
+def _unfinished(child: ChildView) -> bool:
+    """Whether the child was requested and has not ended."""
+    return child.requested is not None and child.finished is None
+
+
 """A job's result from its child's end (None while the child's results are still coming)."""
 
 
@@ -272,27 +279,23 @@ class Round:
         )
 
     def running_children(self) -> list[str]:
-        running = []
-        for facts in self.view.jobs.values():
-            child_id = facts.started.child_operation_id if facts.started else None
-            if child_id is None or facts.ended is not None:
-                continue
-            child = self.view.child(child_id)
-            if child.requested is not None and child.finished is None and child.cancel is None:
-                running.append(child_id)
-        return running
+        """The children of jobs still going on that run and are not being cancelled."""
+        return [
+            child.operation_id
+            for facts, child in self._children()
+            if facts.ended is None and _unfinished(child) and child.cancel is None
+        ]
 
     def unfinished_children(self) -> list[str]:
         """The children requested and not ended yet, cancelled or not."""
-        unfinished = []
+        return [child.operation_id for _, child in self._children() if _unfinished(child)]
+
+    def _children(self) -> Iterator[tuple[JobFacts, ChildView]]:
+        """Each job that asked for a child operation, with that child as it stands."""
         for facts in self.view.jobs.values():
             child_id = facts.started.child_operation_id if facts.started else None
-            if child_id is None:
-                continue
-            child = self.view.child(child_id)
-            if child.requested is not None and child.finished is None:
-                unfinished.append(child_id)
-        return unfinished
+            if child_id is not None:
+                yield facts, self.view.child(child_id)
 
     def fail(self, reason: str) -> None:
         reason = shortened(reason, MAX_OPERATION_REASON_CHARS)
@@ -304,13 +307,9 @@ class Round:
 
     def counts(self) -> OperationCounts:
         """Every child's counts added up (those that ended)."""
-        ends = []
-        for facts in [*self.view.jobs.values()]:
-            child_id = facts.started.child_operation_id if facts.started else None
-            finished = self.view.child(child_id).finished if child_id else None
-            if finished is not None:
-                ends.append(finished.counts)
-        return total_counts(ends)
+        return total_counts(
+            [child.finished.counts for _, child in self._children() if child.finished is not None]
+        )
 
     def summary(self) -> str:
         """How many jobs completed and which failed, in a sentence."""
