@@ -538,13 +538,18 @@ def test_on_a_narrow_console_a_pipelines_board_cuts_no_figure_short(width: int) 
     assert shown.endswith("┘\n")  # what is printed next starts on a line of its own
 
 
-def test_watching_a_pipeline_shows_the_jobs_of_its_running_trial_below_it() -> None:
+def _running_trial() -> tuple[PipelineJob, OperationProgress]:
+    """Trial 1's job while its child pipeline runs, and that child pipeline."""
     inner = child("op-t-trial-1", 1, operator="pipeline", status="running")
     running = job(
         "trials", "trial-1", "running", trial=1, kind="trial",
         child_operation_id="op-t-trial-1", child=inner,
     )  # fmt: skip
-    inside = trial_pipeline(1).model_copy(update={"status": "running"})
+    return running, trial_pipeline(1).model_copy(update={"status": "running"})
+
+
+def test_watching_a_pipeline_shows_the_jobs_of_its_running_trial_below_it() -> None:
+    running, inside = _running_trial()
     expanded: list[str] = []
 
     def expand(operation_id: str) -> OperationProgress:
@@ -565,12 +570,7 @@ class _AwayError(Exception):
 def test_a_projector_away_while_the_board_reads_a_running_trial_is_polled_through() -> None:
     """The running trial's child pipeline is read while the board is drawn, outside the poll
     that rides out a projector away: one 503 there ended the watch as a failed operation."""
-    inner = child("op-t-trial-1", 1, operator="pipeline", status="running")
-    running = job(
-        "trials", "trial-1", "running", trial=1, kind="trial",
-        child_operation_id="op-t-trial-1", child=inner,
-    )  # fmt: skip
-    inside = trial_pipeline(1).model_copy(update={"status": "running"})
+    running, inside = _running_trial()
     expansions = iter([_AwayError("503"), inside])
 
     def expand(operation_id: str) -> OperationProgress:

@@ -1,7 +1,7 @@
 """The --watch progress loop, fed by a scripted progress source (no projector needed)."""
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -158,17 +158,24 @@ class _AwayError(Exception):
     """Stands for the projector answering 503, or not at all, for now."""
 
 
+def _answering(answers: list[OperationProgress | Exception]) -> Callable[[], OperationProgress]:
+    """A fetch giving `answers` in turn, raising those that are errors."""
+    given = iter(answers)
+
+    def fetch() -> OperationProgress:
+        answer = next(given)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return fetch
+
+
 def test_a_projector_away_for_a_while_is_polled_through_and_the_watch_goes_on() -> None:
     """Once, a 503 (its store briefly unreadable) ended the watch, with the exit code of a
     failed operation, while the operation ran on."""
     running, completed = progress("running", 4, 1), progress("completed", 4, 4)
-    answers = iter([running, _AwayError(), _AwayError(), progress("running", 4, 2), completed])
-
-    def fetch() -> OperationProgress:
-        answer = next(answers)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+    fetch = _answering([running, _AwayError(), _AwayError(), progress("running", 4, 2), completed])
 
     sleeps: list[float] = []
     out = io.StringIO()
@@ -212,13 +219,7 @@ def test_an_interval_longer_than_a_grace_waits_the_grace_and_polls_once_more(see
 
 
 def test_a_projector_away_with_an_interval_longer_than_its_grace_is_polled_once_more() -> None:
-    answers = iter([_AwayError("503"), progress("completed", 1, 1)])
-
-    def fetch() -> OperationProgress:
-        answer = next(answers)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+    fetch = _answering([_AwayError("503"), progress("completed", 1, 1)])
 
     sleeps: list[float] = []
     final = follow(fetch, 61, Console(file=io.StringIO()), sleeps.append, away=(_AwayError,))

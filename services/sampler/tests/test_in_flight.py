@@ -156,13 +156,18 @@ def test_pairs_held_by_both_operations_wait_on_each_other_only_where_they_overla
     assert [(type(e), e.entity_values) for e in published[1:]] == [(MeasurementRequested, OTHER)]
 
 
+def _two_waiting_on_one(state: SamplerState, make) -> tuple[Any, Any, Any, MeasurementRequested]:
+    """Operations a, b and c ask for POINT in turn: a's request is sent, b and c wait on it;
+    the three requests and a's measurement request."""
+    requests = [_request(make, op, POINT) for op in ("op-a", "op-b", "op-c")]
+    [_, requested_a] = _decide_and_take(state, requests[0], make)
+    for waiting in requests[1:]:
+        _decide_and_take(state, waiting, make)
+    return (*requests, requested_a)
+
+
 def test_when_the_measurement_in_flight_fails_the_first_waiter_is_sent_to_the_pool(state, make):
-    first = _request(make, "op-a", POINT)
-    second = _request(make, "op-b", POINT)
-    third = _request(make, "op-c", POINT)
-    [_, requested_a] = _decide_and_take(state, first, make)
-    _decide_and_take(state, second, make)
-    _decide_and_take(state, third, make)
+    _, second, _, requested_a = _two_waiting_on_one(state, make)
 
     [requested_b] = fail(state, _failed(requested_a, make), make.at)
     again = fail(state, _failed(requested_a, make), make.at)
@@ -179,12 +184,7 @@ def test_when_no_pool_can_take_the_first_waiter_the_next_waiters_are_answered_to
     """The first waiter, handed back, was answered by the sampler's own failure (the pool no
     longer offers the experiment), which holds no key: the waiters after it waited for a holder
     that never came, their requests' offsets held until their wait ran out."""
-    first = _request(make, "op-a", POINT)
-    second = _request(make, "op-b", POINT)
-    third = _request(make, "op-c", POINT)
-    [_, requested_a] = _decide_and_take(state, first, make)
-    _decide_and_take(state, second, make)
-    _decide_and_take(state, third, make)
+    _, _, third, requested_a = _two_waiting_on_one(state, make)
     profile = ExperimentSpec(actuator="synthetic", experiment="profile", target_properties=("m",))
     evolve_pools(state, make.pool("a100", "A100", profile))  # no bench any more
 
