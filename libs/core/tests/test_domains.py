@@ -293,3 +293,45 @@ def test_a_property_cannot_be_named_as_a_column_every_view_has(name: str) -> Non
 def test_a_normal_probability_mostly_inside_its_range_is_kept() -> None:
     law = ProbabilitySpec(name="normal", mean=0.9, std=0.5)
     assert domain(range=[0.0, 1.0], probability=law).probability.mean == 0.9
+
+
+@pytest.mark.parametrize(
+    ("fields", "near", "point"),
+    [
+        ({"range": [0, 80_000_000_000], "interval": 1_000_000_000}, 8_000_000_001, 8_000_000_000),
+        ({"range": [0, 80_000_000_000], "interval": 1_000_000_000}, 7_999_999_999, 8_000_000_000),
+        ({"range": [0, 10**13], "interval": 10**12}, 5_000_000_000_999, 5 * 10**12),
+        ({"range": [0.0, 8e10], "interval": 1e9}, 8_000_000_001.0, 8_000_000_000),
+    ],
+    ids=["one-above", "one-below", "999-above", "float-grid"],
+)
+def test_a_number_off_a_coarse_grid_is_no_member_not_its_neighbour(
+    fields: dict, near: float, point: int
+) -> None:
+    """The grid's tolerance was a fraction of its interval: with an interval of 10^9, the whole
+    number 8000000001 was taken for the point 8000000000 (a store import filed its row there,
+    and the projector counted it inside the space where the explorer did not)."""
+    grid = domain(**fields)
+
+    assert grid.normalise(point) == point
+    assert grid.normalise(near) is None
+    assert near not in grid
+
+
+def test_float_noise_around_a_grid_point_is_that_point() -> None:
+    grid = domain(range=[0.0, 1.0], interval=0.1)
+
+    assert grid.normalise(0.1 * 3) == 0.3  # 0.30000000000000004
+    assert grid.normalise(sum([0.1] * 8)) == 0.8  # 0.7999999999999999
+    assert grid.normalise(0.1 * 3 - 0.3) == 0  # 5.5e-17: noise around the point 0
+    assert grid.normalise(0.35) is None
+
+
+@pytest.mark.parametrize("text", ["\u0668", "\uff18", "1_000", "8 8", "0x8"])
+def test_a_number_is_read_from_ascii_digits_only(text: str) -> None:
+    """`int()` and `float()` read other scripts' digits and `_` separators: a store import's
+    cell "٨" became the entity 8, while every table reader refuses it (`NUMBER_TEXT`)."""
+    sizes = domain(values=[8, 1000])
+
+    assert sizes.normalise(text) is None
+    assert sizes.normalise(" 8\n") == 8

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Literal
 
 from discospace.core.canonical import (
+    NUMBER_TEXT,
     Value,
     beyond_64_bits,
     format_value,
@@ -55,16 +56,34 @@ def _to_number(value: object) -> int | float | None:
     if is_number(value):
         number = normalise_number(value)
     elif isinstance(value, str):
+        text = value.strip()
+        if not NUMBER_TEXT.fullmatch(text):  # int() and float() also read other digits, "1_000"
+            return None
         try:  # a whole number exactly: through a float, 2^53 + 1 was 2^53, another value
-            number = int(value.strip())
+            number = int(text)
         except ValueError:
-            try:
-                number = normalise_number(float(value.strip()))
-            except ValueError:
-                return None
+            number = normalise_number(float(text))
     else:
         return None
     return number if isinstance(number, int) or math.isfinite(number) else None
+
+
+GRID_NOISE_ULPS = 64
+"""How far a float may lie from a grid point and still be that point, in units in the last place
+of the larger of the two and the interval: the noise of float arithmetic (`0.1 * 3` is
+0.30000000000000004), not a fraction of the interval, which took a whole number 1 off a grid of
+interval 10^9 for its neighbour."""
+
+
+def _same_point(number: int | float, point: int | float, interval: int | float) -> bool:
+    """Whether `number` is the grid point `point`: exactly for whole numbers on a whole grid,
+    else up to float noise (`GRID_NOISE_ULPS`)."""
+    if number == point:
+        return True
+    if isinstance(number, int) and isinstance(point, int):
+        return False
+    scale = max(abs(number), abs(point), abs(interval))
+    return abs(number - point) <= GRID_NOISE_ULPS * math.ulp(scale)
 
 
 def _coerce_to_kind(value: object, sample: Value) -> Value | None:
@@ -214,9 +233,10 @@ class PropertyDomain:
     def _normalise_on_grid(self, number: int | float) -> Value | None:
         offset = (_decimal(number) - _decimal(self.low)) / _decimal(self.interval)  # type: ignore[arg-type]
         index = offset.to_integral_value()
-        if abs(offset - index) > Decimal("1e-9") or not 0 <= index < self.size:
+        if not 0 <= index < self.size:
             return None
-        return self.value_at(int(index))
+        point = self.value_at(int(index))
+        return point if _same_point(number, point, self.interval) else None  # type: ignore[arg-type]
 
     def __contains__(self, value: object) -> bool:
         return self.normalise(value) is not None
