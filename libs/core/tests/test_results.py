@@ -128,6 +128,50 @@ def test_a_point_joins_an_entitys_results_of_every_objectives_experiment() -> No
     assert [r.experiment_id for r in points[1].results] == ["bench", "profile"]
 
 
+def test_a_point_whose_dependent_objective_will_never_run_is_infeasible_when_it_is_known() -> None:
+    """`energy` reads `bench.tps` and `carbon` reads `energy.joules`: an entity whose `bench`
+    gave no valid `tps` never gets either (the explorer skips them), so it is infeasible as
+    soon as that result is read; before, it never made a point (an optimizer held it in flight
+    for good, and its warm start asked for it again)."""
+    needs = {
+        "energy": (ObjectiveSource("bench", "tps"),),
+        "carbon": (ObjectiveSource("energy", "joules"),),
+    }
+    sources = (ObjectiveSource("carbon", "grams"),)
+    results = [
+        Result("valid", "bench", True, {"tps": 5}),
+        Result("oom", "bench", False),
+        Result("no-tps", "bench", True, {"mem": 3}),
+        Result("no-joules", "bench", True, {"tps": 1}),
+        Result("no-joules", "energy", True, {"watts": 1}),
+        Result("oom", "bench", False),  # a second copy adds no point
+        Result("valid", "energy", True, {"joules": 2}),
+        Result("valid", "carbon", True, {"grams": 7}),
+    ]
+
+    points = objective_points(results, sources, needs)
+
+    assert [(p.entity_id, p.values) for p in points] == [
+        ("oom", None),
+        ("no-tps", None),
+        ("no-joules", None),
+        ("valid", (7.0,)),
+    ]
+    assert [p.results[0].experiment_id for p in points] == ["bench", "bench", "energy", "carbon"]
+    assert [p.entity_id for p in objective_points(results, sources)] == ["valid"]
+
+
+def test_a_result_an_objective_does_not_read_through_blocks_nothing() -> None:
+    needs = {"energy": (ObjectiveSource("bench", "tps"),)}
+    sources = (ObjectiveSource("bench", "tps"), ObjectiveSource("profile", "mem"))
+    results = [Result("e1", "bench", False), Result("e1", "profile", True, {"mem": 1})]
+
+    points = objective_points(results, sources, needs)
+
+    assert [(p.entity_id, p.values) for p in points] == [("e1", None)]
+    assert [r.experiment_id for r in points[0].results] == ["bench", "profile"]
+
+
 def test_two_objectives_of_one_experiment_make_a_point_of_each_result() -> None:
     sources = (ObjectiveSource("bench", "tps"), ObjectiveSource("bench", "mem"))
     results = [Result("e1", "bench", True, {"tps": 2, "mem": 3})]

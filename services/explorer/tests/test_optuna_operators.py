@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -10,8 +11,11 @@ from discospace.core import Entity, PropertySpec
 from discospace.events import OperationCompleted, OperationFailed, SamplesRequested
 from discospace.explorer.domain.decide import Engine
 from discospace.explorer.operators.known import known_operators
+from discospace.explorer.operators.optuna_search import operator as operator_module
 from discospace.explorer.operators.optuna_search import samplers
 from discospace.explorer.operators.optuna_search.samplers import missing_packages
+
+from .conftest import BENCH, ENERGY, SMALL, request, space_registered
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 NUMERIC = (
@@ -204,6 +208,58 @@ def test_invalid_results_are_never_asked_again_and_count_as_invalid(
     assert completed.counts.measured == 40
     assert completed.counts.invalid == 12
     assert completed.best_entity_values == {"batch_size": 64, "number_gpus": 8}
+
+
+def _oom_at_8_for_bench(values, experiment, attempt):
+    if experiment == "energy":
+        return ("valid", {"joules": 10.0 * values["number_gpus"] + values["batch_size"]})
+    if values["batch_size"] == 8:
+        return ("invalid", "out of memory")
+    return ("valid", {"tps": float(values["batch_size"] * values["number_gpus"]), "mem": 1})
+
+
+MIN_JOULES = {"property": "joules", "direction": "min"}
+
+
+@pytest.mark.parametrize("operator", ["optuna_tpe", "optuna_nsga2"])
+def test_a_point_whose_dependent_objective_is_skipped_is_known_infeasible(optimizer_loop, operator):
+    """The objective is measured by `energy`, which reads `bench.tps`: where `bench` runs out of
+    memory, `energy` is skipped. The point was never told (held in flight for good), and a later
+    operation's warm start asked for it again; it is told infeasible, and the later one knows
+    every point."""
+    space = space_registered(SMALL, (BENCH, ENERGY))
+    sim = optimizer_loop(space, behaviour=_oom_at_8_for_bench)
+    sim.send(request(space, "op-1", operator="random_walk", seed=1))
+    sim.run()
+    sim.now += timedelta(hours=1)
+    sim.send(request(space, "op-2", operator=operator, seed=1, objective=MIN_JOULES))
+    sim.run()
+
+    asked = [r for r in sim.decisions(SamplesRequested) if r.operation_id == "op-2"]
+    [done] = [e for e in sim.decisions(OperationCompleted) if e.operation_id == "op-2"]
+    assert asked == []
+    assert done.stop_reason == "space_exhausted"
+
+
+def test_an_operation_tells_its_own_skipped_points_as_infeasible(optimizer_loop, monkeypatch):
+    told: list = []
+    history_of = operator_module.history_of
+
+    def recorded(view, sources, warm_start):
+        history = history_of(view, sources, warm_start)
+        told.append(history)
+        return history
+
+    monkeypatch.setattr(operator_module, "history_of", recorded)
+    space = space_registered(SMALL, (BENCH, ENERGY))
+    sim = optimizer_loop(space, behaviour=_oom_at_8_for_bench)
+    sim.send(request(space, operator="optuna_tpe", seed=1, objective=MIN_JOULES))
+    sim.run()
+
+    last = told[-1]
+    assert sorted(t.entity["number_gpus"] for t in last.own if t.values is None) == [1, 2]
+    assert all(t.entity["batch_size"] == 8 for t in last.own if t.values is None)
+    assert last.in_flight == ()
 
 
 def test_the_candidates_option_keeps_the_search_to_the_listed_points(

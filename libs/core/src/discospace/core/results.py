@@ -158,24 +158,71 @@ class ObjectivePoint(Generic[R]):
 
 
 def objective_points(
-    results: Iterable[R], sources: Sequence[ObjectiveSource]
+    results: Iterable[R],
+    sources: Sequence[ObjectiveSource],
+    needs: Mapping[str, Sequence[ObjectiveSource]] | None = None,
 ) -> list[ObjectivePoint[R]]:
     """A point per entity once every source experiment has a result for it, in that order.
 
     The first result of each (entity, experiment) counts; results of other experiments are
     not read. Read in the order results arrived, points come in the order they completed.
+
+    `needs`: per dependent experiment, the observed values it reads from other experiments
+    (`ParameterizedExperiment.required_observed`, as sources). A dependent experiment never runs
+    for an entity whose experiment it reads from gave no valid result with that value (the
+    explorer skips it): that result stands in for it, so the point is infeasible when the
+    result arrives, rather than never complete (an out-of-memory configuration was never told
+    to an optimizer whose objective a dependent experiment measures).
     """
     needed = {source.experiment_id for source in sources}
+    blocks = _blocks(needs or {}, needed)
     seen: dict[str, dict[str, R]] = {}
     points: list[ObjectivePoint[R]] = []
     for result in results:
         answered = seen.setdefault(result.entity_id, {})
-        if result.experiment_id not in needed or result.experiment_id in answered:
-            continue
-        answered[result.experiment_id] = result
+        if len(answered) == len(needed):
+            continue  # the entity's point is out
+        if result.experiment_id in needed:
+            answered.setdefault(result.experiment_id, result)
+        for blocked in _blocked_by(result, blocks.get(result.experiment_id, ())):
+            answered.setdefault(blocked, result)
         if len(answered) == len(needed):
             points.append(_point(result.entity_id, answered, sources))
     return points
+
+
+def _blocks(
+    needs: Mapping[str, Sequence[ObjectiveSource]], needed: set[str]
+) -> dict[str, list[tuple[str, frozenset[str]]]]:
+    """Per experiment read from: (target read, objective experiments that then cannot run)."""
+    downstream: dict[str, set[str]] = {}
+
+    def reached(experiment: str, trail: frozenset[str]) -> set[str]:
+        if experiment in downstream:
+            return downstream[experiment]
+        found = {experiment} & needed
+        for dependent, reads in needs.items():
+            if dependent not in trail and any(s.experiment_id == experiment for s in reads):
+                found |= reached(dependent, trail | {dependent})
+        downstream[experiment] = found
+        return found
+
+    blocks: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for dependent, reads in needs.items():
+        stopped = frozenset(reached(dependent, frozenset({dependent})))
+        for source in reads:
+            if stopped:
+                blocks.setdefault(source.experiment_id, []).append((source.target, stopped))
+    return blocks
+
+
+def _blocked_by(result: Result, blocks: Sequence[tuple[str, frozenset[str]]]) -> set[str]:
+    """The objective experiments `result` keeps from running for its entity."""
+    stopped: set[str] = set()
+    for target, experiments in blocks:
+        if not result.is_valid or target not in result.values:
+            stopped |= experiments
+    return stopped
 
 
 def _point(

@@ -21,6 +21,7 @@ from discospace.core import (
     ParameterizedExperiment,
     objective_source,
 )
+from discospace.core.experiment import split_observed_property_id
 from discospace.core.measurement_space import dependency_order
 from discospace.core.spec import SpaceSpec
 from discospace.events import SpaceRegistered
@@ -54,6 +55,19 @@ class KnownSpace:
 
     def experiment(self, experiment_id: str) -> ParameterizedExperiment | None:
         return self._by_id.get(experiment_id)
+
+    @cached_property
+    def needs(self) -> dict[str, tuple[ObjectiveSource, ...]]:
+        """Per dependent experiment, the (experiment, target) values it reads: it is skipped
+        for an entity where one of them has no valid result (`objective_points`)."""
+        return {
+            experiment.id: tuple(
+                ObjectiveSource(*split_observed_property_id(observed))
+                for observed in experiment.required_observed
+            )
+            for experiment in self.experiments
+            if experiment.is_dependent
+        }
 
     @property
     def size(self) -> int | float:

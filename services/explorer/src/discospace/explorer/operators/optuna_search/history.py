@@ -2,12 +2,13 @@
 
 A point is *told* once every objective's experiment has a result for it: feasible with the
 objective values when all are valid numbers, infeasible otherwise (`is_valid = 0` is a
-constraint, not a value). Told points come in a fixed order: the warm start (results of the
-sample store from before the operation started, oldest first), then the operation's own results
-in the order they arrived (the same on every replay). Points the operation requested and that
-are not told yet are *in flight*, in the order they were requested; a point that failed for
-good stays there (a sampler with a constant liar treats it as a poor point, and it is never
-proposed again).
+constraint, not a value). An objective measured by a dependent experiment that will never run
+for the point (an experiment it reads from gave no valid result) makes it infeasible too.
+Told points come in a fixed order: the warm start (results of the sample store from before the
+operation started, oldest first), then the operation's own results in the order they arrived
+(the same on every replay). Points the operation requested and that are not told yet are *in
+flight*, in the order they were requested; a point that failed for good stays there (a
+sampler with a constant liar treats it as a poor point, and it is never proposed again).
 """
 
 from __future__ import annotations
@@ -105,8 +106,9 @@ def _entity(values: Mapping[str, object] | None, space: KnownSpace) -> Entity | 
 def told_points(
     outcomes: Iterable[PairResult], sources: Sequence[Source], space: KnownSpace
 ) -> tuple[Told, ...]:
-    """Points whose every source experiment has a result, in the order they completed
+    """Points whose every source experiment has a result, or never will (an experiment it
+    reads from gave no valid result), in the order they completed
     (`discospace.core.results.objective_points`)."""
-    points = objective_points(outcomes, [source.at for source in sources])
+    points = objective_points(outcomes, [source.at for source in sources], space.needs)
     entities = ((_entity(p.results[0].entity_values, space), p.values) for p in points)
     return tuple(Told(entity, values) for entity, values in entities if entity is not None)

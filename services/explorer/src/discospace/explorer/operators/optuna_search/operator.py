@@ -138,7 +138,7 @@ def _transfer(
     """Other spaces' results as a transfer, for one objective searched by TPE or GP."""
     if not options.transfer or len(sources) != 1 or kind not in TRANSFERS:
         return None
-    return transfer_of(view.store_elsewhere, sources[0], view.space.entity_space)
+    return transfer_of(view.store_elsewhere, sources[0], view.space.entity_space, view.space.needs)
 
 
 def _sources(parameters: OperationParameters, space: KnownSpace) -> list[Source]:

@@ -37,10 +37,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from discospace.core import Entity, EntitySpace, objective_points
+from discospace.core import Entity, EntitySpace, ObjectiveSource, objective_points
 from discospace.core.canonical import Value
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.operators.optuna_search.history import Source, Told
@@ -115,12 +115,16 @@ class Transfer:
 
 
 def transfer_of(
-    elsewhere: Sequence[PairResult], source: Source, entity_space: EntitySpace
+    elsewhere: Sequence[PairResult],
+    source: Source,
+    entity_space: EntitySpace,
+    needs: Mapping[str, Sequence[ObjectiveSource]] | None = None,
 ) -> Transfer | None:
     """The tasks the results `elsewhere` form for one objective; None when no task has two
-    results (nothing to rank)."""
+    results (nothing to rank). `needs`: what the space's dependent experiments read
+    (`objective_points`)."""
     grouped: dict[Context, list[tuple[dict[str, Value], float | None]]] = defaultdict(list)
-    for point in objective_points(elsewhere, [source.at]):
+    for point in objective_points(elsewhere, [source.at], needs):
         values = point.results[0].entity_values
         context, shared = _split(values, entity_space)
         value = point.values[0] if point.values is not None else None
