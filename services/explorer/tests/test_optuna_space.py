@@ -57,6 +57,20 @@ def test_evenly_spaced_decimal_values_become_a_float_range_with_their_step():
     assert search.entity({"ratio": 0.30000000000000004})["ratio"] == 0.3
 
 
+@pytest.mark.parametrize("low", [2**53, 10**17])
+def test_evenly_spaced_whole_numbers_floats_cannot_tell_apart_are_no_range(low: int):
+    """Optuna computes an int distribution in floats, where 10^17 + 1 is 10^17: the search
+    failed with a bare ValueError (TPE: NaN to integer; GP: argmax of an empty sequence) once
+    the model took over. Such values are searched as categories, or by rank."""
+    values = (low, low + 1, low + 2)
+    ids = space(PropertySpec(name="seed", values=values))
+
+    assert SearchSpace.of(ids).distributions["seed"] == CategoricalDistribution(values)
+    assert SearchSpace.of(ids, numeric_only=True).distributions["seed"] == IntDistribution(0, 2)
+    wide = space(PropertySpec(name="seed", values=(low, low + 64, low + 128)))
+    assert SearchSpace.of(wide).distributions["seed"] == IntDistribution(low, low + 128, step=64)
+
+
 def test_a_numbers_only_sampler_gets_uneven_values_as_their_rank_and_refuses_categories():
     numeric = space(PropertySpec(name="batch_size", values=(8, 2, 4)))
     search = SearchSpace.of(numeric, numeric_only=True)

@@ -19,6 +19,7 @@ the value itself (categories), from which `candidates.py` finds the nearest free
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -165,6 +166,9 @@ def _as_range(values: Sequence[Value]) -> BaseDistribution | None:
     exact = [Decimal(repr(v)) if isinstance(v, float) else Decimal(v) for v in ordered]
     step = exact[1] - exact[0]
     if any(b - a != step for a, b in itertools.pairwise(exact)):
+        return None
+    widest = max(abs(float(ordered[0])), abs(float(ordered[-1])))
+    if float(step) < 2 * math.ulp(widest):  # Optuna computes in floats: 10^17 + 1 is 10^17
         return None
     if all(isinstance(v, int) and is_number(v) for v in ordered):
         return IntDistribution(int(ordered[0]), int(ordered[-1]), step=int(step))
