@@ -159,6 +159,8 @@ class ChildPlugin:
             time.sleep(3600)
         if behaviour == "raise":
             raise ValueError(f"cannot behave on attempt {task.attempt}")
+        if behaviour == "raise-undecodable":
+            raise ValueError("corrupt shard caf\udce9")
         if behaviour == "invalid":
             return InvalidMeasurement(reason="batch does not fit")
         if behaviour == "transient":
@@ -209,6 +211,14 @@ class FaultyPlugin:
             return garbage(fault.removeprefix("garbage:"), good)
         if fault == "raise":
             raise RuntimeError("driver crashed")
+        if fault == "raise-undecodable":  # a file name os.listdir gave for the bytes caf\xe9
+            raise RuntimeError("corrupt shard caf\udce9")
+        if fault == "transient-undecodable":
+            return TransientFailure("mount caf\udce9 missing")
+        if fault == "invalid-undecodable":
+            return InvalidMeasurement.model_construct(reason="no shard caf\udce9")
+        if fault == "raise-validation":  # the plugin's own outcome, refused as it builds it
+            ValidMeasurement(values={**good, "value": [1, 2]})
         if fault == "raise-huge":
             raise RuntimeError("x" * 1_000_000)
         if fault == "long-reason":

@@ -88,6 +88,17 @@ def _failed(event, retryable: bool) -> str:
 
 IN_PROCESS = [
     ("raise", False, f"{FAULTY} raised RuntimeError: driver crashed"),
+    # not UTF-8: the failure event refused the reason, and the request was never answered
+    ("raise-undecodable", False, f"{FAULTY} raised RuntimeError: corrupt shard caf\\udce9"),
+    ("transient-undecodable", True, "mount caf\\udce9 missing"),
+    ("invalid-undecodable", None, "no shard caf\\udce9"),
+    (
+        "raise-validation",
+        False,
+        f"{FAULTY} raised ValidationError: ValidMeasurement: values.value: Input should be a "
+        "valid boolean; Input should be a valid integer; Input should be a valid number; "
+        "Input should be a valid string",
+    ),
     ("exit", False, f"{FAULTY} raised SystemExit: 3"),
     ("memory", True, "the worker ran out of memory measuring it (MemoryError)"),
     ("hang", True, "timed out after 1sec"),
@@ -99,7 +110,7 @@ IN_PROCESS = [
 
 @pytest.mark.parametrize(("fault", "retryable", "reason"), IN_PROCESS)
 async def test_an_in_process_plugin_that_crashes_or_hangs_is_answered_and_the_worker_goes_on(
-    clock, make_request, fault, retryable, reason
+    clock, make_request, fault, retryable: bool | None, reason
 ):
     worker = _faulty(clock)
     begun = time.monotonic()
@@ -108,7 +119,12 @@ async def test_an_in_process_plugin_that_crashes_or_hangs_is_answered_and_the_wo
         worker, _probe(make_request, fault), _probe(make_request, "none")
     )
 
-    assert _failed(result, retryable) == reason
+    if retryable is None:
+        assert isinstance(result, MeasurementCompleted), result
+        assert not result.is_valid
+        assert result.invalid_reason == reason
+    else:
+        assert _failed(result, retryable) == reason
     assert time.monotonic() - begun < 6, "the fault held the worker past its timeout"
 
 
@@ -213,6 +229,7 @@ def _died(how: str) -> str:
 
 ISOLATED = [
     ("raise", False, f"{CHILD} raised ValueError: cannot behave on attempt 1"),
+    ("raise-undecodable", False, f"{CHILD} raised ValueError: corrupt shard caf\\udce9"),
     ("exit", True, _died("exit status 3")),
     # raised, as in process: sys.exit(2) of a CLI refusing its arguments would never succeed
     ("sysexit", False, f"{CHILD} raised SystemExit: 4"),

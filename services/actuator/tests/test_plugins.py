@@ -85,6 +85,36 @@ def test_a_plugin_offering_experiments_under_another_name_is_refused(monkeypatch
         load_actuator("impostor")
 
 
+class _Broken:
+    """An installed entry point whose module cannot load (a dependency missing, a typo)."""
+
+    value = "badplug:NoSuchClass"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def load(self):
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ModuleNotFoundError("No module named 'torchx'"), AttributeError("no attribute 'NoSuch'")],
+    ids=["missing-dependency", "no-such-class"],
+)
+def test_an_entry_point_that_cannot_load_is_refused_in_one_sentence(monkeypatch, error):
+    """The same fault named as `module:Class` was one sentence; through the documented entry
+    point it stopped the worker with a traceback."""
+    monkeypatch.setattr(plugins, "installed_plugins", lambda: {"bad": _Broken(error)})
+
+    with pytest.raises(ActuatorConfigError) as refused:
+        load_actuator("bad")
+
+    assert str(refused.value) == (
+        f"Actuator plugin 'bad' (entry point badplug:NoSuchClass) cannot be loaded ({error})."
+    )
+
+
 def test_a_plugin_that_is_no_entry_point_is_loaded_as_module_and_class():
     actuator = load_actuator("isolation_plugins:ChildPlugin", {"allocate_mb": 8})
 

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol, TypeAlias, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from discospace.core import Entity, Experiment, ExperimentSpec, ParameterizedExperiment
 from discospace.core.canonical import Value, beyond_64_bits
@@ -175,11 +175,12 @@ def _checked(outcome: object, experiment: Experiment) -> Outcome | str:
 
 
 def _reason(outcome: object) -> str | None:
-    """The outcome's reason, cut to `MAX_REASON_CHARS`; None when it has none (or not text)."""
+    """The outcome's reason, cut to `MAX_REASON_CHARS`, what is not UTF-8 escaped (a path's
+    undecodable byte: `caf\\udce9`); None when it has none (or not text)."""
     reason = getattr(outcome, "reason", None)
-    if not isinstance(reason, str) or not reason.strip() or _not_utf8(reason):
+    if not isinstance(reason, str) or not reason.strip():
         return None
-    return shortened(reason)
+    return shortened(utf8_text(reason))
 
 
 def _checked_valid(outcome: ValidMeasurement, experiment: Experiment) -> Outcome | str:
@@ -246,14 +247,46 @@ def _uncertainty_problem(uncertainty: object, values: Mapping[object, object]) -
 
 def described(error: BaseException, limit: int = MAX_REASON_CHARS) -> str:
     """`ValueError: bad batch`, at most `limit` characters, even for an exception whose message
-    is huge or cannot be built."""
+    is huge, cannot be built or is not UTF-8 text (an event would refuse it, and the request
+    would never be answered); pydantic's ValidationError in one line, its first problem."""
     try:
-        message = str(error)
+        message = _validation_summary(error) if isinstance(error, ValidationError) else str(error)
     except Exception:
         message = "(its message cannot be shown)"
+    message = utf8_text(message)
     return shortened(
         f"{type(error).__name__}: {message}" if message else type(error).__name__, limit
     )
+
+
+def _validation_summary(error: ValidationError) -> str:
+    """`ValidMeasurement: values.t: Input should be a valid number (and 1 more problem)`; the
+    branches of one union field (`values.t.bool`, `values.t.int`...) as one problem of the
+    field, their messages joined."""
+    problems = error.errors(include_url=False, include_input=False)
+    if not problems:
+        return error.title
+    places = {tuple(problem["loc"]) for problem in problems}
+    field = {place[:-1] for place in places}
+    if len(problems) > 1 and len(field) == 1 and all(places):
+        [where_parts] = field
+        messages = list(dict.fromkeys(problem["msg"] for problem in problems))
+        return _problem(error.title, where_parts, "; ".join(messages), 0)
+    first = problems[0]
+    return _problem(error.title, tuple(first["loc"]), first["msg"], len(problems) - 1)
+
+
+def _problem(title: str, where: tuple[object, ...], message: str, more: int) -> str:
+    place = ".".join(str(part) for part in where)
+    rest = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{title}: {place + ': ' if place else ''}{message}{rest}"
+
+
+def utf8_text(text: str) -> str:
+    """`text` with what cannot be UTF-8 (lone surrogates) written as backslash escapes."""
+    if not _not_utf8(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _not_utf8(text: str) -> bool:

@@ -48,7 +48,13 @@ def _plugin_class(name: str) -> Any:
     if name not in plugins:
         known = ", ".join(sorted(plugins)) or "none"
         raise ActuatorConfigError(f"No actuator plugin is named '{name}' (installed: {known}).")
-    return plugins[name].load()
+    entry = plugins[name]
+    try:
+        return entry.load()
+    except (ImportError, AttributeError) as error:  # what `module:Class` says in one sentence
+        raise ActuatorConfigError(
+            f"Actuator plugin '{name}' (entry point {entry.value}) cannot be loaded ({error})."
+        ) from None
 
 
 def _imported(reference: str) -> Any:
