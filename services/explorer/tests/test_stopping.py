@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from discospace.events import OperationCompleted, SamplesRequested
 from discospace.explorer.domain.decide import Timing
+
+from .conftest import BENCH, ENERGY, SMALL, request, space_registered, throughput
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 
@@ -192,6 +196,42 @@ def test_measurements_in_a_row_without_improvement_stop_the_operation(
     [completed] = sim.decisions(OperationCompleted)
     assert completed.stop_reason == "no_improvement"
     assert completed.counts.measured == 5
+
+
+@pytest.mark.parametrize("objective", ["tps", "joules"])
+def test_configurations_whose_dependent_objective_cannot_run_count_without_improvement(
+    loop, objective
+):
+    """`joules` is measured by `energy`, which reads `bench.tps`: where `bench` runs out of
+    memory, `energy` never runs. Those configurations did not count toward `no_improvement`
+    (the walk ran the whole space, 7 of its 8 configurations infeasible); they count as the
+    same configurations do when the objective is `bench`'s own `tps`."""
+    space = space_registered(SMALL, (BENCH, ENERGY))
+    first: list[dict] = []
+
+    def only_the_first_fits(values, experiment, attempt):
+        first[:] = first or [values]
+        if experiment == "bench" and values != first[0]:
+            return ("invalid", "CUDA out of memory")
+        return throughput(values, experiment, attempt)
+
+    sim = loop(space, behaviour=only_the_first_fits)
+    direction = "max" if objective == "tps" else "min"
+    rules = {"no_improvement": 2}
+    sim.send(
+        request(
+            space,
+            batch_size=1,
+            seed=1,
+            objective={"property": objective, "direction": direction},
+            stopping=rules,
+        )
+    )
+    sim.run()
+
+    [completed] = sim.decisions(OperationCompleted)
+    assert completed.stop_reason == "no_improvement"
+    assert (completed.counts.measured, completed.counts.invalid) == (4, 2)
 
 
 def test_the_maximum_duration_stops_the_operation_when_its_timer_fires(

@@ -175,7 +175,7 @@ def objective_points(
     to an optimizer whose objective a dependent experiment measures).
     """
     needed = {source.experiment_id for source in sources}
-    blocks = _blocks(needs or {}, needed)
+    blocks = objective_blocks(needs or {}, needed)
     seen: dict[str, dict[str, R]] = {}
     points: list[ObjectivePoint[R]] = []
     for result in results:
@@ -184,17 +184,23 @@ def objective_points(
             continue  # the entity's point is out
         if result.experiment_id in needed:
             answered.setdefault(result.experiment_id, result)
-        for blocked in _blocked_by(result, blocks.get(result.experiment_id, ())):
+        for blocked in blocked_objectives(result, blocks):
             answered.setdefault(blocked, result)
         if len(answered) == len(needed):
             points.append(_point(result.entity_id, answered, sources))
     return points
 
 
-def _blocks(
-    needs: Mapping[str, Sequence[ObjectiveSource]], needed: set[str]
-) -> dict[str, list[tuple[str, frozenset[str]]]]:
-    """Per experiment read from: (target read, objective experiments that then cannot run)."""
+Blocks = dict[str, list[tuple[str, frozenset[str]]]]
+"""Per experiment read from: (target read, objective experiments that then cannot run)."""
+
+
+def objective_blocks(
+    needs: Mapping[str, Sequence[ObjectiveSource]], experiments: Iterable[str]
+) -> Blocks:
+    """Which results keep which of `experiments` from running (see `objective_points`: `needs`
+    is what each dependent experiment reads), transitively. A space has no cycle (refused)."""
+    needed = set(experiments)
     downstream: dict[str, set[str]] = {}
 
     def reached(experiment: str, trail: frozenset[str]) -> set[str]:
@@ -207,7 +213,7 @@ def _blocks(
         downstream[experiment] = found
         return found
 
-    blocks: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    blocks: Blocks = {}
     for dependent, reads in needs.items():
         stopped = frozenset(reached(dependent, frozenset({dependent})))
         for source in reads:
@@ -216,10 +222,11 @@ def _blocks(
     return blocks
 
 
-def _blocked_by(result: Result, blocks: Sequence[tuple[str, frozenset[str]]]) -> set[str]:
-    """The objective experiments `result` keeps from running for its entity."""
+def blocked_objectives(result: Result, blocks: Blocks) -> set[str]:
+    """The experiments of `blocks` that `result` keeps from running for its entity: it gave
+    no valid value of a target they read (directly or through another dependent one)."""
     stopped: set[str] = set()
-    for target, experiments in blocks:
+    for target, experiments in blocks.get(result.experiment_id, ()):
         if not result.is_valid or target not in result.values:
             stopped |= experiments
     return stopped

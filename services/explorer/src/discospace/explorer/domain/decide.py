@@ -340,7 +340,7 @@ class _Running:
             if source is None:
                 return None
             patience = self.parameters.stopping.no_improvement
-            self.state.tracker = ObjectiveTracker(objective, source, patience)
+            self.state.tracker = ObjectiveTracker(objective, source, patience, self.space.needs)
         self.state.tracker.update(self.state.outcomes)
         return self.state.tracker
 

@@ -8,10 +8,17 @@ rules of `discospace.core.results`, which the projector's progress view follows 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from discospace.core import Objective, ObjectiveSource, result_value
+from discospace.core import (
+    Objective,
+    ObjectiveSource,
+    blocked_objectives,
+    objective_blocks,
+    result_value,
+)
+from discospace.core.results import Blocks
 from discospace.events.common import PropertyValues
 from discospace.explorer.domain.pairs import PairResult
 
@@ -37,15 +44,26 @@ class ObjectiveTracker:
     source: ObjectiveSource
     patience: int | None = None
     """The stopping rule `no_improvement`, if the operation has one."""
+    needs: Mapping[str, Sequence[ObjectiveSource]] = field(default_factory=dict)
+    """What the space's dependent experiments read (`KnownSpace.needs`): a result that keeps
+    the source experiment from running for its entity is a result without improvement."""
     read: int = 0
     best: Best | None = None
     without_improvement: int = 0
-    """Results of the source experiment since the best last improved (invalid ones included)."""
+    """Results of the source experiment since the best last improved (invalid ones included,
+    and results that kept it from running)."""
     plateaued: bool = False
     """Whether `patience` results in a row once failed to improve the best: latched, so the
     rule holds whether the results were read one by one (a live explorer, which decides after
     each) or together (a restarted one, which would otherwise see the counter reset by an
     improvement that landed after the plateau, and go on where the live one stopped)."""
+
+    _blocks: Blocks = field(init=False, repr=False)
+    _blocked: set[str] = field(init=False, repr=False, default_factory=set)
+    """Entities whose source experiment a result kept from running (counted once)."""
+
+    def __post_init__(self) -> None:
+        self._blocks = objective_blocks(self.needs, (self.source.experiment_id,))
 
     def update(self, outcomes: Sequence[PairResult]) -> None:
         for outcome in outcomes[self.read :]:
@@ -54,7 +72,9 @@ class ObjectiveTracker:
 
     def _read(self, outcome: PairResult) -> None:
         if outcome.experiment_id != self.source.experiment_id:
-            return
+            if outcome.entity_id in self._blocked or not blocked_objectives(outcome, self._blocks):
+                return
+            self._blocked.add(outcome.entity_id)  # infeasible, as an invalid result would be
         value = result_value(outcome, self.source)
         if value is not None and self.objective.improves(value, self._best_value):
             self.best = Best(outcome.entity_id, outcome.entity_values, outcome.values, value)
