@@ -199,6 +199,36 @@ def test_a_measure_job_with_a_parameter_the_experiment_does_not_take_is_refused(
     )
 
 
+def test_a_measure_job_on_a_dependent_experiment_is_refused_before_anything_runs() -> None:
+    """A measure job's space measures its experiment alone: `energy` reads `train.tps`, which
+    that space never measures. The registry refused the job's space after the probe had spent
+    its measurements, and the pipeline failed there."""
+    energy = ExperimentSpec(
+        actuator="cpu_train",
+        experiment="energy",
+        target_properties=("joules",),
+        required_properties=("model_size", "train.tps"),
+    )
+    catalog = ExperimentCatalog([*CATALOG, energy])
+    space = SPACE.model_copy(
+        update={
+            "measurement_space": (
+                *SPACE.measurement_space,
+                ExperimentRef(actuator="cpu_train", experiment="energy"),
+            )
+        }
+    )
+    on_energy = changed(
+        "stages.evaluate.1.experiment", {"actuator": "cpu_train", "experiment": "energy"}
+    )
+
+    assert pipeline_problem(on_energy, space, HOOKS, catalog) == (
+        "measure job 'longer' uses experiment 'energy', which reads train.tps from other "
+        "experiments, and a measure job measures its experiment alone: measure the space with "
+        "an operation job (every experiment of the space, in dependency order)"
+    )
+
+
 def test_a_measure_job_listing_an_entity_outside_the_space_is_refused() -> None:
     entities = [{"model_size": "tiny", "batch_size": 4, "lr": 0.001}, {"model_size": "huge"}]
     options = changed("stages.evaluate.1.entities", entities)

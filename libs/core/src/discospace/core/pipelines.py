@@ -757,9 +757,17 @@ def _experiment_problem(
     if catalog is None:
         return None
     try:
-        catalog.resolve(ref)
+        experiment = catalog.resolve(ref)
     except DiscospaceError as error:
         return f"measure job '{name}': {error}"
+    if experiment.is_dependent:  # its space measures it alone: what it reads is never measured
+        reads = ", ".join(experiment.required_observed)
+        return (
+            f"measure job '{name}' uses experiment '{ref.experiment}', which reads {reads} "
+            "from other experiments, and a measure job measures its experiment alone: measure "
+            "the space with an operation job (every experiment of the space, in dependency "
+            "order)"
+        )
     return None
 
 
