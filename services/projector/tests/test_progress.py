@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from discospace.events import Objective, OperationParameters
 from discospace.events.operations import OperatorChoice
 from discospace.projector.progress import (
@@ -236,3 +238,33 @@ def test_what_the_operator_chose_is_shown_and_listed_once_it_completed(story) ->
 
 def test_an_operation_without_a_choice_shows_none(story) -> None:
     assert _progress(story.history, "op-b").choice is None
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "total"),
+    [
+        ("requested_entities_measured", 2),
+        ("space_exhausted", 2),
+        ("operator_finished", 2),
+        ("max_measurements", 3),
+        ("cancelled", 3),
+    ],
+)
+def test_an_operation_that_finished_its_plan_totals_what_it_settled(
+    history, make_spec, make_point, stop_reason: str, total: int
+) -> None:
+    """A dependent experiment is planned for every entity and skipped where its dependency
+    gave no valid result: a walk that measured all it could read 12/16 for good. Once the
+    operation says it finished its plan, its total is what it settled; stopped short (a budget,
+    a cancel), the plan stays, beside what was done."""
+    space = history.register(make_spec())
+    operation = history.start(space, "op-d", number_entities=3)
+    operation.measure(make_point("llama-7b", 1, 1), tps=10.0)
+    operation.measure(make_point("llama-7b", 2, 1), tps=20.0)
+    assert _progress(history, "op-d").total == 3
+
+    counts = {"requested": 2, "measured": 2, "reused": 0, "failed": 0, "invalid": 0}
+    operation.finish(stop_reason, counts)
+
+    progress = _progress(history, "op-d")
+    assert (progress.done, progress.total) == (2, total)

@@ -189,7 +189,11 @@ class OperationProgress(_Answer):
     counts: OperationCountsView
     done: int = Field(description="measured + reused + failed.")
     total: int | None = Field(
-        default=None, description="Pairs the operation plans to settle; absent when unbounded."
+        default=None,
+        description="Pairs the operation plans to settle, at most (a dependent experiment is "
+        "skipped where its dependency gave no valid result); once it finished its plan (every "
+        "requested entity measured, the space exhausted, the operator done), the pairs it "
+        "settled. Absent when unbounded.",
     )
     best: BestSoFar | None = None
     choice: OperatorChoice | None = Field(

@@ -233,13 +233,25 @@ def _progress(
         ended_at=life.ended_at,
         counts=counts,
         done=counts.done,
-        total=planned_pairs(parameters, space),
+        total=_total(life, counts, planned_pairs(parameters, space)),
         best=best,
         choice=life.get("OperationCompleted", "choice"),
         stop_reason=life.get("OperationCompleted", "stop_reason"),
         stop_detail=life.get("OperationCompleted", "stop_detail") or "",
         failure_reason=life.get("OperationFailed", "reason"),
     )
+
+
+FINISHED_PLAN = frozenset({"requested_entities_measured", "space_exhausted", "operator_finished"})
+"""Stop reasons that say the operation settled all it was going to: its total is then what it
+settled, not the plan (a dependent experiment skipped where its dependency gave no valid result
+is planned and never settled: a walk that measured all it could read 12/16)."""
+
+
+def _total(life: _Lifecycle, counts: OperationCountsView, planned: int | None) -> int | None:
+    if life.get("OperationCompleted", "stop_reason") in FINISHED_PLAN:
+        return counts.done + counts.cancelled
+    return planned
 
 
 def _space_of(measurements: Sequence[MeasurementRow]) -> str | None:
