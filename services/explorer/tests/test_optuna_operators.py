@@ -15,7 +15,7 @@ from discospace.explorer.operators.optuna_search import operator as operator_mod
 from discospace.explorer.operators.optuna_search import samplers
 from discospace.explorer.operators.optuna_search.samplers import missing_packages
 
-from .conftest import BENCH, ENERGY, SMALL, request, space_registered
+from .conftest import BENCH, ENERGY, SMALL, request, space_registered, throughput
 
 MAX_TPS = {"property": "tps", "direction": "max"}
 NUMERIC = (
@@ -435,6 +435,35 @@ def test_an_optimizer_whose_measurements_keep_failing_gives_up_saying_so(
         "reasons say why)"
     )
     assert len(points(sim)) <= 10 + 4  # the window in flight when the tenth failed
+
+
+def test_an_optimizer_whose_dependent_objective_keeps_failing_gives_up(optimizer_loop):
+    """`bench` measures every point and `energy` (the objective's experiment) fails for good:
+    an entity with a `bench` result counted as answered, so the search never gave up and spent
+    its whole budget without one objective value."""
+    space = space_registered(CONTINUOUS, (BENCH, ENERGY))
+
+    def energy_fails(values, experiment, attempt):
+        return (
+            ("fail", False) if experiment == "energy" else throughput(values, experiment, attempt)
+        )
+
+    sim = optimizer_loop(space, behaviour=energy_fails)
+    sim.send(
+        request(
+            space,
+            operator="optuna_tpe",
+            seed=1,
+            batch_size=4,
+            objective=MIN_JOULES,
+            stopping={"max_measurements": 20},
+        )
+    )
+    sim.run()
+
+    [failed] = sim.decisions(OperationFailed)
+    assert failed.reason.startswith("operator 'optuna_tpe' failed: 10 of its ")
+    assert failed.counts.failed == 10
 
 
 @pytest.mark.skipif(

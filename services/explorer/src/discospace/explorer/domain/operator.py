@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias, runtime_checkable
 
-from discospace.core import DiscospaceError
+from discospace.core import DiscospaceError, blocked_objectives, objective_blocks
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.events.operations import OperatorChoice, StopReason
@@ -122,8 +122,18 @@ a continuous space, where a budget of measurements counts only results)."""
 
 
 def give_up_when_failing(view: OperationView) -> None:
-    """Raise `DiscospaceError` when the operation's measurements keep failing for good."""
-    answered = {outcome.entity_id for outcome in view.outcomes}
+    """Raise `DiscospaceError` when the operation's measurements keep failing for good. An
+    entity is answered once every experiment of the space has a result for it, or cannot run
+    (an experiment it reads from gave no valid result): one whose dependent experiment failed
+    for good told its objective nothing either, though `bench` had measured it."""
+    experiments = {experiment.id for experiment in view.space.experiments}
+    blocks = objective_blocks(view.space.needs, experiments)
+    settled: dict[str, set[str]] = {}
+    for outcome in view.outcomes:
+        got = settled.setdefault(outcome.entity_id, set())
+        got.add(outcome.experiment_id)
+        got |= blocked_objectives(outcome, blocks)
+    answered = [entity for entity, got in settled.items() if got >= experiments]
     failed = len(view.entities) - len(answered) - view.in_flight
     if failed >= MAX_FAILED_FOR_GOOD and failed > len(answered):
         raise DiscospaceError(
