@@ -190,6 +190,27 @@ def test_experiments_that_need_each_others_results_are_refused_as_a_cycle() -> N
         space.check_consistent(entity_space("bs"))
 
 
+def test_a_cycle_names_its_own_experiments_and_those_waiting_on_it_apart() -> None:
+    """`z` only reads `x`: it was named among the experiments of the cycle."""
+    catalog = ExperimentCatalog(
+        [
+            ExperimentSpec(actuator="A", experiment="x", target_properties=["tps"],
+                           required_properties=["bs", "y.mem"]),
+            ExperimentSpec(actuator="A", experiment="y", target_properties=["mem"],
+                           required_properties=["bs", "x.tps"]),
+            ExperimentSpec(actuator="A", experiment="z", target_properties=["j"],
+                           required_properties=["bs", "x.tps"]),
+            ExperimentSpec(actuator="A", experiment="free", target_properties=["k"],
+                           required_properties=["bs"]),
+        ]
+    )  # fmt: skip
+    refs = [ExperimentRef(actuator="A", experiment=name) for name in ("x", "y", "z", "free")]
+
+    assert MeasurementSpace.from_refs(refs, catalog).missing(entity_space("bs")) == [
+        "experiments 'x', 'y' depend on each other in a cycle ('z' depends on it)"
+    ]
+
+
 def test_unknown_experiments_are_all_named() -> None:
     with pytest.raises(MeasurementSpaceError, match=r"'x' of actuator 'A'.*'y' of actuator 'B'"):
         MeasurementSpace.from_refs(

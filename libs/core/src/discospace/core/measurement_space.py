@@ -114,8 +114,24 @@ def dependency_order(
         placed = {e.id for e in ordered}
         ready = [e for e in pending if e.depends_on <= placed]
         if not ready:
-            names = ", ".join(sorted(f"'{e.id}'" for e in pending))
-            raise DiscospaceError(f"experiments {names} depend on each other in a cycle")
+            raise DiscospaceError(_cycle_sentence(pending))
         ordered.extend(ready)
         pending = [e for e in pending if e not in ready]
     return tuple(ordered)
+
+
+def _cycle_sentence(pending: list[ParameterizedExperiment]) -> str:
+    """The experiments in a cycle, apart from those that only wait on it."""
+    cycle = pending
+    while True:  # drop what no experiment left depends on, until only the cycle is left
+        needed = set().union(*(e.depends_on for e in cycle))
+        kept = [e for e in cycle if e.id in needed]
+        if len(kept) == len(cycle):
+            break
+        cycle = kept
+    names = ", ".join(sorted(f"'{e.id}'" for e in cycle))
+    sentence = f"experiments {names} depend on each other in a cycle"
+    waiting = sorted(f"'{e.id}'" for e in pending if e not in cycle)
+    if waiting:
+        sentence += f" ({', '.join(waiting)} depend{'s' if len(waiting) == 1 else ''} on it)"
+    return sentence
