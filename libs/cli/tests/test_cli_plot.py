@@ -307,3 +307,88 @@ def test_a_running_zeus_bso_operation_says_when_its_choice_can_be_plotted(tmp_pa
 
     with pytest.raises(CliError, match="reports what it chose when it completes"):
         plot_operation(projector, "op-1", tmp_path / "zeus.png")
+
+
+class DependentProjector(Projector):
+    """Its space measures `bench` and `energy`, which reads `bench.tps`."""
+
+    def space(self, space_id: str) -> SpaceDetail:
+        from discospace.core import ExperimentSpec
+        from discospace.core.spec import ExperimentRef, PropertySpec, SpaceSpec
+
+        experiments = [
+            ExperimentSpec(
+                actuator="a", experiment="bench", target_properties=("tps",),
+                required_properties=("batch_size",),
+            ),
+            ExperimentSpec(
+                actuator="a", experiment="energy", target_properties=("joules",),
+                required_properties=("batch_size", "bench.tps"),
+            ),
+        ]  # fmt: skip
+        spec = SpaceSpec(
+            sample_store="s",
+            entity_space=(PropertySpec(name="batch_size", values=(1, 2, 4)),),
+            measurement_space=tuple(
+                ExperimentRef(actuator="a", experiment=e.experiment) for e in experiments
+            ),
+        )
+        observed = {"tps": "bench.tps", "joules": "energy.joules"}
+        return SpaceDetail(
+            space_id=space_id,
+            status="registered",
+            spec=spec,
+            experiments=experiments,
+            observed_properties=observed,
+        )
+
+
+OUT_OF_MEMORY = [
+    Result("e1", "bench", True, {"tps": 3.0}),
+    Result("e1", "energy", True, {"joules": 30.0}),
+    Result("e2", "bench", False),
+    Result("e3", "bench", False),
+]
+
+
+def test_an_objective_whose_dependent_experiment_never_ran_plots_those_entities_as_invalid(
+    tmp_path: Path, monkeypatch
+):
+    """`energy` never runs where `bench` ran out of memory: those entities were left out of
+    the plot (one whose every `bench` ran out of memory had "no result to plot yet")."""
+    from discospace.cli import plot
+
+    drawn: list[Any] = []
+    real = plot._best_so_far_drawing
+    monkeypatch.setattr(
+        plot,
+        "_best_so_far_drawing",
+        lambda results, *rest: drawn.append(results) or real(results, *rest),
+    )
+
+    plot_operation(
+        DependentProjector({"objective": MIN_JOULES}, OUT_OF_MEMORY), "op-1", tmp_path / "a.png"
+    )
+    plot_operation(
+        DependentProjector({"objective": MIN_JOULES}, OUT_OF_MEMORY[2:]), "op-1", tmp_path / "b.png"
+    )
+
+    assert [[(r.entity_id, r.experiment_id) for r in results] for results in drawn] == [
+        [("e1", "energy"), ("e2", "bench"), ("e3", "bench")],
+        [("e2", "bench"), ("e3", "bench")],
+    ]
+
+
+def test_a_front_counts_entities_whose_dependent_objective_never_ran_as_invalid():
+    space = DependentProjector({}, []).space("space-1")
+    from discospace.cli.plot import _needs
+
+    front = front_of(
+        OUT_OF_MEMORY,
+        [TPS, JOULES],
+        [BENCH_TPS, ObjectiveSource("energy", "joules")],
+        _needs(space),
+    )
+
+    assert [p.entity_id for p in front.points] == ["e1"]
+    assert front.not_shown.text() == "2 invalid"

@@ -19,7 +19,7 @@ by this command.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -28,9 +28,15 @@ from pydantic import ValidationError
 
 from discospace.cli.errors import CliError, nearest_existing
 from discospace.core import (
+    DiscospaceError,
+    ExperimentCatalog,
+    MeasurementSpace,
     Objective,
     ObjectivePoint,
     ObjectiveSource,
+    blocked_objectives,
+    objective_blocks,
+    objective_needs,
     objective_points,
     objective_source,
     pareto_front,
@@ -43,7 +49,7 @@ from discospace.events import OperationParameters
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from discospace.client import Client, OperationProgress, OperatorChoice
+    from discospace.client import Client, OperationProgress, OperatorChoice, SpaceDetail
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -159,10 +165,14 @@ class Front:
 
 
 def front_of(
-    results: Sequence[Result], objectives: Sequence[Objective], sources: Sequence[ObjectiveSource]
+    results: Sequence[Result],
+    objectives: Sequence[Objective],
+    sources: Sequence[ObjectiveSource],
+    needs: Mapping[str, Sequence[ObjectiveSource]] | None = None,
 ) -> Front:
-    """The Pareto front of the results for these objectives (read at `sources`)."""
-    points = objective_points(results, sources)
+    """The Pareto front of the results for these objectives (read at `sources`; `needs`: what
+    the space's dependent experiments read, see `objective_points`)."""
+    points = objective_points(results, sources, needs)
     feasible = [point for point in points if point.values is not None]
     front = pareto_front([point.values for point in feasible if point.values], objectives)
     return Front(feasible, front, NotShown.of([p for p in points if p.values is None]))
@@ -179,15 +189,18 @@ def plot_operation(client: Client, operation_id: str, output: Path) -> Path:
     if progress.choice is not None and progress.choice.recurrence_costs:
         return save_figure(_recurrence_cost_drawing(progress.choice), title, output)
     objectives = objectives_of(progress)
-    sources = sources_of(objectives, _observed_ids(client, progress.space_id), progress.space_id)
+    space = _space(client, progress.space_id)
+    observed = None if space is None else tuple(space.observed_properties.values())
+    sources = sources_of(objectives, observed, progress.space_id)
+    needs = _needs(space)
     results = _results(client, operation_id)
     draw: Callable[[Axes], None]
     if len(objectives) == 1:
-        measured = [r for r in results if r.experiment_id == sources[0].experiment_id]
+        measured = _read_for(results, sources[0], needs)
         _some(measured, operation_id)
         draw = _best_so_far_drawing(measured, objectives[0], sources[0])
     else:
-        front = front_of(results, objectives, sources)
+        front = front_of(results, objectives, sources, needs)
         _some(front.points, operation_id, front.infeasible)
         draw = _pareto_drawing(front, objectives[0], objectives[1])
     return save_figure(draw, title, output)
@@ -198,16 +211,46 @@ def _some(results: Sequence[object], operation_id: str, others: int = 0) -> None
         raise CliError(f"operation {operation_id} has no result to plot yet")
 
 
-def _observed_ids(client: Client, space_id: str | None) -> tuple[str, ...] | None:
-    """The space's observed property ids in declared order; None when the space is unknown."""
+def _space(client: Client, space_id: str | None) -> SpaceDetail | None:
+    """The operation's space as the projector describes it; None when it is unknown."""
     from discospace.client import NotKnownError
 
     if space_id is None:
         return None
     try:
-        return tuple(client.space(space_id).observed_properties.values())
+        return client.space(space_id)
     except NotKnownError:
         return None
+
+
+def _needs(space: SpaceDetail | None) -> dict[str, tuple[ObjectiveSource, ...]]:
+    """What the space's dependent experiments read; {} when it cannot be told."""
+    if space is None or space.spec is None:
+        return {}
+    try:
+        measurement = MeasurementSpace.from_refs(
+            space.spec.measurement_space, ExperimentCatalog(space.experiments)
+        )
+    except DiscospaceError:
+        return {}
+    return objective_needs(measurement.experiments)
+
+
+def _read_for(
+    results: Sequence[Result],
+    source: ObjectiveSource,
+    needs: Mapping[str, Sequence[ObjectiveSource]],
+) -> list[Result]:
+    """The results of the objective's experiment, and those that kept it from running (an
+    experiment it reads from gave no valid result): drawn as invalid, where they were left
+    out (an operation whose every `bench` ran out of memory had "no result to plot")."""
+    blocks = objective_blocks(needs, (source.experiment_id,))
+    return [
+        result
+        for result in results
+        if result.experiment_id == source.experiment_id
+        or source.experiment_id in blocked_objectives(result, blocks)
+    ]
 
 
 def _results(client: Client, operation_id: str) -> list[Result]:

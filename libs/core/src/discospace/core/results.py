@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from discospace.core.canonical import beyond_64_bits
 from discospace.core.errors import ExperimentError
-from discospace.core.experiment import split_observed_property_id
+from discospace.core.experiment import ParameterizedExperiment, split_observed_property_id
 
 
 class Objective(BaseModel):
@@ -189,6 +189,21 @@ def objective_points(
         if len(answered) == len(needed):
             points.append(_point(result.entity_id, answered, sources))
     return points
+
+
+def objective_needs(
+    experiments: Iterable[ParameterizedExperiment],
+) -> dict[str, tuple[ObjectiveSource, ...]]:
+    """Per dependent experiment, the (experiment, target) values it reads: the `needs` of
+    `objective_points` for a measurement space's experiments."""
+    return {
+        experiment.id: tuple(
+            ObjectiveSource(*split_observed_property_id(observed))
+            for observed in experiment.required_observed
+        )
+        for experiment in experiments
+        if experiment.is_dependent
+    }
 
 
 Blocks = dict[str, list[tuple[str, frozenset[str]]]]

@@ -19,9 +19,9 @@ from discospace.core import (
     ExperimentCatalog,
     ObjectiveSource,
     ParameterizedExperiment,
+    objective_needs,
     objective_source,
 )
-from discospace.core.experiment import split_observed_property_id
 from discospace.core.measurement_space import dependency_order
 from discospace.core.spec import SpaceSpec
 from discospace.events import SpaceRegistered
@@ -60,14 +60,7 @@ class KnownSpace:
     def needs(self) -> dict[str, tuple[ObjectiveSource, ...]]:
         """Per dependent experiment, the (experiment, target) values it reads: it is skipped
         for an entity where one of them has no valid result (`objective_points`)."""
-        return {
-            experiment.id: tuple(
-                ObjectiveSource(*split_observed_property_id(observed))
-                for observed in experiment.required_observed
-            )
-            for experiment in self.experiments
-            if experiment.is_dependent
-        }
+        return objective_needs(self.experiments)
 
     @property
     def size(self) -> int | float:
