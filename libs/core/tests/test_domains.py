@@ -327,6 +327,18 @@ def test_float_noise_around_a_grid_point_is_that_point() -> None:
     assert grid.normalise(0.35) is None
 
 
+@pytest.mark.parametrize(("low", "step"), [(-100.0, 0.01), (-1.0, 0.001), (-5.0, 0.01)])
+def test_a_point_built_from_a_far_low_bound_is_that_point(low: float, step: float) -> None:
+    """Optuna builds a stepped float as `k * step + low`: near 0 on [-100, 100) it is off by an
+    ulp of 100, which 64 ulps of the point alone refused (the whole search failed)."""
+    grid = domain(range=[low, -low], interval=step)
+    size = round(-2 * low / step)
+
+    built = [k * step + low for k in range(size)]
+
+    assert all(grid.normalise(value) == grid.value_at(k) for k, value in enumerate(built))
+
+
 @pytest.mark.parametrize("text", ["\u0668", "\uff18", "1_000", "8 8", "0x8"])
 def test_a_number_is_read_from_ascii_digits_only(text: str) -> None:
     """`int()` and `float()` read other scripts' digits and `_` separators: a store import's
