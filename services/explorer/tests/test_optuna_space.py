@@ -57,18 +57,29 @@ def test_evenly_spaced_decimal_values_become_a_float_range_with_their_step():
     assert search.entity({"ratio": 0.30000000000000004})["ratio"] == 0.3
 
 
-@pytest.mark.parametrize("low", [2**53, 10**17])
-def test_evenly_spaced_whole_numbers_floats_cannot_tell_apart_are_no_range(low: int):
+@pytest.mark.parametrize(("low", "step"), [(2**53, 1), (10**17, 1), (2**60 + 1, 1001)])
+def test_evenly_spaced_whole_numbers_beyond_floats_are_no_int_distribution(low: int, step: int):
     """Optuna computes an int distribution in floats, where 10^17 + 1 is 10^17: the search
-    failed with a bare ValueError (TPE: NaN to integer; GP: argmax of an empty sequence) once
-    the model took over. Such values are searched as categories, or by rank."""
-    values = (low, low + 1, low + 2)
+    failed with a bare ValueError (TPE: NaN to integer; GP: argmax of an empty sequence; a
+    value not contained in the distribution) once the model took over. Such values are
+    searched as categories, or by rank."""
+    values = (low, low + step, low + 2 * step)
     ids = space(PropertySpec(name="seed", values=values))
 
     assert SearchSpace.of(ids).distributions["seed"] == CategoricalDistribution(values)
     assert SearchSpace.of(ids, numeric_only=True).distributions["seed"] == IntDistribution(0, 2)
-    wide = space(PropertySpec(name="seed", values=(low, low + 64, low + 128)))
-    assert SearchSpace.of(wide).distributions["seed"] == IntDistribution(low, low + 128, step=64)
+    near = space(PropertySpec(name="seed", values=(2**52, 2**52 + 4, 2**52 + 8)))
+    assert SearchSpace.of(near).distributions["seed"] == IntDistribution(2**52, 2**52 + 8, step=4)
+
+
+def test_a_range_of_whole_numbers_beyond_floats_is_searched_by_index():
+    ranged = space(PropertySpec(name="seed", range=(2**60 + 1, 2**60 + 40_041), interval=1001))
+    search = SearchSpace.of(ranged)
+    [dimension] = search.dimensions
+
+    assert search.distributions["seed"] == IntDistribution(0, 39)
+    assert search.entity({"seed": 7})["seed"] == 2**60 + 1 + 7 * 1001
+    assert dimension.param(2**60 + 1 + 7 * 1001) == 7
 
 
 def test_a_numbers_only_sampler_gets_uneven_values_as_their_rank_and_refuses_categories():

@@ -61,6 +61,8 @@ class Dimension:
 
     def param(self, value: Value) -> Value:
         """The parameter of a (canonical) value of the domain."""
+        if self.ordinal and self.domain.is_range:
+            return self.domain.index_of(value)
         return self._rank[value] if self.ordinal else value
 
     def value(self, param: object) -> object:
@@ -69,6 +71,8 @@ class Dimension:
         A stepped float may come back a rounding away from the listed value it stands for
         (0.30000000000000004 for 0.3): listed numbers are snapped to the nearest.
         """
+        if self.ordinal and self.domain.is_range:
+            return self.domain.value_at(int(param))  # type: ignore[call-overload]
         if self.ordinal:
             return self._ascending[int(param)]  # type: ignore[call-overload]
         if self._ascending and is_number(param):
@@ -133,7 +137,7 @@ def _dimension(name: str, domain: PropertyDomain, numeric_only: bool) -> Dimensi
         distribution = FloatDistribution(float(domain.low), float(domain.high))
         return Dimension(name, domain, distribution)
     if domain.is_range:
-        return Dimension(name, domain, _range_of(domain))
+        return _range_dimension(name, domain)
     values = domain.values
     if not domain.is_numeric or domain.kind == "categorical":
         if numeric_only and len(values) > 1:
@@ -150,12 +154,21 @@ def _dimension(name: str, domain: PropertyDomain, numeric_only: bool) -> Dimensi
     return Dimension(name, domain, CategoricalDistribution(values))
 
 
-def _range_of(domain: PropertyDomain) -> BaseDistribution:
-    """A discrete range domain (low, high excluded, interval) as a stepped distribution."""
+FLOAT_EXACT = 2**53
+"""Whole numbers up to this are floats exactly: Optuna computes its distributions in floats."""
+
+
+def _range_dimension(name: str, domain: PropertyDomain) -> Dimension:
+    """A discrete range domain (low, high excluded, interval) as a stepped distribution; whole
+    numbers beyond 2^53, which Optuna's float arithmetic cannot tell apart (it suggested values
+    off the grid and the search failed with a bare ValueError), as their index in the range."""
     low, last, step = domain.value_at(0), domain.value_at(int(domain.size) - 1), domain.interval
-    if isinstance(low, int) and isinstance(last, int) and isinstance(step, int):
-        return IntDistribution(low, last, step=step)
-    return FloatDistribution(float(low), float(last), step=float(step))
+    if not (isinstance(low, int) and isinstance(last, int) and isinstance(step, int)):
+        return Dimension(name, domain, FloatDistribution(float(low), float(last), step=float(step)))
+    if max(abs(low), abs(last)) <= FLOAT_EXACT:
+        return Dimension(name, domain, IntDistribution(low, last, step=step))
+    # a range holds at most 2^53 values (`properties`): their indices are floats exactly
+    return Dimension(name, domain, IntDistribution(0, int(domain.size) - 1), ordinal=True)
 
 
 def _as_range(values: Sequence[Value]) -> BaseDistribution | None:
@@ -171,5 +184,7 @@ def _as_range(values: Sequence[Value]) -> BaseDistribution | None:
     if float(step) < 2 * math.ulp(widest):  # Optuna computes in floats: 10^17 + 1 is 10^17
         return None
     if all(isinstance(v, int) and is_number(v) for v in ordered):
+        if max(abs(int(ordered[0])), abs(int(ordered[-1]))) > FLOAT_EXACT:
+            return None  # Optuna computes in floats: searched as categories, or by rank
         return IntDistribution(int(ordered[0]), int(ordered[-1]), step=int(step))
     return FloatDistribution(float(ordered[0]), float(ordered[-1]), step=float(step))
