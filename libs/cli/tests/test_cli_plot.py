@@ -348,6 +348,7 @@ OUT_OF_MEMORY = [
     Result("e1", "energy", True, {"joules": 30.0}),
     Result("e2", "bench", False),
     Result("e3", "bench", False),
+    Result("e3", "bench", False),  # a second result of the pair: one configuration, drawn once
 ]
 
 

@@ -245,12 +245,14 @@ def _read_for(
     experiment it reads from gave no valid result): drawn as invalid, where they were left
     out (an operation whose every `bench` ran out of memory had "no result to plot")."""
     blocks = objective_blocks(needs, (source.experiment_id,))
-    return [
-        result
-        for result in results
-        if result.experiment_id == source.experiment_id
-        or source.experiment_id in blocked_objectives(result, blocks)
-    ]
+    kept, blocked = [], set()
+    for result in results:
+        if result.experiment_id == source.experiment_id:
+            kept.append(result)
+        elif result.entity_id not in blocked and blocked_objectives(result, blocks):
+            blocked.add(result.entity_id)  # once per entity, as the explorer counts it
+            kept.append(result)
+    return kept
 
 
 def _results(client: Client, operation_id: str) -> list[Result]:
