@@ -13,7 +13,10 @@ Prints:
   (whole histories of completed operations, cloned from a real one of the first part with fresh
   ids and published by a batching producer) and one new operation request; the time from
   starting the process to the broker's timestamp of that operation's OperationStarted, and to
-  its log line saying the replay is done.
+  its log line saying the replay is done. Baseline, on the same topics right after: a bare
+  aiokafka reader process (`benchmarks/bare_member.py read`) reading every event of them from
+  the start (`getmany` to the end offsets, nothing decoded), timed from its launch to its exit;
+  ratio of the replay to it.
 
 Uses KAFKA_BOOTSTRAP_SERVERS when set, otherwise starts the local broker (deploy/local/kafka.sh)
 on a free port for the run. Run: .venv/bin/python benchmarks/bench_replicas.py [--trials 3]
@@ -25,6 +28,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -56,6 +60,7 @@ from discospace.testing.kafka import (
     BrokerUnavailableError,
     KafkaBroker,
     broker_from_env,
+    create_topics,
     delete_topics,
     find_script,
     start_local_broker,
@@ -81,7 +86,11 @@ DECISIONS = frozenset({"SamplesRequested", "OperationCompleted"})
 OWNED = "discospace_explorer_owned_partitions"
 ACTIVE = "discospace_operations_active"
 GIVEN = r"given partitions \[([\d, ]*)\] of \d+: .*"
-REPLAYED = r"replayed (\d+) events \((\d+) unreadable\)"
+REPLAYED = (
+    r"folded (\d+) events of \d+ topics up to their end "
+    r"\((\d+) ignored, (\d+) unreadable, \d+ failed\)"
+)
+"""The start-up fold's report (`runtime.folding.FoldReport`)."""
 UUID = re.compile(rb'"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"')
 CLONES = uuid.UUID("2f1d9c4e-6a3b-4f0e-8d7c-5b9a1e3c7f20")
 REQUEST_ID = re.compile(rb'"req-[0-9a-f]{16}"')
@@ -233,10 +242,12 @@ def wait_for_shares(loop: Loop, timeout_s: float = 90) -> dict[str, set[int]]:
 
 @dataclass(frozen=True)
 class Takeover:
-    """Seconds from the signal until the survivor was given the partitions, and decided."""
+    """Seconds from the signal until the survivor was given the partitions, and decided; and
+    the bare consumer group's takeover by the same signal, measured right after."""
 
     given_s: float
     decided_s: float
+    bare_given_s: float = math.nan
 
 
 def log_lines(log_path: Path, pattern: str) -> list[tuple[float, re.Match[str]]]:
@@ -300,7 +311,71 @@ async def takeover(loop: Loop, log: Log, space_id: str, tag: str, how: str) -> T
     decided = first_decision(log, theirs, given)
     assert decided is not None
     loop.services[victim].start().wait_healthy()
-    return Takeover(given - sent, decided - sent)
+    bare = await bare_takeover(loop.bootstrap, loop.workdir / f"bare-{tag}", how)
+    return Takeover(given - sent, decided - sent, bare)
+
+
+async def bare_takeover(bootstrap: str, folder: Path, how: str) -> float:
+    """Seconds from `how` sent to one of two bare group members (the one with two partitions)
+    until the other is given them."""
+    folder.mkdir()
+    topic, group = f"bare-{uuid.uuid4().hex[:12]}", f"bare-{uuid.uuid4().hex[:12]}"
+    await create_topics(bootstrap, {topic: PARTITIONS})
+    script = REPO / "benchmarks" / "bare_member.py"
+    session_ms = str(int(SESSION_TIMEOUT_S * 1000))
+    members = {
+        name: subprocess.Popen(
+            [
+                sys.executable,
+                str(script),
+                "member",
+                bootstrap,
+                topic,
+                group,
+                session_ms,
+                folder / name,
+            ]
+        )
+        for name in ("a", "b")
+    }
+    try:
+        shares = await _bare_shares(folder, timeout_s=60)
+        victim, survivor = sorted(shares, key=lambda name: -len(shares[name]))
+        sent = time.time()
+        members[victim].send_signal(SIGNALS[how])
+        members[victim].wait(timeout=60)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            for at, partitions in _assignments(folder / survivor):
+                if at >= sent and shares[victim] <= partitions:
+                    return at - sent
+            await asyncio.sleep(0.02)
+        raise SystemExit(f"bare group: no takeover of {sorted(shares[victim])} after 90 s")
+    finally:
+        for process in members.values():
+            process.kill()
+            process.wait()
+        await delete_topics(bootstrap, [topic])
+
+
+async def _bare_shares(folder: Path, timeout_s: float) -> dict[str, set[int]]:
+    """Each member's latest partitions, once together they hold the whole topic."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        latest = {name: _assignments(folder / name)[-1:] for name in ("a", "b")}
+        shares = {name: seen[0][1] for name, seen in latest.items() if seen}
+        if len(shares) == 2 and sorted(p for s in shares.values() for p in s) == [0, 1, 2]:
+            return shares
+        await asyncio.sleep(0.05)
+    raise SystemExit(f"bare group: the two members did not share the topic in {timeout_s:g} s")
+
+
+def _assignments(path: Path) -> list[tuple[float, set[int]]]:
+    """(wall time, partitions) of each assignment a bare member wrote."""
+    if not path.exists():
+        return []
+    lines = [line.split(" ", 1) for line in path.read_text().splitlines() if " " in line]
+    return [(float(at), {int(p) for p in parts.split(",") if p}) for at, parts in lines]
 
 
 async def completed_walk(log: Log) -> list[Logged]:
@@ -391,7 +466,8 @@ async def publish_history(bootstrap: str, topics: TopicNames, history: History, 
 
 @dataclass(frozen=True)
 class Startup:
-    """One explorer started over `events` events: its replay, and its first decision."""
+    """One explorer started over `events` events: its replay, and its first decision; and a
+    bare consumer reading the same topics from the start."""
 
     events: int
     replayed: int
@@ -399,6 +475,7 @@ class Startup:
     active: int
     replayed_s: float
     decided_s: float
+    bare_read_s: float = math.nan
 
 
 async def start_explorer(loop: Loop, operation_id: str, offset: int) -> tuple[float, float]:
@@ -432,9 +509,10 @@ def active_operations(explorer: ServiceProcess, timeout_s: float = 10) -> int:
 
 
 def replay_report(log_path: Path) -> tuple[float, int, int]:
-    """When the explorer's log says its replay ended, with the events and unreadable counts."""
+    """When the explorer's log says its replay ended, with the events it read (folded or
+    ignored) and the unreadable count."""
     [(at, match)] = log_lines(log_path, REPLAYED)
-    return at, int(match[1]), int(match[2])
+    return at, int(match[1]) + int(match[2]), int(match[3])
 
 
 async def startup(loop: Loop, history: History, events: int) -> Startup:
@@ -449,9 +527,27 @@ async def startup(loop: Loop, history: History, events: int) -> Startup:
     active = active_operations(explorer)
     explorer.terminate()
     replayed_at, replayed, unreadable = replay_report(explorer.log_path)
+    bare = await bare_read(loop.bootstrap, ends)
     await delete_topics(loop.bootstrap, loop.topics.fixed())
     held = sum(ends.values())
-    return Startup(held, replayed, unreadable, active, replayed_at - launched, decided - launched)
+    return Startup(
+        held, replayed, unreadable, active, replayed_at - launched, decided - launched, bare
+    )
+
+
+async def bare_read(bootstrap: str, ends: dict[tuple[str, int], int]) -> float:
+    """Seconds from launching a bare reader process (`bare_member.py read`) until it has read
+    every record up to `ends` from the start and exited: timed as the explorer's replay is,
+    from the launch, its interpreter's start and imports included."""
+    script = REPO / "benchmarks" / "bare_member.py"
+    listed = json.dumps([[topic, partition, end] for (topic, partition), end in ends.items()])
+    began = time.perf_counter()
+    done = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), "read", bootstrap, listed
+    )
+    if await done.wait() != 0:
+        raise SystemExit("the bare reader failed")
+    return time.perf_counter() - began
 
 
 async def measure_startups(loops: list[Loop], history: History, sizes: list[int]) -> list[Startup]:
@@ -487,26 +583,49 @@ def header(console: Console, trials: int, sizes: list[int]) -> None:
     )
 
 
-def spread(values: list[float]) -> str:
-    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+def spread(values: list[float], form: str = "{:.2f}") -> str:
+    figures = (min(values), statistics.median(values), max(values))
+    return " / ".join(form.format(value) for value in figures)
 
 
 def takeover_table(results: dict[str, list[Takeover]]) -> Table:
     table = Table(title=f"takeover (session_timeout_s = {SESSION_TIMEOUT_S:g}, default), s")
-    columns = ("signal", "given: min / median / max", "first decision: min / median / max")
-    for column in (*columns, "first decision, each trial"):
+    columns = (
+        "signal",
+        "given: min / median / max",
+        "first decision",
+        "bare group: given",
+        "ratio given / bare",
+        "ratio decision / bare",
+    )
+    for column in columns:
         table.add_column(column)
     for how, runs in results.items():
         given = [run.given_s for run in runs]
         decided = [run.decided_s for run in runs]
-        each = ", ".join(f"{value:.2f}" for value in decided)
-        table.add_row(how, spread(given), spread(decided), each)
+        bare = [run.bare_given_s for run in runs]
+        table.add_row(
+            how,
+            spread(given),
+            spread(decided),
+            spread(bare),
+            spread([g / b for g, b in zip(given, bare, strict=True)], "{:.2f}x"),
+            spread([d / b for d, b in zip(decided, bare, strict=True)], "{:.2f}x"),
+        )
     return table
 
 
 def startup_table(results: list[Startup]) -> Table:
     table = Table(title="one explorer starting over a long history")
-    columns = ("N events", "replayed (unreadable)", "active", "replay done", "OperationStarted")
+    columns = (
+        "N events",
+        "replayed (unreadable)",
+        "active",
+        "replay done",
+        "OperationStarted",
+        "bare read",
+        "ratio replay / bare",
+    )
     for column in columns:
         table.add_column(column)
     for run in results:
@@ -516,6 +635,8 @@ def startup_table(results: list[Startup]) -> Table:
             str(run.active),
             f"{run.replayed_s:.2f} s",
             f"{run.decided_s:.2f} s",
+            f"{run.bare_read_s:.2f} s",
+            f"{run.replayed_s / run.bare_read_s:.2f}x" if run.bare_read_s > 0 else "-",
         )
     return table
 
