@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from discospace.bench.harness import space_event
@@ -25,3 +27,15 @@ def small_space() -> SpaceRegistered:
     reference = ExperimentRef(actuator=BENCH.actuator, experiment=BENCH.experiment)
     spec = SpaceSpec(sample_store="store-a", entity_space=SMALL, measurement_space=(reference,))
     return space_event(spec, (BENCH,))
+
+
+@pytest.fixture(scope="module")
+def zeus_folder() -> Path:
+    """The folder of the published Zeus traces; the test skips, saying where it looked, when
+    they are not here."""
+    from discospace.traces.data import TraceDataMissingError, zeus_data_dir
+
+    try:
+        return zeus_data_dir()
+    except TraceDataMissingError as error:
+        pytest.skip(f"the Zeus traces are not here: {error}")

@@ -3,24 +3,12 @@ runs, never the warm job's own future ones."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from discospace.bench import zeus_robust
-from discospace.traces.data import TraceDataMissingError, zeus_data_dir
 
 
-@pytest.fixture(scope="module")
-def folder() -> Path:
-    try:
-        return zeus_data_dir()
-    except TraceDataMissingError as error:
-        pytest.skip(f"the Zeus traces are not here: {error}")
-
-
-def test_a_warm_job_starts_from_a_source_job_of_another_seed(folder, monkeypatch) -> None:
+def test_a_warm_job_starts_from_a_source_job_of_another_seed(zeus_folder, monkeypatch) -> None:
     """A training run is drawn from (seed, attempt) and both GPUs replay one train trace: a
     source of the warm job's own seed had run, at every attempt they shared, the very run the
     warm job was about to draw (its figures were those of a store that knew the future)."""
@@ -32,7 +20,7 @@ def test_a_warm_job_starts_from_a_source_job_of_another_seed(folder, monkeypatch
         return job
 
     monkeypatch.setattr(zeus_robust, "simulate_job", recorded)
-    zeus_robust.bench_workload((folder, "movielens-1m", "ncf", (3,)))
+    zeus_robust.bench_workload((zeus_folder, "movielens-1m", "ncf", (3,)))
 
     warm = [(gpu, seed, given) for gpu, seed, given, _ in calls if given]
     assert sorted(gpu for gpu, _, _ in warm) == ["a40", "v100"]

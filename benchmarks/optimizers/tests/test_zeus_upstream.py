@@ -17,7 +17,6 @@ from discospace.bench.zeus_robust import figures, upstream
 from discospace.bench.zeus_sim import Simulator
 from discospace.bench.zeus_upstream import ZeusEnvironment, ZeusUnavailableError, job_spec
 from discospace.explorer.operators.zeus.policy import ZeusSettings
-from discospace.traces.data import TraceDataMissingError, zeus_data_dir
 from discospace.traces.zeus import Workload, ZeusTrace
 
 REFERENCE = Path(__file__).parent / "data" / "zeus_reference_v100_movielens_seed50.json"
@@ -25,11 +24,8 @@ MOVIELENS = Workload("movielens-1m", "ncf")
 
 
 @pytest.fixture(scope="module")
-def folder() -> Path:
-    try:
-        return zeus_data_dir()
-    except TraceDataMissingError as error:
-        pytest.skip(f"the Zeus traces are not here: {error}")
+def folder(zeus_folder: Path) -> Path:
+    return zeus_folder
 
 
 @pytest.fixture(scope="module")

@@ -409,26 +409,33 @@ def test_a_space_with_a_continuous_property_needs_a_budget(
     assert "give optuna_tpe a budget" in failed.reason
 
 
+def _failed_search(sim, space, objective: dict[str, str]) -> OperationFailed:
+    """A TPE search of 20 measurements, 4 at a time, that gave up: its failure."""
+    sim.send(
+        request(
+            space,
+            operator="optuna_tpe",
+            seed=1,
+            batch_size=4,
+            objective=objective,
+            stopping={"max_measurements": 20},
+        )
+    )
+    sim.run()
+    [failed] = sim.decisions(OperationFailed)
+    return failed
+
+
 def test_an_optimizer_whose_measurements_keep_failing_gives_up_saying_so(
-    optimizer_loop, make_space, make_request
+    optimizer_loop, make_space
 ):
     """A budget of 20 measurements counts results only: with every measurement failing, the
     search of a continuous space proposed point after point and never ended."""
     space = make_space(CONTINUOUS)
     sim = optimizer_loop(space, behaviour=lambda values, experiment, attempt: ("fail", False))
-    sim.send(
-        make_request(
-            space,
-            operator="optuna_tpe",
-            seed=1,
-            batch_size=4,
-            objective=MAX_TPS,
-            stopping={"max_measurements": 20},
-        )
-    )
-    sim.run()
 
-    [failed] = sim.decisions(OperationFailed)
+    failed = _failed_search(sim, space, MAX_TPS)
+
     assert failed.reason.startswith("operator 'optuna_tpe' failed: 10 of its ")
     assert failed.reason.endswith(
         "entities failed for good, without a result: the measurements keep failing (their "
@@ -449,19 +456,9 @@ def test_an_optimizer_whose_dependent_objective_keeps_failing_gives_up(optimizer
         )
 
     sim = optimizer_loop(space, behaviour=energy_fails)
-    sim.send(
-        request(
-            space,
-            operator="optuna_tpe",
-            seed=1,
-            batch_size=4,
-            objective=MIN_JOULES,
-            stopping={"max_measurements": 20},
-        )
-    )
-    sim.run()
 
-    [failed] = sim.decisions(OperationFailed)
+    failed = _failed_search(sim, space, MIN_JOULES)
+
     assert failed.reason.startswith("operator 'optuna_tpe' failed: 10 of its ")
     assert failed.counts.failed == 10
 
