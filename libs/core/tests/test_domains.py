@@ -318,6 +318,24 @@ def test_a_number_off_a_coarse_grid_is_no_member_not_its_neighbour(
     assert near not in grid
 
 
+@pytest.mark.parametrize(
+    ("fields", "value"),
+    [
+        ({"range": [0, 2**53], "interval": 1}, 5.5),
+        ({"range": [0, 10**12], "interval": 1}, 5.001),
+        ({"range": [0, 2**60], "interval": 1000}, 1500.5),
+        ({"range": [0.0, 1e15], "interval": 0.25}, 3.3),
+        ({"range": [-1e12, 1e12], "interval": 0.001}, 0.0045),
+    ],
+)
+def test_a_value_between_points_of_a_grid_with_far_bounds_is_no_member(
+    fields: dict, value: float
+) -> None:
+    """Measured against the grid's bounds alone, the noise allowed grew past the interval on
+    a grid with far bounds: 5.5 was the seed 6, 0.0045 the point 0.004."""
+    assert domain(**fields).normalise(value) is None
+
+
 def test_float_noise_around_a_grid_point_is_that_point() -> None:
     grid = domain(range=[0.0, 1.0], interval=0.1)
 

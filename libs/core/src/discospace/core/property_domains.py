@@ -69,22 +69,11 @@ def _to_number(value: object) -> int | float | None:
 
 
 GRID_NOISE_ULPS = 64
-"""How far a float may lie from a grid point and still be that point, in units in the last place
-of the largest number of the grid's arithmetic (its bounds, its interval, the two numbers): the
-noise of float arithmetic (`0.1 * 3` is 0.30000000000000004; Optuna's `low + k * step` near 0 on
-[-100, 100) is off by an ulp of 100), not a fraction of the interval, which took a whole number
-1 off a grid of interval 10^9 for its neighbour."""
-
-
-def _same_point(number: int | float, point: int | float, scale: int | float) -> bool:
-    """Whether `number` is the grid point `point` of a grid of numbers up to `scale`: exactly
-    for whole numbers on a whole grid, else up to float noise (`GRID_NOISE_ULPS`)."""
-    if number == point:
-        return True
-    if isinstance(number, int) and isinstance(point, int):
-        return False
-    largest = max(abs(number), abs(point), abs(scale))
-    return abs(number - point) <= GRID_NOISE_ULPS * math.ulp(largest)
+"""How far a float may lie from a point of a float grid and still be that point, in units in the
+last place of the largest number of the point's arithmetic (the grid's low bound and interval, the
+point, the number): the noise of float arithmetic (`0.1 * 3` is 0.30000000000000004; Optuna's
+`k * step + low` near 0 on [-100, 100) is off by an ulp of 100), not a fraction of the interval,
+which took a whole number 1 off a grid of interval 10^9 for its neighbour."""
 
 
 def _coerce_to_kind(value: object, sample: Value) -> Value | None:
@@ -237,8 +226,20 @@ class PropertyDomain:
         if not 0 <= index < self.size:
             return None
         point = self.value_at(int(index))
-        scale = max(abs(self.low), abs(self.high), abs(self.interval))  # type: ignore[arg-type]
-        return point if _same_point(number, point, scale) else None
+        return point if self._same_point(number, point) else None
+
+    def _same_point(self, number: int | float, point: int | float) -> bool:
+        """Whether `number` is the grid point `point`: exactly on a grid of whole numbers (a
+        fraction is never one of its points), else up to float noise (`GRID_NOISE_ULPS`),
+        never a quarter of the interval or more."""
+        if number == point:
+            return True
+        low, interval = self.low, self.interval
+        if isinstance(low, int) and isinstance(interval, int):
+            return False
+        largest = max(abs(low), abs(interval), abs(number), abs(point))  # type: ignore[arg-type]
+        noise = min(GRID_NOISE_ULPS * math.ulp(largest), abs(interval) / 4)  # type: ignore[arg-type]
+        return abs(number - point) <= noise
 
     def __contains__(self, value: object) -> bool:
         return self.normalise(value) is not None
