@@ -349,6 +349,8 @@ OUT_OF_MEMORY = [
     Result("e2", "bench", False),
     Result("e3", "bench", False),
     Result("e3", "bench", False),  # a second result of the pair: one configuration, drawn once
+    Result("e1", "energy", True, {"joules": 5.0}),  # so is e1, its first result counts
+    Result("e1", "bench", False),
 ]
 
 
@@ -371,7 +373,9 @@ def test_an_objective_whose_dependent_experiment_never_ran_plots_those_entities_
         DependentProjector({"objective": MIN_JOULES}, OUT_OF_MEMORY), "op-1", tmp_path / "a.png"
     )
     plot_operation(
-        DependentProjector({"objective": MIN_JOULES}, OUT_OF_MEMORY[2:]), "op-1", tmp_path / "b.png"
+        DependentProjector({"objective": MIN_JOULES}, OUT_OF_MEMORY[2:5]),
+        "op-1",
+        tmp_path / "b.png",
     )
 
     assert [[(r.entity_id, r.experiment_id) for r in results] for results in drawn] == [

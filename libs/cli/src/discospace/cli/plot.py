@@ -34,8 +34,6 @@ from discospace.core import (
     Objective,
     ObjectivePoint,
     ObjectiveSource,
-    blocked_objectives,
-    objective_blocks,
     objective_needs,
     objective_points,
     objective_source,
@@ -241,18 +239,11 @@ def _read_for(
     source: ObjectiveSource,
     needs: Mapping[str, Sequence[ObjectiveSource]],
 ) -> list[Result]:
-    """The results of the objective's experiment, and those that kept it from running (an
-    experiment it reads from gave no valid result): drawn as invalid, where they were left
-    out (an operation whose every `bench` ran out of memory had "no result to plot")."""
-    blocks = objective_blocks(needs, (source.experiment_id,))
-    kept, blocked = [], set()
-    for result in results:
-        if result.experiment_id == source.experiment_id:
-            kept.append(result)
-        elif result.entity_id not in blocked and blocked_objectives(result, blocks):
-            blocked.add(result.entity_id)  # once per entity, as the explorer counts it
-            kept.append(result)
-    return kept
+    """One result per entity, as the explorer reads them (`objective_points`): the first of
+    the objective's experiment, or the one that kept it from running (an experiment it reads
+    from gave no valid result), drawn as invalid where it was left out (an operation whose
+    every `bench` ran out of memory had "no result to plot")."""
+    return [point.results[0] for point in objective_points(results, [source], needs)]
 
 
 def _results(client: Client, operation_id: str) -> list[Result]:
