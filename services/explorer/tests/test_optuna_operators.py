@@ -509,6 +509,31 @@ def test_gp_without_torch_is_refused_with_what_to_install(
 
 
 @pytest.mark.skipif(
+    bool(missing_packages("gp")), reason="optuna_gp needs torch and scipy (the 'gp' extra)"
+)
+def test_gp_on_a_stepped_property_of_too_many_values_is_refused_in_one_sentence(
+    optimizer_loop, make_space, make_request
+):
+    """Optuna's GPSampler builds an array of every value of a stepped property at each ask:
+    2^40 values failed the operation with a bare MemoryError (8 TiB)."""
+    space = make_space(
+        (
+            PropertySpec(name="batch_size", range=(0, 2**40), interval=1),
+            PropertySpec(name="number_gpus", values=(1, 2)),
+        )
+    )
+    sim = optimizer_loop(space)
+    [failed] = sim.send(make_request(space, operator="optuna_gp", objective=MAX_TPS))
+
+    assert isinstance(failed, OperationFailed)
+    assert failed.reason.endswith(
+        "optuna_gp lists every value of a stepped property to choose among them, and property "
+        "'batch_size' has 1,099,511,627,776 (over 16,777,216): use optuna_tpe, or a coarser "
+        "interval"
+    )
+
+
+@pytest.mark.skipif(
     bool(missing_packages("gp")),
     reason="torch and scipy are not installed (make test installs them): GP cannot run here",
 )

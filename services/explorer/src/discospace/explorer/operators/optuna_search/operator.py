@@ -13,6 +13,8 @@ import math
 from collections import OrderedDict
 from typing import ClassVar
 
+from optuna.distributions import FloatDistribution, IntDistribution
+
 from discospace.core import DiscospaceError, Entity
 from discospace.core.operation_rules import objectives_problem
 from discospace.events import OperationParameters
@@ -37,6 +39,10 @@ from discospace.explorer.operators.optuna_search.study import Search, suggest
 from discospace.explorer.operators.optuna_search.transfer import Transfer, transfer_of
 
 TRANSFERS: tuple[SamplerKind, ...] = ("tpe", "gp")
+GP_MAX_CHOICES = 2**24
+"""Values of one stepped property above which `optuna_gp` is refused: Optuna's GPSampler builds
+an array of every value of a stepped distribution at each ask (2^40 values: 8 TiB, a bare
+MemoryError)."""
 """Samplers whose start-up other spaces' results choose (`transfer.py`)."""
 _POOLS = 16
 """Pools (listed points of a space) kept between decisions, most recently used first."""
@@ -73,6 +79,14 @@ class OptunaOperator:
             _listed(search, options)
         except DiscospaceError as error:
             return f"{self.name} cannot search space '{space.space_id}': {error}"
+        if self.kind == "gp":
+            wide = _widest_stepped(search)
+            if wide is not None and wide[1] > GP_MAX_CHOICES:
+                return (
+                    f"{self.name} lists every value of a stepped property to choose among them, "
+                    f"and property '{wide[0]}' has {wide[1]:,} (over {GP_MAX_CHOICES:,}): use "
+                    "optuna_tpe, or a coarser interval"
+                )
         unbounded = math.isinf(space.size) and options.candidates is None
         if unbounded and parameters.number_entities == "all" and not _has_budget(parameters):
             return (
@@ -201,3 +215,16 @@ class OptunaNsga2(OptunaOperator):
 def optuna_operators() -> list[OptunaOperator]:
     """One of each Optuna operator, to register with the explorer."""
     return [OptunaTpe(), OptunaGp(), OptunaCmaEs(), OptunaNsga2()]
+
+
+def _widest_stepped(search: SearchSpace) -> tuple[str, int] | None:
+    """The stepped property (an int, or a float with a step) with the most values, and how
+    many; None when there is none."""
+    counts = []
+    for dimension in search.dimensions:
+        distribution = dimension.distribution
+        step = getattr(distribution, "step", None)
+        if isinstance(distribution, IntDistribution | FloatDistribution) and step:
+            values = round((distribution.high - distribution.low) / step) + 1
+            counts.append((dimension.name, values))
+    return max(counts, key=lambda item: item[1], default=None)
