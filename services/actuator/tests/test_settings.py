@@ -67,6 +67,15 @@ def test_a_blank_parameters_file_is_no_file(monkeypatch):
     assert settings.plugin_parameters() == {}
 
 
+@pytest.mark.parametrize("blank", ["", " "])
+def test_a_blank_gpu_model_is_no_model(monkeypatch, blank: str):
+    """`GPU_MODEL: ${GPU_MODEL:-}` announced the model '': the pool then served no entity with
+    a `gpu_model` property, and the refusals never named the empty model."""
+    monkeypatch.setenv("DISCOSPACE_ACTUATOR_GPU_MODEL", blank)
+
+    assert ActuatorSettings().gpu_model is None
+
+
 @pytest.mark.parametrize(
     ("written", "seconds"),
     [("30sec", 30), ("10min", 600), ("10m", 600), ("1h20m40s", 4840), ("45S", 45)],

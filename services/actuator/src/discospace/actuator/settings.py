@@ -112,9 +112,11 @@ class ActuatorSettings(ServiceSettings):
         "over it, the measurement is invalid, 'out of memory'. None: no limit.",
     )
 
-    @field_validator("parameters_file", mode="before")
+    @field_validator("parameters_file", "gpu_model", mode="before")
     @classmethod
-    def _blank_file_is_unset(cls, value: object) -> object:
+    def _blank_is_unset(cls, value: object) -> object:
+        """A blank value (`GPU_MODEL: ${GPU_MODEL:-}` in a compose file) is no value: a pool
+        announced the model '' and then served no entity with a `gpu_model` property."""
         return blank_is_unset(value)
 
     @field_validator("timeout", mode="before")
