@@ -259,15 +259,17 @@ async def test_a_transient_failure_is_reported_retryable_with_its_attempt(clock,
     assert failed.reason == "synthetic transient failure (attempt 3)"
 
 
-async def test_a_request_for_an_experiment_not_offered_fails_for_good_without_a_call(
+async def test_a_request_for_an_experiment_not_offered_fails_for_now_without_a_call(
     clock, make_request
 ):
+    """A request that waited while its pool stopped offering the experiment (a rolling
+    upgrade): it failed for good, where a retry is routed anew, to a pool that offers it."""
     worker = _worker(clock)
 
     [failed] = await _answers(worker, make_request(experiment="training"))
 
     assert isinstance(failed, MeasurementFailed)
-    assert not failed.retryable
+    assert failed.retryable
     assert failed.reason == (
         "this worker does not offer experiment 'training' of actuator 'synthetic'"
     )

@@ -209,7 +209,11 @@ class Worker:
         task = task_of(request, self.catalog)
         if isinstance(task, str):
             self.metrics.refused.inc()
-            yield failed(request, self.worker_id, self.clock(), task, retryable=False)
+            ref = request.experiment
+            # not offered here (a catalog that changed while the request waited): another
+            # pool may offer it, and a retry is routed anew; anything else fails for good
+            elsewhere = self.catalog.get(ref.actuator, ref.experiment) is None
+            yield failed(request, self.worker_id, self.clock(), task, retryable=elsewhere)
             return
         running = asyncio.get_running_loop().create_future()
         self._running[request.event_id] = running
