@@ -94,3 +94,28 @@ def test_a_pool_whose_latest_catalog_drops_an_experiment_is_no_longer_sent_it(ma
     assert directory.route(BENCH, entities[0]) == Unroutable(
         "no pool offers experiment 'bench' of actuator 'synthetic'"
     )
+
+
+def test_a_pools_gpu_model_is_the_actuators_own_whatever_order_announcements_are_read(make):
+    """Two actuators of one pool announce on their own keys (partitions): the pool's model was
+    the latest announcement read, so an entity of another model was refused in one order and
+    sent to the pool (filed under a model its machines do not carry) in the other."""
+    from discospace.core import ExperimentSpec
+    from discospace.events import ActuatorRegistered
+
+    train = ExperimentSpec(actuator="gpu_train", experiment="train", target_properties=("t",))
+    gpu_train = ActuatorRegistered.model_validate(
+        {**make.pool("h100", "H100").model_dump(), "actuator": "gpu_train", "experiments": [train]}
+    )
+    other = make.pool("h100", None)  # `synthetic` on the same machines, without a model
+    entity = _entity(batch_size=4, gpu_model="L40S")
+    ref = ExperimentRef(actuator="gpu_train", experiment="train")
+
+    routes = [
+        _directory(make, *announced).route(ref, entity)
+        for announced in ((gpu_train, other), (other, gpu_train))
+    ]
+
+    assert routes[0] == routes[1]
+    assert isinstance(routes[0], Unroutable)
+    assert _directory(make, other, gpu_train).route(BENCH, entity) == "h100"

@@ -1,8 +1,11 @@
 """Which pool measures what: a fold of `ActuatorRegistered`, and the routing rule.
 
-A pool offers the experiments its actuators announced. A pool may declare the GPU model its
-machines carry; an entity with a `gpu_model` property then goes to a pool of that model, or to
-a pool that declares none (one that serves any model). Among several pools that fit, the
+A pool offers the experiments its actuators announced. An actuator's workers of a pool may
+declare the GPU model its machines carry; an entity with a `gpu_model` property then goes to a
+pool whose workers of the experiment's actuator declare that model, or to one where they declare
+none (they serve any model). The model is the actuator's on that pool, not the pool's: two
+actuators of one pool announce on their own keys (partitions), so a pool's latest announcement
+depended on the order a restart read them in. Among several pools that fit, the
 entity's id picks one, so the same entity always goes to the same pool and the work spreads.
 """
 
@@ -31,16 +34,16 @@ class PoolDirectory:
     """The pools that announced themselves, their GPU model and the experiments they offer."""
 
     def __init__(self) -> None:
-        self.gpu_models: dict[str, str | None] = {}
+        self.gpu_models: dict[tuple[str, str], str | None] = {}
+        """(actuator, pool) -> the GPU model its workers there declare (None: any)."""
         self._announced: dict[tuple[str, str], frozenset[str]] = {}
         self._offers: dict[tuple[str, str], set[str]] = defaultdict(set)
 
     def record(self, event: ActuatorRegistered) -> None:
-        """Fold one announcement in: the latest GPU model of a pool wins, and the latest
-        catalog of an (actuator, pool) is all it offers (an experiment it no longer announces
-        is no longer routed to it)."""
-        self.gpu_models[event.pool] = event.gpu_model
+        """Fold one announcement in: the latest GPU model and catalog of an (actuator, pool)
+        win (an experiment it no longer announces is no longer routed to it)."""
         key = (event.actuator, event.pool)
+        self.gpu_models[key] = event.gpu_model
         for experiment in self._announced.get(key, frozenset()):
             self._offers[(event.actuator, experiment)].discard(event.pool)
         self._announced[key] = frozenset(spec.experiment for spec in event.experiments)
@@ -50,7 +53,7 @@ class PoolDirectory:
     @property
     def names(self) -> tuple[str, ...]:
         """Every pool that announced itself, sorted."""
-        return tuple(sorted(self.gpu_models))
+        return tuple(sorted({pool for _, pool in self.gpu_models}))
 
     def pools_offering(self, actuator: str, experiment: str) -> frozenset[str]:
         return frozenset(self._offers.get((actuator, experiment), ()))
@@ -62,7 +65,7 @@ class PoolDirectory:
             return Unroutable(
                 f"no pool offers experiment '{ref.experiment}' of actuator '{ref.actuator}'"
             )
-        fitting = self._fitting(offering, entity.get(GPU_MODEL_PROPERTY))
+        fitting = self._fitting(ref.actuator, offering, entity.get(GPU_MODEL_PROPERTY))
         if not fitting:
             model = format_value(entity[GPU_MODEL_PROPERTY])
             return Unroutable(
@@ -71,11 +74,12 @@ class PoolDirectory:
             )
         return fitting[int(entity.id, 16) % len(fitting)]
 
-    def _fitting(self, pools: frozenset[str], gpu_model: Value | None) -> list[str]:
-        """Pools of the entity's GPU model, else pools that declare none; sorted, so the
-        entity id picks the same one every time (and spreads entities over them)."""
+    def _fitting(self, actuator: str, pools: frozenset[str], gpu_model: Value | None) -> list[str]:
+        """Pools where `actuator` declares the entity's GPU model, else pools where it declares
+        none; sorted, so the entity id picks the same one every time (and spreads entities)."""
         if gpu_model is None:
             return sorted(pools)
         wanted = format_value(gpu_model)
-        same = sorted(p for p in pools if self.gpu_models.get(p) == wanted)
-        return same or sorted(p for p in pools if self.gpu_models.get(p) is None)
+        models = {pool: self.gpu_models.get((actuator, pool)) for pool in pools}
+        same = sorted(pool for pool, model in models.items() if model == wanted)
+        return same or sorted(pool for pool, model in models.items() if model is None)
