@@ -250,6 +250,95 @@ async def test_a_float32_parquet_column_matches_the_decimal_it_holds(tmp_path: P
     assert outcome == ValidMeasurement(values={"train_tokens_per_second": 300.3})
 
 
+@pytest.mark.parametrize("kind", ["Float32", "decimal"])
+async def test_a_nullable_float32_or_decimal_property_column_matches_the_decimal_it_holds(
+    tmp_path: Path, kind: str
+) -> None:
+    """A nullable Float32 column (`convert_dtypes()` of a float32 one) matched no entity (its
+    0.1 was 0.10000000149011612); a decimal column stopped the worker ('Decimal('0.10') is not
+    a scalar value')."""
+    import decimal
+
+    import pyarrow as pa
+
+    lrs = [0.1, 0.3]
+    frame = pd.DataFrame(
+        {"model": ["m1", "m1"], "gpus": [1, 1], "batch": [4, 4], "tokens_per_s": [100.0, 300.0]}
+    )
+    if kind == "Float32":
+        frame["lr"] = pd.array(lrs, dtype="Float32")
+        frame.to_parquet(tmp_path / "runs.parquet")
+    else:
+        frame["lr"] = [decimal.Decimal("0.10"), decimal.Decimal("0.30")]
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame)
+        table = table.set_column(4, "lr", table["lr"].cast(pa.decimal128(4, 2)))
+        pq.write_table(table, tmp_path / "runs.parquet")
+    properties = [*table_config()["properties"][:3], {"column": "lr", "name": "learning_rate"}]
+    config = table_config(
+        file=str(tmp_path / "runs.parquet"),
+        properties=properties,
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
+
+    outcome = await measure(actuator, {**entity, "learning_rate": 0.3})
+
+    assert outcome == ValidMeasurement(values={"train_tokens_per_second": 300.0})
+
+
+async def test_a_whole_number_written_as_text_finds_its_own_row(tmp_path: Path) -> None:
+    """In a column read as text ("none" in a row), the id 2^53 + 1 went through a float: it
+    found no row, and 2^53 was served its row."""
+    (tmp_path / "runs.csv").write_text(
+        "model,gpus,batch,tokens_per_s\n"
+        "m1,1,9007199254740993,100.0\nm1,1,none,200.0\nm1,1,4,300.0\n"
+    )
+    config = table_config(
+        file=str(tmp_path / "runs.csv"),
+        properties=table_config()["properties"][:3],
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    entity = {"model_name": "m1", "number_gpus": 1}
+
+    own = await measure(actuator, {**entity, "batch_size": 2**53 + 1})
+    other = await measure(actuator, {**entity, "batch_size": 2**53})
+
+    assert own == ValidMeasurement(values={"train_tokens_per_second": 100.0})
+    assert other == InvalidMeasurement(reason=NO_ROW)
+
+
+async def test_a_csv_property_cell_holds_what_is_written(tmp_path: Path) -> None:
+    """pandas reads `NA` and `None` as missing: the region `NA` (North America) and the peft
+    method `None` were keyed as empty cells, and their entities found no row."""
+    (tmp_path / "runs.csv").write_text(
+        "model,gpus,batch,peft,tokens_per_s\nm1,1,4,None,100.0\nm1,1,4,NA,200.0\n"
+        "m1,1,4,,300.0\nm1,1,8,lora,NA\n"
+    )
+    config = table_config(
+        file=str(tmp_path / "runs.csv"),
+        properties=[*table_config()["properties"][:3], {"column": "peft", "name": "peft_method"}],
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
+
+    by_peft = {
+        peft: await measure(actuator, {**entity, "peft_method": peft})
+        for peft in ("None", "NA", "")
+    }
+    missing = await measure(actuator, {**entity, "batch_size": 8, "peft_method": "lora"})
+
+    assert by_peft == {
+        peft: ValidMeasurement(values={"train_tokens_per_second": tps})
+        for peft, tps in (("None", 100.0), ("NA", 200.0), ("", 300.0))
+    }
+    assert missing == InvalidMeasurement(reason="out of memory")  # a target's NA is still missing
+
+
 def test_texts_of_one_column_that_read_as_one_number_are_refused(tmp_path: Path) -> None:
     """In a column of text ("auto" in a row), "1.10" and "1.1" were one key: the entity
     "1.1" was served the row of "1.10", as a repeated run of its own."""

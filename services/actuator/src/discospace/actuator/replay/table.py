@@ -60,13 +60,23 @@ class Replayed:
     duration_s: float = 0.0
 
 
-def read_table(path: Path, fmt: str | None) -> pd.DataFrame:
-    """The table in `path` (CSV or Parquet, by `fmt` or the suffix)."""
+def read_table(path: Path, fmt: str | None, texts: Sequence[str] = ()) -> pd.DataFrame:
+    """The table in `path` (CSV or Parquet, by `fmt` or the suffix). In a CSV, the columns
+    `texts` (the properties') hold what is written: only an empty cell is empty, where pandas
+    reads `NA`, `None`, `null` or `n/a` as missing (the region `NA`, the peft method `None`);
+    other columns (targets) keep pandas' missing words."""
     kind = fmt or ("parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv")
     if not path.is_file():
         raise SpecError(f"table.file: the table {path} does not exist")
     try:
-        return pd.read_parquet(path) if kind == "parquet" else pd.read_csv(path)
+        if kind == "parquet":
+            return pd.read_parquet(path)
+        frame = pd.read_csv(path)
+        written = [column for column in dict.fromkeys(texts) if column in frame.columns]
+        if written:
+            exact = pd.read_csv(path, usecols=written, keep_default_na=False, na_values=[""])
+            frame[written] = exact[written]
+        return frame
     except (OSError, ValueError) as error:
         raise SpecError(f"table.file: {path} cannot be read as {kind} ({error})") from None
 
@@ -80,8 +90,11 @@ def is_empty(cell: object) -> bool:
 
 
 def cell_value(cell: object) -> Value:
-    """A table cell as a property value; an empty cell is ''."""
-    return "" if is_empty(cell) else normalise_value(cell)
+    """A table cell as a property value (a Parquet decimal as the float it writes); an empty
+    cell is ''."""
+    if is_empty(cell):
+        return ""
+    return float(cell) if isinstance(cell, Decimal) else normalise_value(cell)
 
 
 class ValueMap:
@@ -143,7 +156,8 @@ class ReplayTable:
     @classmethod
     def load(cls, config: TableReplay, base: Path, seed: int = 0) -> ReplayTable:
         path = resolve_path(config.file, base, "table.file")
-        return cls(config, read_table(path, config.format), seed, str(path))
+        texts = [prop.column for prop in config.properties]
+        return cls(config, read_table(path, config.format, texts), seed, str(path))
 
     def catalog(self, actuator: str) -> tuple[ExperimentSpec, ...]:
         required = tuple(p.property_name for p in self.config.properties if p.default is None)
@@ -236,9 +250,13 @@ def _number(value: Value) -> int | float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        if not NUMBER_TEXT.fullmatch(value.strip()):  # float() also reads 1_000, other digits
+        text = value.strip()
+        if not NUMBER_TEXT.fullmatch(text):  # float() also reads 1_000, other digits
             return None
-        value = normalise_value(float(value))
+        try:  # a whole number exactly: through a float, the id 2^53 + 1 was 2^53's row
+            return int(text)
+        except ValueError:
+            value = normalise_value(float(text))
         assert isinstance(value, int | float)
     return value if math.isfinite(value) else None
 
@@ -283,17 +301,22 @@ def _decimal_floats(frame: pd.DataFrame) -> pd.DataFrame:
     with digits no one measured. Its shortest text ("0.1", as numpy prints it) read back as a
     float64 is the value meant.
     """
-    narrow = [
-        column
-        for column, dtype in frame.dtypes.items()
-        if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize < 8
-    ]
+    narrow = [column for column, dtype in frame.dtypes.items() if _narrow_float(dtype)]
     if not narrow:
         return frame
     frame = frame.copy()
     for column in narrow:
-        frame[column] = frame[column].astype(str).astype("float64")
+        kind = frame[column].dtype
+        narrow_values = frame[column].to_numpy(getattr(kind, "numpy_dtype", kind), na_value=np.nan)
+        frame[column] = np.array([float(str(value)) for value in narrow_values], dtype="float64")
     return frame
+
+
+def _narrow_float(dtype: object) -> bool:
+    """A float type narrower than a Python float: numpy's float32 and float16, and pandas'
+    nullable Float32 (what `convert_dtypes()` makes of a float32 column)."""
+    numpy_type = getattr(dtype, "numpy_dtype", dtype)  # a nullable Float32's numpy type
+    return isinstance(numpy_type, np.dtype) and numpy_type.kind == "f" and numpy_type.itemsize < 8
 
 
 def _index(
