@@ -512,6 +512,24 @@ def test_a_parquet_index_column_and_decimal_columns_are_read_as_values(
     assert (by_decimal.entity_values["batch_size"], by_decimal.values) == (4, {"throughput": 1.5})
 
 
+def test_a_float32_parquet_column_is_read_as_the_decimals_it_holds(
+    tmp_path: Path, target: Target
+) -> None:
+    """Its 0.1 was 0.10000000149011612: not in a domain listing 0.1 (every row refused), and a
+    stored target no one measured. The replay actuator reads such a column as 0.1 already."""
+    frame = pd.DataFrame(
+        {"batch_size": [0.1, 0.3], "model_name": ["llama-7b"] * 2, "throughput": [0.1, 2.7]}
+    ).astype({"batch_size": "float32", "throughput": "float32"})
+    frame.to_parquet(tmp_path / "runs.parquet")
+
+    events = events_of(read_table(tmp_path / "runs.parquet").frame, target(batch_sizes=(0.1, 0.3)))
+
+    assert [(e.entity_values["batch_size"], e.values) for e in events] == [
+        (0.1, {"throughput": 0.1}),
+        (0.3, {"throughput": 2.7}),
+    ]
+
+
 def test_an_identifier_read_from_csv_names_the_entity_yaml_and_parquet_name(
     tmp_path: Path,
 ) -> None:

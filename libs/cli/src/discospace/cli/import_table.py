@@ -161,7 +161,10 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
         data = _gunzipped(path, data, max_bytes)
     try:
         if suffix in _PARQUET_SUFFIXES:
-            frame = pd.read_parquet(io.BytesIO(data))
+            from discospace.traces.cells import decimal_floats
+
+            # float32 cells as the decimals they print as: its 0.1 is no other entity
+            frame = decimal_floats(pd.read_parquet(io.BytesIO(data)))
             # a column pandas wrote as the index (to_parquet after set_index) is a column here
             named = any(name is not None for name in frame.index.names)
             return frame.reset_index() if named else frame

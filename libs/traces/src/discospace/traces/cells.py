@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from discospace.traces.data import required_file
@@ -178,3 +179,29 @@ def _reason(problem: Exception) -> str:
         expected, line, saw = fields.groups()
         return f"line {line} has {saw} cells where the header has {expected}"
     return text.splitlines()[0].rstrip(".") if text else type(problem).__name__
+
+
+def decimal_floats(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with its float32 (and float16) columns as the decimals they print as.
+
+    A Parquet file often stores a learning rate as float32: its 0.1 is 0.10000000149011612 as a
+    Python float, which would match no entity's 0.1, and a float32 target would be reported
+    with digits no one measured. Its shortest text ("0.1", as numpy prints it) read back as a
+    float64 is the value meant.
+    """
+    narrow = [column for column, dtype in frame.dtypes.items() if _narrow_float(dtype)]
+    if not narrow:
+        return frame
+    frame = frame.copy()
+    for column in narrow:
+        kind = frame[column].dtype
+        narrow_values = frame[column].to_numpy(getattr(kind, "numpy_dtype", kind), na_value=np.nan)
+        frame[column] = np.array([float(str(value)) for value in narrow_values], dtype="float64")
+    return frame
+
+
+def _narrow_float(dtype: object) -> bool:
+    """A float type narrower than a Python float: numpy's float32 and float16, and pandas'
+    nullable Float32 (what `convert_dtypes()` makes of a float32 column)."""
+    numpy_type = getattr(dtype, "numpy_dtype", dtype)  # a nullable Float32's numpy type
+    return isinstance(numpy_type, np.dtype) and numpy_type.kind == "f" and numpy_type.itemsize < 8

@@ -25,7 +25,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from discospace.actuator.replay.config import (
@@ -46,6 +45,7 @@ from discospace.core.canonical import (
 )
 from discospace.core.errors import SpecError
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
+from discospace.traces.cells import decimal_floats
 
 NO_ROW = "no recorded measurement"
 Row = Mapping[str, Any]
@@ -149,7 +149,7 @@ class ReplayTable:
         self.config = config
         self.seed = seed
         self._maps = {p.property_name: (p.column, ValueMap(p.values)) for p in config.properties}
-        frame = _decimal_floats(frame)
+        frame = decimal_floats(frame)
         self._rows = _index(frame, self._maps, source)
         self._numeric = _numeric_columns(config, frame, source)
 
@@ -291,32 +291,6 @@ def _scaled(value: Value, scale: float) -> Value:
 
 def _violates(rule: MissingRule, row: Row) -> bool:
     return any(is_empty(row[column]) for column in rule.missing)
-
-
-def _decimal_floats(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with its float32 (and float16) columns as the decimals they print as.
-
-    A Parquet file often stores a learning rate as float32: its 0.1 is 0.10000000149011612 as a
-    Python float, which would match no entity's 0.1, and a float32 target would be reported
-    with digits no one measured. Its shortest text ("0.1", as numpy prints it) read back as a
-    float64 is the value meant.
-    """
-    narrow = [column for column, dtype in frame.dtypes.items() if _narrow_float(dtype)]
-    if not narrow:
-        return frame
-    frame = frame.copy()
-    for column in narrow:
-        kind = frame[column].dtype
-        narrow_values = frame[column].to_numpy(getattr(kind, "numpy_dtype", kind), na_value=np.nan)
-        frame[column] = np.array([float(str(value)) for value in narrow_values], dtype="float64")
-    return frame
-
-
-def _narrow_float(dtype: object) -> bool:
-    """A float type narrower than a Python float: numpy's float32 and float16, and pandas'
-    nullable Float32 (what `convert_dtypes()` makes of a float32 column)."""
-    numpy_type = getattr(dtype, "numpy_dtype", dtype)  # a nullable Float32's numpy type
-    return isinstance(numpy_type, np.dtype) and numpy_type.kind == "f" and numpy_type.itemsize < 8
 
 
 def _index(
