@@ -232,3 +232,28 @@ def test_refused_points_are_listed_in_the_answer_and_get_no_measurement(state, m
 def test_a_request_for_a_space_not_seen_yet_raises_unknown_space(make):
     with pytest.raises(UnknownSpaceError, match="is not registered"):
         decide(SamplerState(), make.request(_space(make)), make.at)
+
+
+def test_a_space_is_not_routed_to_a_pool_that_redefined_its_experiment(make):
+    """The space was registered with `bench` measuring `throughput`; its only pool now announces
+    a `bench` of other targets: its pairs are failed for now, saying why, not measured there."""
+    from discospace.core import ExperimentSpec
+
+    registered = make.pool("a100").experiments[0]
+    redefined = ExperimentSpec(
+        actuator="synthetic",
+        experiment="bench",
+        target_properties=("energy",),
+        required_properties=registered.required_properties,
+    )
+    state = SamplerState()
+    evolve_space(state, make.registered())
+    evolve_pools(state, make.pool("a100", None, redefined))
+
+    answers = decide(state, make.request(_space(make), count=2), make.at)
+
+    assert _of(MeasurementRequested, answers) == []
+    failures = _of(MeasurementFailed, answers)
+    assert len(failures) == 2
+    assert all(failure.retryable for failure in failures)
+    assert "defined otherwise than when the space was registered" in failures[0].reason

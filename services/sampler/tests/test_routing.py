@@ -119,3 +119,31 @@ def test_a_pools_gpu_model_is_the_actuators_own_whatever_order_announcements_are
     assert routes[0] == routes[1]
     assert isinstance(routes[0], Unroutable)
     assert _directory(make, other, gpu_train).route(BENCH, entity) == "h100"
+
+
+def test_a_pool_that_defines_the_experiment_otherwise_than_the_space_is_not_sent_it(make):
+    """A rolling upgrade: the registry calls two definitions a conflict for new spaces, but an
+    existing space was routed by name, to a pool whose workers refused its pairs for good (an
+    option gone) or measured other targets under the space's experiment id."""
+    from discospace.core import Experiment, ExperimentSpec
+
+    registered = make.pool("old").experiments[0]
+    upgraded = ExperimentSpec(
+        actuator="synthetic",
+        experiment="bench",
+        target_properties=("energy",),
+        required_properties=registered.required_properties,
+    )
+    directory = _directory(make, make.pool("old"), make.pool("new", None, upgraded))
+    entities = [_entity(batch_size=b) for b in range(20)]
+    definition = Experiment.from_spec(registered)
+
+    assert {directory.route(BENCH, entity, definition) for entity in entities} == {"old"}
+    directory.record(make.pool("old", None, upgraded))
+    refused = directory.route(BENCH, entities[0], definition)
+    assert isinstance(refused, Unroutable)
+    assert refused.reason.startswith(
+        "pools new, old offer experiment 'bench' of actuator 'synthetic' defined otherwise than "
+        "when the space was registered"
+    )
+    assert {directory.route(BENCH, entity) for entity in entities} == {"new", "old"}  # by name

@@ -21,12 +21,12 @@ events, which every consumer drops as duplicates.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from discospace.core import Entity, parameterized_experiment_id
+from discospace.core import Entity, Experiment, parameterized_experiment_id
 from discospace.core.spec import ExperimentRef
 from discospace.events import (
     MeasurementFailed,
@@ -83,6 +83,9 @@ class Context:
     request: SamplesRequested
     sample_store: str
     now: datetime
+    definitions: Mapping[tuple[str, str], Experiment] = field(default_factory=dict)
+    """The space's experiments as they were registered, by (actuator, experiment): a pool is
+    sent a pair only where it announced the same definition."""
 
 
 def samples_drawn(context: Context, drawn: Drawn) -> SamplesDrawn:
@@ -144,7 +147,10 @@ def answer_pair(
     waits = wait and request.single_measurement and own is None
     if holder is not None and holder.request_id != request_id and waits:
         return Waiting(context, pair, request_id)
-    pool = _sent_to(own, request_id, request.attempt) or pools.route(pair.ref, pair.entity)
+    registered = context.definitions.get((pair.ref.actuator, pair.ref.experiment))
+    pool = _sent_to(own, request_id, request.attempt) or pools.route(
+        pair.ref, pair.entity, registered
+    )
     if isinstance(pool, Unroutable):
         return MeasurementFailed.caused_by(
             request,
@@ -195,7 +201,7 @@ def _subject(context: Context, pair: Pair, request_id: str) -> dict[str, Any]:
 def reused_later(waiting: Waiting, found: Memo, now: datetime) -> MeasurementReused:
     """The deferred answer of a waiting pair once its key's measurement landed: the same id
     as an immediate reuse (the waiting request and its pair number)."""
-    context = Context(waiting.context.request, waiting.context.sample_store, now)
+    context = replace(waiting.context, now=now)
     subject = _subject(context, waiting.pair, waiting.request_id)
     return _reused(context, waiting.pair, found, subject)
 

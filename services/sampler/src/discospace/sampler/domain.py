@@ -11,7 +11,7 @@ fails, or an operation ends.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from discospace.events import (
@@ -86,7 +86,7 @@ def decide(state: SamplerState, request: SamplesRequested, now: datetime) -> lis
     if space is None:
         raise UnknownSpaceError(request.space_id)
     drawn = draw_entities(request, space)
-    context = Context(request, space.sample_store, now)
+    context = Context(request, space.sample_store, now, space.definitions)
     return answer(context, drawn, state.memo, state.pools, state.in_flight, state.failed_requests)
 
 
@@ -153,7 +153,7 @@ def fail(state: SamplerState, event: MeasurementFailed, now: datetime) -> list[A
     events: list[Answer] = []
     while waiter is not None:
         waiting = _waiting(waiter)
-        context = Context(waiting.context.request, waiting.context.sample_store, now)
+        context = replace(waiting.context, now=now)
         answered: PairAnswer | Waiting | None = answer_pair(
             context, waiting.pair, state.memo, state.pools, state.in_flight
         )
@@ -169,7 +169,7 @@ def stop_waiting(state: SamplerState, request_event_id: str, now: datetime) -> l
     answers: list[Answer | Waiting] = []
     for waiter in state.in_flight.release(request_event_id):
         waiting = _waiting(waiter)
-        context = Context(waiting.context.request, waiting.context.sample_store, now)
+        context = replace(waiting.context, now=now)
         answered = answer_pair(
             context, waiting.pair, state.memo, state.pools, state.in_flight, wait=False
         )

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from discospace.core import DiscoverySpace, Entity, EntitySequence, EntitySpace, sampling
+from discospace.core import (
+    DiscoverySpace,
+    Entity,
+    EntitySequence,
+    EntitySpace,
+    Experiment,
+    sampling,
+)
 from discospace.core.canonical import format_value, normalise_value
 from discospace.core.errors import DiscospaceError
 from discospace.events import SamplesRequested, SpaceRegistered
@@ -37,6 +44,17 @@ class RegisteredSpace:
     @property
     def entity_space(self) -> EntitySpace:
         return self.space.entity_space
+
+    @cached_property
+    def definitions(self) -> dict[tuple[str, str], Experiment]:
+        """The experiments as the registry resolved them, by (actuator, experiment)."""
+        found: dict[tuple[str, str], Experiment] = {}
+        for spec in self.event.experiments:
+            try:
+                found[(spec.actuator, spec.experiment)] = Experiment.from_spec(spec)
+            except DiscospaceError:
+                continue  # registered, so readable; a newer reader's refusal routes by name
+        return found
 
     @property
     def sample_store(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from discospace.core import Entity
+from discospace.core import DiscospaceError, Entity, Experiment, ExperimentSpec
 from discospace.core.canonical import Value, format_value
 from discospace.core.spec import ExperimentRef
 from discospace.events import ActuatorRegistered
@@ -37,6 +37,9 @@ class PoolDirectory:
         self.gpu_models: dict[tuple[str, str], str | None] = {}
         """(actuator, pool) -> the GPU model its workers there declare (None: any)."""
         self._announced: dict[tuple[str, str], frozenset[str]] = {}
+        self._defined: dict[tuple[str, str, str], Experiment | None] = {}
+        """(actuator, pool, experiment) -> its definition as the pool last announced it (None:
+        one this code cannot read)."""
         self._offers: dict[tuple[str, str], set[str]] = defaultdict(set)
 
     def record(self, event: ActuatorRegistered) -> None:
@@ -49,6 +52,7 @@ class PoolDirectory:
         self._announced[key] = frozenset(spec.experiment for spec in event.experiments)
         for spec in event.experiments:
             self._offers[(spec.actuator, spec.experiment)].add(event.pool)
+            self._defined[(spec.actuator, event.pool, spec.experiment)] = _definition(spec)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -58,13 +62,32 @@ class PoolDirectory:
     def pools_offering(self, actuator: str, experiment: str) -> frozenset[str]:
         return frozenset(self._offers.get((actuator, experiment), ()))
 
-    def route(self, ref: ExperimentRef, entity: Entity) -> str | Unroutable:
-        """The pool that measures `ref` on `entity`, or why none can."""
+    def route(
+        self, ref: ExperimentRef, entity: Entity, registered: Experiment | None = None
+    ) -> str | Unroutable:
+        """The pool that measures `ref` on `entity`, or why none can. `registered`: the
+        experiment as the space was registered with it; a pool that now defines it otherwise
+        (a new version of the actuator, other targets or options) is not sent the pair: its
+        workers would refuse the request or measure something else under the space's id."""
         offering = self.pools_offering(ref.actuator, ref.experiment)
         if not offering:
             return Unroutable(
                 f"no pool offers experiment '{ref.experiment}' of actuator '{ref.actuator}'"
             )
+        if registered is not None:
+            same = frozenset(
+                pool
+                for pool in offering
+                if self._defined.get((ref.actuator, pool, ref.experiment)) == registered
+            )
+            if not same:
+                return Unroutable(
+                    f"pools {', '.join(sorted(offering))} offer experiment '{ref.experiment}' of "
+                    f"actuator '{ref.actuator}' defined otherwise than when the space was "
+                    "registered (another version of the actuator): none measures what the "
+                    "space's results mean"
+                )
+            offering = same
         fitting = self._fitting(ref.actuator, offering, entity.get(GPU_MODEL_PROPERTY))
         if not fitting:
             model = format_value(entity[GPU_MODEL_PROPERTY])
@@ -83,3 +106,10 @@ class PoolDirectory:
         models = {pool: self.gpu_models.get((actuator, pool)) for pool in pools}
         same = sorted(pool for pool, model in models.items() if model == wanted)
         return same or sorted(pool for pool, model in models.items() if model is None)
+
+
+def _definition(spec: ExperimentSpec) -> Experiment | None:
+    try:
+        return Experiment.from_spec(spec)
+    except DiscospaceError:
+        return None
