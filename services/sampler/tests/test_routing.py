@@ -147,3 +147,36 @@ def test_a_pool_that_defines_the_experiment_otherwise_than_the_space_is_not_sent
         "when the space was registered"
     )
     assert {directory.route(BENCH, entity) for entity in entities} == {"new", "old"}  # by name
+
+
+def test_a_pool_measuring_the_same_under_a_reworded_definition_is_sent_it_not_one_of_other_kind(
+    make,
+):
+    """A new description, or properties listed in another order, measure the same: such a pool
+    was refused an existing space's pairs for good (a resubmitted spec keeps its old
+    registration). An option whose default became `true` where it was 1 is another experiment
+    (Python has True == 1): its workers refused the pairs."""
+    from discospace.core import Experiment, ExperimentSpec
+
+    registered = ExperimentSpec(
+        actuator="synthetic",
+        experiment="bench",
+        target_properties=("throughput", "memory"),
+        required_properties=("batch_size", "model"),
+        optional_properties={"warm": 1},
+        description="one benchmark run",
+    )
+    reworded = registered.model_copy(
+        update={
+            "description": "a benchmark run, timed",
+            "target_properties": ("memory", "throughput"),
+            "required_properties": ("model", "batch_size"),
+        }
+    )
+    boolean = registered.model_copy(update={"optional_properties": {"warm": True}})
+    entity = _entity(batch_size=4)
+    definition = Experiment.from_spec(registered)
+
+    assert _directory(make, make.pool("p", None, reworded)).route(BENCH, entity, definition) == "p"
+    refused = _directory(make, make.pool("p", None, boolean)).route(BENCH, entity, definition)
+    assert isinstance(refused, Unroutable)

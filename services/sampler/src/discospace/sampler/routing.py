@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from discospace.core import DiscospaceError, Entity, Experiment, ExperimentSpec
-from discospace.core.canonical import Value, format_value
+from discospace.core.canonical import Value, canonical_json, format_value
 from discospace.core.spec import ExperimentRef
 from discospace.events import ActuatorRegistered
 
@@ -37,9 +37,9 @@ class PoolDirectory:
         self.gpu_models: dict[tuple[str, str], str | None] = {}
         """(actuator, pool) -> the GPU model its workers there declare (None: any)."""
         self._announced: dict[tuple[str, str], frozenset[str]] = {}
-        self._defined: dict[tuple[str, str, str], Experiment | None] = {}
-        """(actuator, pool, experiment) -> its definition as the pool last announced it (None:
-        one this code cannot read)."""
+        self._defined: dict[tuple[str, str, str], str | None] = {}
+        """(actuator, pool, experiment) -> what the pool last announced it measures
+        (`measured_as`; None: a definition this code cannot read)."""
         self._offers: dict[tuple[str, str], set[str]] = defaultdict(set)
 
     def record(self, event: ActuatorRegistered) -> None:
@@ -52,7 +52,7 @@ class PoolDirectory:
         self._announced[key] = frozenset(spec.experiment for spec in event.experiments)
         for spec in event.experiments:
             self._offers[(spec.actuator, spec.experiment)].add(event.pool)
-            self._defined[(spec.actuator, event.pool, spec.experiment)] = _definition(spec)
+            self._defined[(spec.actuator, event.pool, spec.experiment)] = _measured_as(spec)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -75,10 +75,11 @@ class PoolDirectory:
                 f"no pool offers experiment '{ref.experiment}' of actuator '{ref.actuator}'"
             )
         if registered is not None:
+            wanted = measured_as(registered)
             same = frozenset(
                 pool
                 for pool in offering
-                if self._defined.get((ref.actuator, pool, ref.experiment)) == registered
+                if self._defined.get((ref.actuator, pool, ref.experiment)) == wanted
             )
             if not same:
                 return Unroutable(
@@ -108,8 +109,25 @@ class PoolDirectory:
         return same or sorted(pool for pool, model in models.items() if model is None)
 
 
-def _definition(spec: ExperimentSpec) -> Experiment | None:
+def measured_as(experiment: Experiment) -> str:
+    """What a measurement of `experiment` depends on, as one text: its targets and required
+    properties (as sets) and its options with their defaults (a default's kind included:
+    `true` is not 1), not its description or the order it lists them in (a pool redeployed
+    with a reworded description measures the same)."""
+    return canonical_json(
+        {
+            "targets": sorted(experiment.target_properties),
+            "required": sorted(experiment.required_properties),
+            "options": {
+                name: [type(value).__name__, value]
+                for name, value in sorted(experiment.optional_properties.items())
+            },
+        }
+    )
+
+
+def _measured_as(spec: ExperimentSpec) -> str | None:
     try:
-        return Experiment.from_spec(spec)
+        return measured_as(Experiment.from_spec(spec))
     except DiscospaceError:
         return None
