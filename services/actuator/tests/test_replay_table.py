@@ -339,6 +339,70 @@ async def test_a_csv_property_cell_holds_what_is_written(tmp_path: Path) -> None
     assert missing == InvalidMeasurement(reason="out of memory")  # a target's NA is still missing
 
 
+async def test_a_whole_decimal_property_cell_is_read_exactly(tmp_path: Path) -> None:
+    """A decimal128(20, 0) column of run ids went through a float: 2^53 + 1 was 2^53, and the
+    entity 2^53 was served 2^53 + 1's row as a repeat of its own."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = [decimal.Decimal(2**53), decimal.Decimal(2**53 + 1)]
+    table = pa.table(
+        {
+            "model": ["m1", "m1"],
+            "gpus": [1, 1],
+            "batch": pa.array(ids, pa.decimal128(20, 0)),
+            "tokens_per_s": [100.0, 200.0],
+        }
+    )
+    pq.write_table(table, tmp_path / "runs.parquet")
+    config = table_config(
+        file=str(tmp_path / "runs.parquet"),
+        properties=table_config()["properties"][:3],
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    entity = {"model_name": "m1", "number_gpus": 1}
+
+    found = [await measure(actuator, {**entity, "batch_size": 2**53 + k}) for k in (0, 1)]
+
+    assert found == [
+        ValidMeasurement(values={"train_tokens_per_second": tps}) for tps in (100.0, 200.0)
+    ]
+
+
+async def test_a_missing_word_in_a_csv_property_column_keeps_its_other_cells_typed(
+    tmp_path: Path,
+) -> None:
+    """Read again as text because one cell was `NA`, the whole column was text: `True` no
+    longer matched the entity's `true`. And a column that is a target too reads as a target:
+    its `NA` is a missing value."""
+    (tmp_path / "runs.csv").write_text(
+        "model,gpus,batch,flash,tokens_per_s\n"
+        "m1,1,4,True,10.0\nm1,1,4,False,20.0\nm1,1,4,NA,30.0\nm1,1,8,True,NA\n"
+    )
+    config = table_config(
+        file=str(tmp_path / "runs.csv"),
+        properties=[
+            *table_config()["properties"][:3],
+            {"column": "flash", "name": "flash"},
+            {"column": "tokens_per_s", "name": "recorded", "default": ""},
+        ],
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
+
+    typed = await measure(actuator, {**entity, "flash": True, "recorded": 10.0})
+    word = await measure(actuator, {**entity, "flash": "NA", "recorded": 30.0})
+    missing = await measure(actuator, {**entity, "batch_size": 8, "flash": True, "recorded": ""})
+
+    assert typed == ValidMeasurement(values={"train_tokens_per_second": 10.0})
+    assert word == ValidMeasurement(values={"train_tokens_per_second": 30.0})
+    assert missing == InvalidMeasurement(reason="out of memory")
+
+
 def test_texts_of_one_column_that_read_as_one_number_are_refused(tmp_path: Path) -> None:
     """In a column of text ("auto" in a row), "1.10" and "1.1" were one key: the entity
     "1.1" was served the row of "1.10", as a repeated run of its own."""

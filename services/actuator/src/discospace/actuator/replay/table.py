@@ -74,8 +74,14 @@ def read_table(path: Path, fmt: str | None, texts: Sequence[str] = ()) -> pd.Dat
         frame = pd.read_csv(path)
         written = [column for column in dict.fromkeys(texts) if column in frame.columns]
         if written:
-            exact = pd.read_csv(path, usecols=written, keep_default_na=False, na_values=[""])
-            frame[written] = exact[written]
+            exact = pd.read_csv(
+                path, usecols=written, keep_default_na=False, na_values=[""], dtype=str
+            )
+            for column in written:  # only the cells pandas read as missing: the rest stay typed
+                words = frame[column].isna() & exact[column].notna()
+                if words.any():
+                    frame[column] = frame[column].astype(object)
+                    frame.loc[words, column] = exact.loc[words, column]
         return frame
     except (OSError, ValueError) as error:
         raise SpecError(f"table.file: {path} cannot be read as {kind} ({error})") from None
@@ -94,7 +100,9 @@ def cell_value(cell: object) -> Value:
     cell is ''."""
     if is_empty(cell):
         return ""
-    return float(cell) if isinstance(cell, Decimal) else normalise_value(cell)
+    if isinstance(cell, Decimal):  # a whole one exactly: through a float, 2^53 + 1 is 2^53
+        return int(cell) if cell == cell.to_integral_value() else float(cell)
+    return normalise_value(cell)
 
 
 class ValueMap:
@@ -156,7 +164,11 @@ class ReplayTable:
     @classmethod
     def load(cls, config: TableReplay, base: Path, seed: int = 0) -> ReplayTable:
         path = resolve_path(config.file, base, "table.file")
-        texts = [prop.column for prop in config.properties]
+        measured = {target.column for target in config.targets}
+        if config.duration is not None:
+            measured.add(config.duration.column)
+        # a column both a property and a target reads as a target: its NA is missing
+        texts = [prop.column for prop in config.properties if prop.column not in measured]
         return cls(config, read_table(path, config.format, texts), seed, str(path))
 
     def catalog(self, actuator: str) -> tuple[ExperimentSpec, ...]:
