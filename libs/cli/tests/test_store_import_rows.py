@@ -521,13 +521,14 @@ def test_a_float32_parquet_column_is_read_as_the_decimals_it_holds(
         {"batch_size": [0.1, 0.3], "model_name": ["llama-7b"] * 2, "throughput": [0.1, 2.7]}
     ).astype({"batch_size": "float32", "throughput": "float32"})
     frame.to_parquet(tmp_path / "runs.parquet")
+    frame.set_index("batch_size").to_parquet(tmp_path / "indexed.parquet")  # read as a column
 
-    events = events_of(read_table(tmp_path / "runs.parquet").frame, target(batch_sizes=(0.1, 0.3)))
-
-    assert [(e.entity_values["batch_size"], e.values) for e in events] == [
-        (0.1, {"throughput": 0.1}),
-        (0.3, {"throughput": 2.7}),
-    ]
+    for name in ("runs.parquet", "indexed.parquet"):
+        events = events_of(read_table(tmp_path / name).frame, target(batch_sizes=(0.1, 0.3)))
+        assert [(e.entity_values["batch_size"], e.values) for e in events] == [
+            (0.1, {"throughput": 0.1}),
+            (0.3, {"throughput": 2.7}),
+        ]
 
 
 def test_an_identifier_read_from_csv_names_the_entity_yaml_and_parquet_name(

@@ -163,11 +163,11 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
         if suffix in _PARQUET_SUFFIXES:
             from discospace.traces.cells import decimal_floats
 
-            # float32 cells as the decimals they print as: its 0.1 is no other entity
-            frame = decimal_floats(pd.read_parquet(io.BytesIO(data)))
+            frame = pd.read_parquet(io.BytesIO(data))
             # a column pandas wrote as the index (to_parquet after set_index) is a column here
             named = any(name is not None for name in frame.index.names)
-            return frame.reset_index() if named else frame
+            # float32 cells as the decimals they print as: its 0.1 is no other entity
+            return decimal_floats(frame.reset_index() if named else frame)
         csv: dict[str, Any] = {
             "sep": _CSV_SUFFIXES[suffix],
             "compression": None,
