@@ -66,6 +66,17 @@ def task(
     return MeasurementTask(request, Entity.of(values), experiment, attempt)
 
 
+def tokens_replay(file: Path, *extra: dict[str, Any]) -> ReplayActuator:
+    """A replay of `file` by model, gpus and batch (and the `extra` properties), measuring
+    `tokens_per_s`."""
+    config = table_config(
+        file=str(file),
+        properties=[*table_config()["properties"][:3], *extra],
+        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    )
+    return ReplayActuator(ReplayParameters.model_validate({"table": config}))
+
+
 async def measure(actuator: ReplayActuator, values: dict[str, Any], **where: Any) -> Any:
     return await actuator.measure(task(actuator, values, **where))
 
@@ -236,13 +247,7 @@ async def test_a_float32_parquet_column_matches_the_decimal_it_holds(tmp_path: P
         }
     ).astype({"lr": "float32", "tokens_per_s": "float32"})
     frame.to_parquet(tmp_path / "runs.parquet")
-    properties = [*table_config()["properties"][:3], {"column": "lr", "name": "learning_rate"}]
-    config = table_config(
-        file=str(tmp_path / "runs.parquet"),
-        properties=properties,
-        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
-    )
-    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    actuator = tokens_replay(tmp_path / "runs.parquet", {"column": "lr", "name": "learning_rate"})
     entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
 
     outcome = await measure(actuator, {**entity, "learning_rate": 0.3})
@@ -275,13 +280,7 @@ async def test_a_nullable_float32_or_decimal_property_column_matches_the_decimal
         table = pa.Table.from_pandas(frame)
         table = table.set_column(4, "lr", table["lr"].cast(pa.decimal128(4, 2)))
         pq.write_table(table, tmp_path / "runs.parquet")
-    properties = [*table_config()["properties"][:3], {"column": "lr", "name": "learning_rate"}]
-    config = table_config(
-        file=str(tmp_path / "runs.parquet"),
-        properties=properties,
-        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
-    )
-    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    actuator = tokens_replay(tmp_path / "runs.parquet", {"column": "lr", "name": "learning_rate"})
     entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
 
     outcome = await measure(actuator, {**entity, "learning_rate": 0.3})
@@ -296,12 +295,7 @@ async def test_a_whole_number_written_as_text_finds_its_own_row(tmp_path: Path) 
         "model,gpus,batch,tokens_per_s\n"
         "m1,1,9007199254740993,100.0\nm1,1,none,200.0\nm1,1,4,300.0\n"
     )
-    config = table_config(
-        file=str(tmp_path / "runs.csv"),
-        properties=table_config()["properties"][:3],
-        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
-    )
-    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    actuator = tokens_replay(tmp_path / "runs.csv")
     entity = {"model_name": "m1", "number_gpus": 1}
 
     own = await measure(actuator, {**entity, "batch_size": 2**53 + 1})
@@ -318,12 +312,7 @@ async def test_a_csv_property_cell_holds_what_is_written(tmp_path: Path) -> None
         "model,gpus,batch,peft,tokens_per_s\nm1,1,4,None,100.0\nm1,1,4,NA,200.0\n"
         "m1,1,4,,300.0\nm1,1,8,lora,NA\n"
     )
-    config = table_config(
-        file=str(tmp_path / "runs.csv"),
-        properties=[*table_config()["properties"][:3], {"column": "peft", "name": "peft_method"}],
-        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
-    )
-    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    actuator = tokens_replay(tmp_path / "runs.csv", {"column": "peft", "name": "peft_method"})
     entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
 
     by_peft = {
@@ -357,12 +346,7 @@ async def test_a_whole_decimal_property_cell_is_read_exactly(tmp_path: Path) -> 
         }
     )
     pq.write_table(table, tmp_path / "runs.parquet")
-    config = table_config(
-        file=str(tmp_path / "runs.parquet"),
-        properties=table_config()["properties"][:3],
-        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
-    )
-    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
+    actuator = tokens_replay(tmp_path / "runs.parquet")
     entity = {"model_name": "m1", "number_gpus": 1}
 
     found = [await measure(actuator, {**entity, "batch_size": 2**53 + k}) for k in (0, 1)]
@@ -382,16 +366,11 @@ async def test_a_missing_word_in_a_csv_property_column_keeps_its_other_cells_typ
         "model,gpus,batch,flash,tokens_per_s\n"
         "m1,1,4,True,10.0\nm1,1,4,False,20.0\nm1,1,4,NA,30.0\nm1,1,8,True,NA\n"
     )
-    config = table_config(
-        file=str(tmp_path / "runs.csv"),
-        properties=[
-            *table_config()["properties"][:3],
-            {"column": "flash", "name": "flash"},
-            {"column": "tokens_per_s", "name": "recorded", "default": ""},
-        ],
-        targets=[{"column": "tokens_per_s", "name": "train_tokens_per_second"}],
+    actuator = tokens_replay(
+        tmp_path / "runs.csv",
+        {"column": "flash", "name": "flash"},
+        {"column": "tokens_per_s", "name": "recorded", "default": ""},
     )
-    actuator = ReplayActuator(ReplayParameters.model_validate({"table": config}))
     entity = {"model_name": "m1", "number_gpus": 1, "batch_size": 4}
 
     typed = await measure(actuator, {**entity, "flash": True, "recorded": 10.0})
