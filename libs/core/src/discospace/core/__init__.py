@@ -61,6 +61,7 @@ from discospace.core.results import (
     objective_source,
     pareto_front,
     result_value,
+    settled_entities,
     target_of,
 )
 from discospace.core.sampling import (
@@ -154,6 +155,7 @@ __all__ = [
     "resolve",
     "result_value",
     "sampling",
+    "settled_entities",
     "short_hash",
     "split_observed_property_id",
     "target_of",
