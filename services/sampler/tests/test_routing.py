@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from discospace.core import Entity, ExperimentRef
-from discospace.sampler.routing import PoolDirectory, Unroutable
+from discospace.sampler.routing import PoolDirectory, Unroutable, measured_as
 
 BENCH = ExperimentRef(actuator="synthetic", experiment="bench")
 
@@ -136,7 +136,7 @@ def test_a_pool_that_defines_the_experiment_otherwise_than_the_space_is_not_sent
     )
     directory = _directory(make, make.pool("old"), make.pool("new", None, upgraded))
     entities = [_entity(batch_size=b) for b in range(20)]
-    definition = Experiment.from_spec(registered)
+    definition = measured_as(Experiment.from_spec(registered))
 
     assert {directory.route(BENCH, entity, definition) for entity in entities} == {"old"}
     directory.record(make.pool("old", None, upgraded))
@@ -175,7 +175,7 @@ def test_a_pool_measuring_the_same_under_a_reworded_definition_is_sent_it_not_on
     )
     boolean = registered.model_copy(update={"optional_properties": {"warm": True}})
     entity = _entity(batch_size=4)
-    definition = Experiment.from_spec(registered)
+    definition = measured_as(Experiment.from_spec(registered))
 
     assert _directory(make, make.pool("p", None, reworded)).route(BENCH, entity, definition) == "p"
     refused = _directory(make, make.pool("p", None, boolean)).route(BENCH, entity, definition)

@@ -26,7 +26,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from discospace.core import Entity, Experiment, parameterized_experiment_id
+from discospace.core import Entity, parameterized_experiment_id
 from discospace.core.spec import ExperimentRef
 from discospace.events import (
     MeasurementFailed,
@@ -83,9 +83,9 @@ class Context:
     request: SamplesRequested
     sample_store: str
     now: datetime
-    definitions: Mapping[tuple[str, str], Experiment] = field(default_factory=dict)
-    """The space's experiments as they were registered, by (actuator, experiment): a pool is
-    sent a pair only where it announced the same definition."""
+    definitions: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """What the space's experiments measure as they were registered (`routing.measured_as`),
+    by (actuator, experiment): a pool is sent a pair only where it announced the same."""
 
 
 def samples_drawn(context: Context, drawn: Drawn) -> SamplesDrawn:

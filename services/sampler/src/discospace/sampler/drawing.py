@@ -18,13 +18,13 @@ from discospace.core import (
     Entity,
     EntitySequence,
     EntitySpace,
-    Experiment,
     sampling,
 )
 from discospace.core.canonical import format_value, normalise_value
 from discospace.core.errors import DiscospaceError
 from discospace.events import SamplesRequested, SpaceRegistered
 from discospace.events.common import PropertyValues
+from discospace.sampler.routing import spec_measured_as
 
 SEQUENCES_KEPT = 256
 """Sequences kept per space (one per seed in use): the most recently drawn from stay."""
@@ -46,14 +46,15 @@ class RegisteredSpace:
         return self.space.entity_space
 
     @cached_property
-    def definitions(self) -> dict[tuple[str, str], Experiment]:
-        """The experiments as the registry resolved them, by (actuator, experiment)."""
-        found: dict[tuple[str, str], Experiment] = {}
+    def definitions(self) -> dict[tuple[str, str], str]:
+        """What each experiment measures as the space was registered with it
+        (`routing.measured_as`), by (actuator, experiment): read once per space, not per pair
+        routed."""
+        found: dict[tuple[str, str], str] = {}
         for spec in self.event.experiments:
-            try:
-                found[(spec.actuator, spec.experiment)] = Experiment.from_spec(spec)
-            except DiscospaceError:
-                continue  # registered, so readable; a newer reader's refusal routes by name
+            measured = spec_measured_as(spec)
+            if measured is not None:  # registered, so readable; else routed by name
+                found[(spec.actuator, spec.experiment)] = measured
         return found
 
     @property

@@ -52,7 +52,7 @@ class PoolDirectory:
         self._announced[key] = frozenset(spec.experiment for spec in event.experiments)
         for spec in event.experiments:
             self._offers[(spec.actuator, spec.experiment)].add(event.pool)
-            self._defined[(spec.actuator, event.pool, spec.experiment)] = _measured_as(spec)
+            self._defined[(spec.actuator, event.pool, spec.experiment)] = spec_measured_as(spec)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -63,23 +63,23 @@ class PoolDirectory:
         return frozenset(self._offers.get((actuator, experiment), ()))
 
     def route(
-        self, ref: ExperimentRef, entity: Entity, registered: Experiment | None = None
+        self, ref: ExperimentRef, entity: Entity, registered: str | None = None
     ) -> str | Unroutable:
-        """The pool that measures `ref` on `entity`, or why none can. `registered`: the
-        experiment as the space was registered with it; a pool that now defines it otherwise
-        (a new version of the actuator, other targets or options) is not sent the pair: its
-        workers would refuse the request or measure something else under the space's id."""
+        """The pool that measures `ref` on `entity`, or why none can. `registered`: what the
+        experiment measures as the space was registered with it (`measured_as`); a pool that
+        now defines it otherwise (a new version of the actuator, other targets or options) is
+        not sent the pair: its workers would refuse the request or measure something else
+        under the space's id."""
         offering = self.pools_offering(ref.actuator, ref.experiment)
         if not offering:
             return Unroutable(
                 f"no pool offers experiment '{ref.experiment}' of actuator '{ref.actuator}'"
             )
         if registered is not None:
-            wanted = measured_as(registered)
             same = frozenset(
                 pool
                 for pool in offering
-                if self._defined.get((ref.actuator, pool, ref.experiment)) == wanted
+                if self._defined.get((ref.actuator, pool, ref.experiment)) == registered
             )
             if not same:
                 return Unroutable(
@@ -126,7 +126,8 @@ def measured_as(experiment: Experiment) -> str:
     )
 
 
-def _measured_as(spec: ExperimentSpec) -> str | None:
+def spec_measured_as(spec: ExperimentSpec) -> str | None:
+    """`measured_as` of an announced or registered spec; None when this code cannot read it."""
     try:
         return measured_as(Experiment.from_spec(spec))
     except DiscospaceError:
