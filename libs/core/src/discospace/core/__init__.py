@@ -61,7 +61,6 @@ from discospace.core.results import (
     objective_source,
     pareto_front,
     result_value,
-    settled_entities,
     target_of,
 )
 from discospace.core.sampling import (
@@ -155,7 +154,6 @@ __all__ = [
     "resolve",
     "result_value",
     "sampling",
-    "settled_entities",
     "short_hash",
     "split_observed_property_id",
     "target_of",

@@ -20,7 +20,7 @@ nothing: no experiment can be told.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, NamedTuple, Protocol, TypeVar
@@ -174,34 +174,21 @@ def objective_points(
     result arrives, rather than never complete (an out-of-memory configuration was never told
     to an optimizer whose objective a dependent experiment measures).
     """
-    needed = [source.experiment_id for source in sources]
-    return [
-        _point(entity, answered, sources)
-        for entity, answered in settled_entities(results, needed, needs)
-    ]
-
-
-def settled_entities(
-    results: Iterable[R],
-    experiments: Iterable[str],
-    needs: Mapping[str, Sequence[ObjectiveSource]] | None = None,
-) -> Iterator[tuple[str, dict[str, R]]]:
-    """Each entity once every one of `experiments` has a result for it or never will (see
-    `objective_points`), in the order that happened, with the result read for each: its
-    first, or the one that kept it from running."""
-    needed = set(experiments)
+    needed = {source.experiment_id for source in sources}
     blocks = objective_blocks(needs or {}, needed)
     seen: dict[str, dict[str, R]] = {}
+    points: list[ObjectivePoint[R]] = []
     for result in results:
         answered = seen.setdefault(result.entity_id, {})
         if len(answered) == len(needed):
-            continue  # the entity is settled already
+            continue  # the entity's point is out
         if result.experiment_id in needed:
             answered.setdefault(result.experiment_id, result)
         for blocked in blocked_objectives(result, blocks):
             answered.setdefault(blocked, result)
         if len(answered) == len(needed):
-            yield result.entity_id, answered
+            points.append(_point(result.entity_id, answered, sources))
+    return points
 
 
 def objective_needs(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias, runtime_checkable
 
-from discospace.core import DiscospaceError, settled_entities
+from discospace.core import DiscospaceError, blocked_objectives, objective_blocks
 from discospace.events import OperationParameters
 from discospace.events.common import PropertyValues
 from discospace.events.operations import OperatorChoice, StopReason
@@ -126,10 +126,16 @@ def give_up_when_failing(view: OperationView) -> None:
     entity is answered once every experiment of the space has a result for it, or cannot run
     (an experiment it reads from gave no valid result): one whose dependent experiment failed
     for good told its objective nothing either, though `bench` had measured it."""
-    experiments = [experiment.id for experiment in view.space.experiments]
-    answered = sum(1 for _ in settled_entities(view.outcomes, experiments, view.space.needs))
-    failed = len(view.entities) - answered - view.in_flight
-    if failed >= MAX_FAILED_FOR_GOOD and failed > answered:
+    experiments = {experiment.id for experiment in view.space.experiments}
+    blocks = objective_blocks(view.space.needs, experiments)
+    settled: dict[str, set[str]] = {}
+    for outcome in view.outcomes:
+        got = settled.setdefault(outcome.entity_id, set())
+        got.add(outcome.experiment_id)
+        got |= blocked_objectives(outcome, blocks)
+    answered = [entity for entity, got in settled.items() if got >= experiments]
+    failed = len(view.entities) - len(answered) - view.in_flight
+    if failed >= MAX_FAILED_FOR_GOOD and failed > len(answered):
         raise DiscospaceError(
             f"{failed} of its {len(view.entities)} entities failed for good, without a result: "
             "the measurements keep failing (their reasons say why)"
