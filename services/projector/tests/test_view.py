@@ -345,6 +345,22 @@ def test_whole_numbers_beyond_two_to_the_53_keep_every_digit() -> None:
     assert parquet["big"].isna()[1]
 
 
+def test_a_whole_number_beyond_two_to_the_53_beside_fractions_keeps_every_digit() -> None:
+    """A target column that holds 2^53 + 1 and 0.5: pandas made it float64, so the export
+    wrote 9007199254740992.0."""
+    rows = [{"x": 2**53 + 1, "k": 1}, {"x": 0.5, "k": 2}, {"x": None, "k": 3}, {"x": 3, "k": 4}]
+    table = whole_numbers_kept(pd.DataFrame(rows, columns=["x", "k"]), rows)
+    assert table["x"].tolist()[:2] == [2**53 + 1, 0.5]
+    assert [row["x"] for row in json.loads(export(table, "json"))] == [2**53 + 1, 0.5, None, 3]
+    csv = [line.split(",")[0] for line in export(table, "csv").decode().splitlines()[1:]]
+    assert csv == [f"{2**53 + 1}", "0.5", "", "3"]
+    parquet = pd.read_parquet(io.BytesIO(export(table, "parquet")))
+    assert parquet["x"].isna().tolist() == [False, False, True, False]
+    assert parquet["x"].dropna().tolist() == [str(2**53 + 1), "0.5", "3"]  # one type: text
+    small = [{"x": 2**53}, {"x": 0.5}]  # every value a float holds exactly: numbers
+    assert whole_numbers_kept(pd.DataFrame(small, columns=["x"]), small)["x"].dtype == "float64"
+
+
 SAMPLED = ("measured", "elsewhere", "unmeasured")
 
 

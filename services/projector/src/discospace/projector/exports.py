@@ -66,8 +66,9 @@ def _parquet(table: pd.DataFrame) -> bytes:
 
 
 def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with every column of mixed value types (e.g. 4 and "auto"), and every column
-    holding a whole number beyond 64 bits, turned to text.
+    """`table` with every column of mixed value types (e.g. 4 and "auto"), every column
+    holding a whole number beyond 64 bits, and every column of fractions beside a whole number
+    no float holds (2^53 + 1), turned to text.
 
     Parquet columns hold one type, and its integers 64 bits; numbers of both kinds (int and
     float) stay numbers.
@@ -77,10 +78,18 @@ def arrow_safe(table: pd.DataFrame) -> pd.DataFrame:
         column = safe[name]
         if column.dtype != object:
             continue
-        kinds = {_kind(value) for value in column.dropna()}
-        if len(kinds) > 1 or "whole beyond 64 bits" in kinds:
+        present = column.dropna()
+        kinds = {_kind(value) for value in present}
+        if len(kinds) > 1 or "whole beyond 64 bits" in kinds or _float_only_inexactly(present):
             safe[name] = column.map(lambda v: None if pd.isna(v) else str(v)).astype(object)
     return safe
+
+
+def _float_only_inexactly(numbers: pd.Series) -> bool:
+    """True for numbers that Arrow would make one float64 column of (fractions beside whole
+    numbers), losing a whole number's digits beyond 2^53."""
+    whole = [v for v in numbers if type(v) is int]
+    return len(whole) < len(numbers) and any(abs(v) > 2**53 and float(v) != v for v in whole)
 
 
 def _kind(value: object) -> str:

@@ -105,19 +105,28 @@ def whole_numbers_kept(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.Da
     numbers: pandas makes such a column floats, so 60000 was exported as 60000.0, and a number
     beyond 2^53 as another number. It becomes pandas' nullable `Int64` (int64 with nulls in
     Parquet), or keeps its Python ints beyond 64 bits (`exports.arrow_safe` writes those as
-    text in Parquet)."""
+    text in Parquet). A column that mixes fractions with a whole number no float holds (2^53 + 1
+    beside 0.5) keeps its Python numbers too (text in Parquet, whose columns hold one type)."""
     for name in frame.columns:
-        if frame[name].dtype != "float64" or not frame[name].isna().any():
+        if frame[name].dtype != "float64":
             continue
         values = [row.get(name) for row in rows]
         present = [value for value in values if value is not None]
-        if not present or not all(type(value) is int for value in present):
+        whole = bool(present) and all(type(value) is int for value in present)
+        if not whole or not frame[name].isna().any():
+            if not all(_float_holds(value) for value in present):
+                frame[name] = pd.Series(values, dtype=object, index=frame.index)
             continue
         if not any(beyond_64_bits(value) for value in present):
             frame[name] = pd.array(values, dtype="Int64")
         else:
             frame[name] = pd.Series(values, dtype=object, index=frame.index)
     return frame
+
+
+def _float_holds(value: object) -> bool:
+    """False for a whole number a float64 cannot hold exactly (2^53 + 1)."""
+    return type(value) is not int or abs(value) <= 2**53 or float(value) == value
 
 
 def _partition(
