@@ -427,3 +427,44 @@ def test_a_row_found_elsewhere_says_why_this_space_has_no_valid_result(story, fo
 
     assert (row["status"], row["latency_ms"]) == ("elsewhere", 11.0)
     assert row["reason"] == "finetune: invalid: CUDA out of memory"
+
+
+def _dependent_layout(story, folded) -> SpaceLayout:
+    """finetune, and `energy`, which reads finetune's train_tokens_per_second."""
+    refs = (
+        ExperimentRef(actuator="SFTTrainer", experiment="finetune"),
+        ExperimentRef(actuator="SFTTrainer", experiment="energy"),
+    )
+    spec = SpaceSpec(
+        sample_store="s", entity_space=story.space_a.spec.entity_space, measurement_space=refs
+    )
+    state = next(iter(space_states(folded.of("spaces"))))
+    energy = ExperimentSpec(
+        actuator="SFTTrainer",
+        experiment="energy",
+        target_properties=("joules_per_token",),
+        required_properties=("finetune.train_tokens_per_second",),
+    )
+    experiments = (*state.experiments, energy)
+    return SpaceLayout.of(replace(state, spec=spec, space_id="space-1", experiments=experiments))
+
+
+def test_a_dependent_experiment_never_run_says_why(story, folded) -> None:
+    """The explorer never requests `energy` where `finetune` measured no tokens per second
+    or gave no valid result: the view showed its cell empty with no reason."""
+    layout = _dependent_layout(story, folded)
+    lacking = [_answer(layout, "completed", "finetune", '{"peak_gpu_memory_mib": 10}')]
+    invalid = [_answer(layout, "completed", "finetune", "{}", is_valid=False, reason="OOM")]
+    running = [_answer(layout, "requested", "finetune", "{}")]
+
+    [row] = entity_table(layout, lacking, [], SAMPLED).to_dict("records")
+    assert (row["status"], row["reason"]) == (
+        "measured",
+        "energy: not run: 'finetune' measured no 'train_tokens_per_second'",
+    )
+    [row] = entity_table(layout, invalid, [], SAMPLED).to_dict("records")
+    assert row["reason"] == (
+        "finetune: invalid: OOM; energy: not run: 'finetune' gave no valid result"
+    )
+    [row] = entity_table(layout, running, [], SAMPLED).to_dict("records")
+    assert row["reason"] == "finetune: requested, not measured yet (attempt 1)"

@@ -11,13 +11,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.errors import DiscospaceError
-from discospace.core.experiment import ExperimentCatalog, observed_property_id
+from discospace.core.experiment import (
+    ExperimentCatalog,
+    ParameterizedExperiment,
+    observed_property_id,
+)
+from discospace.core.measurement_space import dependency_order
 from discospace.core.space import EntitySpace
 from discospace.core.spec import ExperimentSpec, SpaceSpec
 from discospace.projector.queries import SpaceRow
@@ -107,6 +112,9 @@ class SpaceLayout:
     sample_store: str
     entity_space: EntitySpace
     observed: tuple[ObservedColumn, ...]
+    needs: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
+    """(experiment id, the observed property ids it reads) of each dependent experiment, each
+    after the experiments it depends on."""
 
     @classmethod
     def of(cls, state: SpaceState) -> SpaceLayout:
@@ -114,10 +122,16 @@ class SpaceLayout:
         if state.spec is None or state.space_id is None:
             raise DiscospaceError(f"space {state.key!r} has no registered spec")
         space = DiscoverySpace.from_spec(state.spec)
-        experiment_targets = _experiment_targets(state.spec, state.experiments)
+        resolved = _resolved(state.spec, state.experiments)
+        experiment_targets = [(item.id, item.experiment.target_properties) for item in resolved]
         names = set(space.entity_space.names) | RESERVED_COLUMNS
         observed = observed_columns(experiment_targets, names)
-        return cls(state.space_id, state.spec.sample_store, space.entity_space, observed)
+        needs = tuple(
+            (item.id, item.required_observed)
+            for item in dependency_order(resolved)
+            if item.is_dependent
+        )
+        return cls(state.space_id, state.spec.sample_store, space.entity_space, observed, needs)
 
     @property
     def constitutive(self) -> tuple[str, ...]:
@@ -133,13 +147,12 @@ class SpaceLayout:
         return (ID_COLUMN, *self.constitutive, *observed, STATUS_COLUMN, REASON_COLUMN)
 
 
-def _experiment_targets(
+def _resolved(
     spec: SpaceSpec, experiments: Sequence[ExperimentSpec]
-) -> list[tuple[str, tuple[str, ...]]]:
-    """(parameterized experiment id, targets) of each experiment of the measurement space."""
+) -> list[ParameterizedExperiment]:
+    """Each experiment of the measurement space, as registered."""
     catalog = ExperimentCatalog(experiments)
-    resolved = [catalog.resolve(ref) for ref in spec.measurement_space]
-    return [(item.id, item.experiment.target_properties) for item in resolved]
+    return [catalog.resolve(ref) for ref in spec.measurement_space]
 
 
 def observed_columns(

@@ -21,7 +21,7 @@ space's own measurement of an experiment has no valid result.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +32,7 @@ import pandas as pd
 
 from discospace.core import Entity
 from discospace.core.canonical import Value, beyond_64_bits
+from discospace.core.experiment import split_observed_property_id
 from discospace.projector.errors import ViewError, quoted
 from discospace.projector.queries import STAGE, MeasurementRow, ResultRow
 from discospace.projector.spaces import ID_COLUMN, REASON_COLUMN, STATUS_COLUMN, SpaceLayout
@@ -295,9 +296,44 @@ def _reasons(layout: SpaceLayout, entity: _Entity) -> str:
         for experiment_id, pair in entity.pairs.items()
         if pair.values is None and pair.problem
     ]
+    missing.extend(_not_run(layout, entity))
     if len(layout.experiment_ids) == 1:
         return "; ".join(problem for _, problem in missing)
     return "; ".join(f"{experiment_id}: {problem}" for experiment_id, problem in missing)
+
+
+def _not_run(layout: SpaceLayout, entity: _Entity) -> list[tuple[str, str]]:
+    """(experiment id, why) of each dependent experiment with no event for the entity whose
+    dependency gave no valid result, or one without the value it reads: the explorer never
+    requests it (`entity_progress.Skipped`, in the same words)."""
+    skipped: dict[str, str] = {}
+    for experiment_id, reads in layout.needs:
+        pair = entity.pairs.get(experiment_id)
+        if pair is not None and (pair.values is not None or pair.problem):
+            continue
+        why = next(filter(None, (_unreadable(entity, read, skipped) for read in reads)), None)
+        if why is not None:
+            skipped[experiment_id] = f"not run: {why}"
+    return list(skipped.items())
+
+
+def _unreadable(entity: _Entity, observed: str, skipped: Mapping[str, str]) -> str | None:
+    """Why the entity's value `observed` (`<experiment id>.<target>`) will not be read; None
+    while it may be (its experiment not answered yet, or answered with it)."""
+    source, target = split_observed_property_id(observed)
+    pair = entity.pairs.get(source)
+    if pair is not None and pair.values is not None:
+        return None if target in pair.values else f"'{source}' measured no '{target}'"
+    settled = source in skipped or (pair is not None and _settled_invalid(pair.problem))
+    return f"'{source}' gave no valid result" if settled else None
+
+
+def _settled_invalid(problem: str) -> bool:
+    """A problem that ends the pair without a valid result: an invalid one, or a failure that
+    is not retried."""
+    return problem.startswith("invalid:") or (
+        problem.startswith("failed (") and ", may be retried)" not in problem
+    )
 
 
 def _unsampled_rows(
