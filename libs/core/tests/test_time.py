@@ -400,3 +400,20 @@ def test_a_dur_too_small_for_a_float_is_refused_not_zero() -> None:
     with pytest.raises(TimeError, match=r"1e-400dur is too small"):
         Time.parse("1e-400dur")
     assert Time.parse("1e-300dur").value == 1e-300
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        ("1e99999999999999999999ep", "is too large: a time holds at most 2^63 - 1 ep"),
+        ("-1e99999999999999999999tok", "is too large: a time holds at most 2^63 - 1 tok"),
+        ("1e-99999999999999999999dur", "is too small: a dur holds at least about 5e-324"),
+        ("1e-99999999999999999999ep", "is not a whole number of ep: only dur takes fractions"),
+    ],
+)
+def test_a_time_with_an_exponent_beyond_any_decimal_says_what_is_wrong(text, sentence) -> None:
+    """Such exponents were 'not a number' (Python's Decimal holds exponents to 999999999)."""
+    with pytest.raises(TimeError) as raised:
+        Time.parse(text)
+    assert str(raised.value).endswith(sentence)
+    assert Time.parse("0e99999999999999999999ep").value == 0

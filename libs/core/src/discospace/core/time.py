@@ -287,7 +287,18 @@ def _decimal(text: str) -> Decimal:
     try:
         return Decimal(text)
     except InvalidOperation:
+        pass
+    written = _EXPONENT.fullmatch(text)
+    if written is None:
         raise TimeError(f"'{text}' is not a number") from None
+    # an exponent beyond Decimal's (+-999999999): as far out as Decimal goes, which is still
+    # too large, too small or a fraction, as the time checks then say
+    exponent = max(-_MAX_EXPONENT, min(_MAX_EXPONENT, int(written["exponent"])))
+    return Decimal(f"{written['mantissa']}e{exponent}")
+
+
+_EXPONENT = re.compile(r"(?P<mantissa>[+-]?(?:[\d_]+\.?[\d_]*|\.[\d_]+))[eE](?P<exponent>[+-]?[\d_]+)")
+_MAX_EXPONENT = 999_999_999
 
 
 def _number(exact: Decimal) -> int | float:
