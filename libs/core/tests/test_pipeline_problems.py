@@ -515,6 +515,22 @@ def test_a_malformed_nested_pipeline_is_refused_at_the_door() -> None:
     )
 
 
+def test_a_hook_reading_a_pipeline_job_is_refused_at_the_door() -> None:
+    """It failed when the hook ran ('its measurements are its jobs''), after the probe and
+    the nested pipeline had spent their measurements."""
+    walk = {"name": "p", "kind": "operation", "operator": "random_walk"}
+    inner = {"name": "inner", "kind": "operation", "operator": "pipeline"}
+    nested = {**inner, "parameters": {"options": {"stages": {"probe": [walk]}}}}
+    options = changed("stages.probe", [GOOD["stages"]["probe"][0], nested])
+    assert problem(options) is None  # its hooks read 'probe'
+    options["stages"]["refine"][0]["args"]["job"] = "inner"
+
+    assert problem(options) == (
+        "hook job 'pruned' reads the measurements of job 'inner', a pipeline job, whose "
+        "measurements are its own jobs': name an operation or measure job"
+    )
+
+
 def test_a_nested_pipeline_reading_its_own_jobs_passes_the_door() -> None:
     """Its references were checked as the outer pipeline's: 'job 'inner' reads job
     'narrowed', which does not exist'."""

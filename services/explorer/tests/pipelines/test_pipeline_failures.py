@@ -353,3 +353,19 @@ def test_an_optional_job_whose_space_is_too_large_to_submit_fails_alone(world, h
     assert " bytes as a message, over the 1048576-byte limit of a message" in failed.reason
     [completed] = w.of(OperationCompleted, "op-1")
     assert completed.stop_detail == "2 jobs completed, 1 failed (wide)"
+
+
+def test_a_hook_without_args_job_reads_the_earlier_jobs_that_measured_not_a_pipeline(world):
+    """With no `args.job` a hook reads every earlier job with a child: a nested pipeline job
+    among them failed the hook ('its measurements are its jobs'') after both had measured."""
+    w = world()
+    inner = {"name": "inner", "kind": "operation", "operator": "pipeline"}
+    inner["parameters"] = {"options": _pipeline(_walk("walk"))}
+    narrowed = {"name": "narrowed", "kind": "hook", "hook": "narrow", "args": {}}
+    options = {"stages": {"probe": [_walk("probe"), inner], "refine": [narrowed]}}
+    w.request("op-1", w.register(), options, seed=3)
+    assert not w.of(PipelineJobFailed, "op-1")
+    [done] = [e for e in w.of(PipelineJobCompleted, "op-1") if e.job == "narrowed"]
+    assert w.of(OperationCompleted, "op-1-probe")
+    assert w.of(OperationCompleted, "op-1")
+    assert done.result["kept"]  # what the probe's walk measured valid

@@ -881,6 +881,10 @@ def _trial_entities_problem(spec: PipelineSpec) -> str | None:
     return None
 
 
+def _runs_a_pipeline(job: JobSpec) -> bool:
+    return job.kind == "operation" and job.operator == "pipeline"
+
+
 def _hook_space_problem(
     spec: PipelineSpec, space: DiscoverySpace, catalog: ExperimentCatalog | None
 ) -> str | None:
@@ -900,6 +904,11 @@ def _hook_space_problem(
             return (
                 f"hook job '{job.name}' reads the measurements of job '{read}', a hook job, "
                 "which measures nothing: name an operation or measure job"
+            )
+        if isinstance(read, str) and read in jobs and _runs_a_pipeline(jobs[read]):
+            return (
+                f"hook job '{job.name}' reads the measurements of job '{read}', a pipeline "
+                "job, whose measurements are its own jobs': name an operation or measure job"
             )
         if not _from_pipeline_space(args.get("space"), jobs, space.id):
             continue  # another space: known when the hook runs

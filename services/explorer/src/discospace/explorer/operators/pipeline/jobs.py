@@ -220,12 +220,21 @@ class JobsRound(Round):
             )
         return entities
 
+    def _measured(self, result: Result) -> bool:
+        """Whether a job's result is of a child operation other than a pipeline."""
+        operation = result.get("operation_id")
+        if not isinstance(operation, str):
+            return False
+        requested = self.view.child(operation).requested
+        return requested is None or requested.operator != PIPELINE
+
     def rows_for(self, named: JsonValue, results: dict[str, Result]) -> list[MeasuredRow] | None:
-        """The measurements of job `named` (of every earlier job with a child when None):
-        what its child knew (`known_results`); None while some are still to be read."""
+        """The measurements of job `named` (of every earlier job with a child operation when
+        None, but a nested pipeline, whose measurements are its own jobs'): what its child
+        knew (`known_results`); None while some are still to be read."""
         if named is not None and not isinstance(named, str):
             raise PipelineError(f"args.job is {named!r}, not a job name")
-        names = [named] if named else [n for n, r in results.items() if "operation_id" in r]
+        names = [named] if named else [n for n, r in results.items() if self._measured(r)]
         rows: list[MeasuredRow] = []
         for name in names:
             result = results.get(name)
