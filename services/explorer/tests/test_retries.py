@@ -66,6 +66,15 @@ def test_the_backoff_doubles_with_each_attempt_up_to_its_maximum():
     assert delays == [1.5, 3.0, 6.0, 10.0, 10.0]
 
 
+def test_the_backoff_after_a_thousand_failures_is_its_maximum():
+    """2 ** 1024 is no float: the 1025th failure raised OverflowError out of the decision
+    round, so the operation never ended and the timer round stopped for every operation."""
+    policy = RetryPolicy(max_retries=65_534, backoff_s=5.0, max_backoff_s=300.0)
+    assert policy.delay(1025).total_seconds() == 300
+    assert policy.delay(65_535).total_seconds() == 300
+    assert RetryPolicy(max_retries=65_534, backoff_s=0.0).delay(2000).total_seconds() == 0
+
+
 def test_retries_wait_longer_after_each_failure(loop, small_space, make_request):
     sim = _single_entity_walk(loop, small_space, make_request, _failing_first(3), max_retries=3)
     waits = []

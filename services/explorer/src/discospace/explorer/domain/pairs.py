@@ -109,8 +109,13 @@ class RetryPolicy:
     max_backoff_s: float = 60.0
 
     def delay(self, failed_attempt: int) -> timedelta:
-        seconds = self.backoff_s * 2 ** (failed_attempt - 1)
+        doublings = min(failed_attempt - 1, _MAX_DOUBLINGS)  # 2 ** 1024 is no float
+        seconds = self.backoff_s * 2**doublings
         return timedelta(seconds=min(seconds, self.max_backoff_s))
+
+
+_MAX_DOUBLINGS = 64
+"""Beyond any maximum wait: 2^64 times the smallest backoff worth waiting."""
 
 
 def status(facts: PairFacts, policy: RetryPolicy) -> PairStatus:
