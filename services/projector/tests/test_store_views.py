@@ -57,6 +57,36 @@ def test_a_large_space_finds_results_elsewhere_by_membership_instead_of_ids(
     assert by_membership.entities(space).equals(by_ids.entities(space))
 
 
+def test_another_spaces_entity_of_text_values_is_not_found_elsewhere_by_membership(
+    store_client,
+) -> None:
+    """A space listing batch sizes as text measured "4": another entity (another id) than
+    this space's number 4. By membership (large spaces) it was shown as this space's, and the
+    space's own entity 4, counted as sampled, was in no view."""
+    from discospace.core import PropertySpec
+
+    from .conftest import History, space_spec
+
+    history = History()
+    history.actuator("w0")
+    numbers = history.register(
+        space_spec(entity_space=(PropertySpec(name="batch_size", values=(4, 8)),))
+    )
+    texts = history.register(
+        space_spec(entity_space=(PropertySpec(name="batch_size", values=("4",)),))
+    )
+    history.start(numbers, "op-a", number_entities=1).measure({"batch_size": 8}, tps=1.0)
+    history.start(texts, "op-b", number_entities=1).measure({"batch_size": "4"}, tps=2.0)
+    Projection(store_client, CONSUMER).write(history.read())
+    by_ids = StoreViews(store_client).entities(numbers.space_id)
+    by_membership = StoreViews(store_client, id_lookup_limit=0).entities(numbers.space_id)
+    assert by_membership[["batch_size", "status"]].to_dict("records") == [
+        {"batch_size": 8, "status": "measured"},
+        {"batch_size": 4, "status": "unsampled"},
+    ]
+    assert by_membership.equals(by_ids)
+
+
 def test_the_store_serves_each_view_alone(views, story) -> None:
     space = story.space_a.space_id
     elsewhere = views.entities(space, ("elsewhere",))

@@ -105,6 +105,18 @@ class EntitySpace:
     def __contains__(self, point: object) -> bool:
         return isinstance(point, Mapping) and self.why_not(point) is None
 
+    def holds_as_is(self, values: Mapping[str, object]) -> bool:
+        """Whether `values` (a stored entity's) are one of the space's entities as they are,
+        not converted: the text "4", measured by a space that lists batch sizes as text, is
+        another entity than the number 4, of another id."""
+        if len(values) != len(self._by_name) or any(n not in self._by_name for n in values):
+            return False
+        return all(
+            (normal := self._by_name[name].domain.normalise(value)) is not None
+            and normal == value
+            for name, value in values.items()
+        )
+
     def normalise(self, point: Mapping[str, object]) -> Entity:
         """The entity of ``point``, values converted to their domain ("4" -> 4).
 

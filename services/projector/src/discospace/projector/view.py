@@ -237,7 +237,7 @@ def _result_pairs(
     for row in rows:
         if row.entity_id not in members:
             point = json.loads(row.entity_values)
-            members[row.entity_id] = layout.entity_space.why_not(point) is None
+            members[row.entity_id] = layout.entity_space.holds_as_is(point)
         pair = (row.entity_id, row.experiment_id)
         if members[row.entity_id] and row.is_valid and pair not in seen:
             seen.add(pair)

@@ -242,10 +242,4 @@ def _in_space(space: KnownSpace, outcome: PairResult, names: set[str]) -> bool:
     taken as inside, an optimizer was told the point twice, once with each result, and the
     operation never measured its own entity 4)."""
     values = outcome.entity_values
-    if set(values) != names:
-        return False
-    domain_of = space.entity_space.get_property
-    return all(
-        (normal := domain_of(name).domain.normalise(value)) is not None and normal == value
-        for name, value in values.items()
-    )
+    return set(values) == names and space.entity_space.holds_as_is(values)
