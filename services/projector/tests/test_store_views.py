@@ -87,6 +87,31 @@ def test_another_spaces_entity_of_text_values_is_not_found_elsewhere_by_membersh
     assert by_membership.equals(by_ids)
 
 
+def test_a_failure_the_operation_will_not_retry_is_not_said_to_be_retried(store_client) -> None:
+    """The reason said "may be retried" for every retryable failure: one on the operation's
+    last attempt (its counts say failed for good), and one of an operation that has ended."""
+    from .conftest import History, space_spec
+
+    history = History()
+    history.actuator("w0")
+    space = history.register(space_spec())
+    last = history.start(space, "op-last", number_entities=1, max_retries=1)
+    values = point("llama-7b", 1, 1)
+    last.fail(last.request(values), "node lost", retryable=True)
+    Projection(store_client, CONSUMER).write(history.read())
+    reasons = StoreViews(store_client).entities(space.space_id, ("unmeasured",))["reason"]
+    assert reasons.tolist() == ["failed (attempt 1, may be retried): node lost"]
+
+    last.fail(last.request(values, attempt=2), "node lost", retryable=True)
+    ended = history.start(space, "op-ended", number_entities=1, max_retries=5)
+    ended.fail(ended.request(point("llama-7b", 2, 1)), "node lost", retryable=True)
+    counts = {"requested": 1, "measured": 0, "reused": 0, "failed": 1, "invalid": 0}
+    ended.finish("requested_entities_measured", counts)
+    Projection(store_client, CONSUMER).write(history.read())
+    reasons = StoreViews(store_client).entities(space.space_id, ("unmeasured",))["reason"]
+    assert reasons.tolist() == ["failed (attempt 2): node lost", "failed (attempt 1): node lost"]
+
+
 def test_the_store_serves_each_view_alone(views, story) -> None:
     space = story.space_a.space_id
     elsewhere = views.entities(space, ("elsewhere",))

@@ -112,8 +112,7 @@ class EntitySpace:
         if len(values) != len(self._by_name) or any(n not in self._by_name for n in values):
             return False
         return all(
-            (normal := self._by_name[name].domain.normalise(value)) is not None
-            and normal == value
+            (normal := self._by_name[name].domain.normalise(value)) is not None and normal == value
             for name, value in values.items()
         )
 

@@ -297,7 +297,9 @@ def _decimal(text: str) -> Decimal:
     return Decimal(f"{written['mantissa']}e{exponent}")
 
 
-_EXPONENT = re.compile(r"(?P<mantissa>[+-]?(?:[\d_]+\.?[\d_]*|\.[\d_]+))[eE](?P<exponent>[+-]?[\d_]+)")
+_EXPONENT = re.compile(
+    r"(?P<mantissa>[+-]?(?:[\d_]+\.?[\d_]*|\.[\d_]+))[eE](?P<exponent>[+-]?[\d_]+)"
+)
 _MAX_EXPONENT = 999_999_999
 
 

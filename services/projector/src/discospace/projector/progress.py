@@ -67,6 +67,7 @@ from discospace.projector.models import (
 )
 from discospace.projector.queries import STAGE, MeasurementRow, OperationRow, PairSummary
 from discospace.projector.spaces import SpaceLayout, SpaceState
+from discospace.projector.view import Retries
 
 _ENDED = ("OperationCompleted", "OperationFailed")
 _LIFECYCLE = frozenset(
@@ -185,6 +186,19 @@ def before_end(rows: Sequence[MeasurementRow], ended_at: datetime | None) -> lis
     """The measurement rows of what the operation received before it ended (every row while
     it runs): see the module doc."""
     return list(rows) if ended_at is None else [r for r in rows if r.occurred_at <= ended_at]
+
+
+def retries_of(rows: Sequence[OperationRow]) -> dict[str, Retries]:
+    """By operation id (of `rows`, several operations' lifecycles), whether it retries a
+    retryable failure: its `max_retries`, and whether it has ended."""
+    by_operation: dict[str, list[OperationRow]] = {}
+    for row in rows:
+        by_operation.setdefault(row.operation_id, []).append(row)
+    retries = {}
+    for operation_id, lifecycle in by_operation.items():
+        life = _Lifecycle.of(lifecycle)
+        retries[operation_id] = Retries(life.parameters.max_retries, life.ended_at is not None)
+    return retries
 
 
 def ended_at(lifecycle: Sequence[OperationRow]) -> datetime | None:

@@ -33,6 +33,7 @@ from discospace.projector.progress import (
     operation_progress,
     progress_reads,
     reported_progress,
+    retries_of,
     summed_progress,
 )
 from discospace.projector.spaces import SpaceLayout, SpaceState, space_state, space_states
@@ -116,7 +117,10 @@ class StoreViews:
                     other_than_space=space_id,
                     entity_ids=None if grid is None else [entity.id for entity in grid],
                 )
-            return entity_table(layout, measurements, elsewhere, include, limit, grid)
+            failing = {m.operation_id for m in measurements if m.kind == "failed" and m.retryable}
+            lifecycles = queries.operations_rows(self.client, sorted(failing))
+            retries = retries_of(lifecycles)
+            return entity_table(layout, measurements, elsewhere, include, limit, grid, retries)
 
     def operations(self, parent: str | None = None) -> list[OperationProgress]:
         """Every operation, oldest first: ended ones as reported, running ones computed, a

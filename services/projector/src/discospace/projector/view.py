@@ -33,6 +33,7 @@ import pandas as pd
 from discospace.core import Entity
 from discospace.core.canonical import Value, beyond_64_bits
 from discospace.core.experiment import split_observed_property_id
+from discospace.core.results import gives_up
 from discospace.projector.errors import ViewError, quoted
 from discospace.projector.queries import STAGE, MeasurementRow, ResultRow
 from discospace.projector.spaces import ID_COLUMN, REASON_COLUMN, STATUS_COLUMN, SpaceLayout
@@ -83,12 +84,15 @@ def entity_table(
     include: Sequence[View] = VIEWS,
     limit: int | None = None,
     grid: Iterable[Entity] | None = None,
+    retries: Mapping[str, Retries] | None = None,
 ) -> pd.DataFrame:
     """The rows of the views in `include`, at most `limit` of them (see the module doc).
 
     `grid`: the space's entities in grid order when the caller keeps them (a small finite
-    space), so the never-sampled ones are not computed again."""
-    views = _partition(layout, measurements, elsewhere)
+    space), so the never-sampled ones are not computed again. `retries`: by operation id,
+    whether a retryable failure of its will be retried (a reason says "may be retried" only
+    then); without it, every retryable failure may be."""
+    views = _partition(layout, measurements, elsewhere, retries or {})
     parts: dict[View, Iterable[dict[str, Any]]] = {
         view: _rows(layout, entities, view) for view, entities in views.items()
     }
@@ -131,10 +135,13 @@ def _float_holds(value: object) -> bool:
 
 
 def _partition(
-    layout: SpaceLayout, measurements: Sequence[MeasurementRow], elsewhere: Sequence[ResultRow]
+    layout: SpaceLayout,
+    measurements: Sequence[MeasurementRow],
+    elsewhere: Sequence[ResultRow],
+    retries: Mapping[str, Retries],
 ) -> dict[View, dict[str, _Entity]]:
     """Entities known to the store, each in the first view that holds it."""
-    here = _fold(layout, _measurement_pairs(measurements))
+    here = _fold(layout, _measurement_pairs(measurements, retries))
     reused = _fold(layout, _reused_pairs(measurements))
     measured = {
         key: _filled(entity, reused.get(key)) for key, entity in here.items() if entity.is_measured
@@ -174,7 +181,7 @@ def _rows(
 
 
 def _measurement_pairs(
-    rows: Sequence[MeasurementRow],
+    rows: Sequence[MeasurementRow], retries: Mapping[str, Retries]
 ) -> Iterator[tuple[str, str, str, dict[str, Value] | None, str]]:
     """(entity id, entity values, experiment, valid values or None, problem) per event.
 
@@ -184,7 +191,8 @@ def _measurement_pairs(
     for row in in_causal_order(rows):
         valid = row.is_valid is True and row.kind == "completed"
         values = json.loads(row.values) if valid else None
-        yield row.entity_id, row.entity_values, row.experiment_id, values, _problem(row)
+        problem = _problem(row, retries.get(row.operation_id))
+        yield row.entity_id, row.entity_values, row.experiment_id, values, problem
 
 
 def in_causal_order(rows: Sequence[MeasurementRow]) -> list[MeasurementRow]:
@@ -244,11 +252,25 @@ def _result_pairs(
             yield row.entity_id, row.entity_values, row.experiment_id, json.loads(row.values), ""
 
 
-def _problem(row: MeasurementRow) -> str:
+@dataclass(frozen=True)
+class Retries:
+    """What decides whether an operation retries a failure: its `max_retries`, and whether it
+    has ended."""
+
+    max_retries: int
+    ended: bool
+
+    def retries(self, attempt: int) -> bool:
+        """Whether a retryable failure of attempt `attempt` is retried (the explorer's rule)."""
+        return not self.ended and not gives_up(True, attempt, self.max_retries)
+
+
+def _problem(row: MeasurementRow, retries: Retries | None = None) -> str:
     if row.kind in ("completed", "reused"):
         return "" if row.is_valid else f"invalid: {row.reason}"
     if row.kind == "failed":
-        again = ", may be retried" if row.retryable else ""
+        retried = row.retryable and (retries is None or retries.retries(row.attempt))
+        again = ", may be retried" if retried else ""
         return f"failed (attempt {row.attempt}{again}): {row.reason}"
     if row.kind == "started":
         return f"being measured (attempt {row.attempt})"
