@@ -151,9 +151,9 @@ class OperationParameters(Record):
     )
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
-        description="Operator-specific settings (e.g. Zeus's `eta_knob`), passed to the "
+        description="Operator-specific settings (e.g. zeus_bso's `eta`), passed to the "
         "operator as they are.",
-        examples=[{"eta_knob": 0.5}],
+        examples=[{"eta": 0.5}],
     )
 
     @model_validator(mode="before")
