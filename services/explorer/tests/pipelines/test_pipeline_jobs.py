@@ -11,9 +11,9 @@ from discospace.core.spec import SpaceSpec
 from discospace.events import (
     MeasurementCompleted,
     OperationCompleted,
+    OperationFailed,
     OperationRequested,
     PipelineJobCompleted,
-    PipelineJobFailed,
     PipelineJobStarted,
     SpaceSubmitted,
 )
@@ -185,7 +185,8 @@ def test_a_hook_waits_until_every_result_its_job_counted_has_been_read(world, sa
     assert narrowed[0].spec == w.submissions[0].spec
 
 
-def test_a_job_may_run_a_pipeline_whose_measurements_a_hook_cannot_read(world):
+def test_a_hook_reading_a_job_that_ran_a_pipeline_is_refused_before_any_job_runs(world):
+    """It failed when the hook ran, after the nested pipeline had measured."""
     inner = {
         "stages": {
             "probe": [
@@ -215,11 +216,12 @@ def test_a_job_may_run_a_pipeline_whose_measurements_a_hook_cannot_read(world):
     }
     w = world()
     w.request("op-1", w.register(), outer, seed=2)
-    [nested] = w.of(OperationCompleted, "op-1-nested")
-    assert nested.stop_detail == "1 jobs completed"
-    assert w.of(OperationCompleted, "op-1-nested-walk")
-    [failed] = w.of(PipelineJobFailed, "op-1")
-    assert failed.reason == "job 'nested' ran a pipeline: its measurements are its jobs'"
+    [failed] = w.of(OperationFailed, "op-1")
+    assert failed.reason.endswith(
+        "hook job 'top' reads the measurements of job 'nested', a pipeline job, whose "
+        "measurements are its own jobs': name an operation or measure job"
+    )
+    assert not w.of(OperationRequested, "op-1-nested")
 
 
 def test_each_jobs_result_has_the_keys_the_door_checks_references_against(world, hooks):

@@ -268,3 +268,41 @@ def test_a_restarted_explorer_reads_ended_trials_values_from_their_results(
     started = [e.job for e in decided if isinstance(e, PipelineJobStarted)]
     assert started[0] == "trial-4"
     assert chosen == [4]  # trials 0 to 3 ended: their values are in their results
+
+
+def _nested_trials(over: str, values: list[Any], fixed: dict[str, Any]) -> dict[str, Any]:
+    """A pipeline with trials of its own over `over`, measuring one entity with its value."""
+    entity = {over: "${trial." + over + "}", **fixed}
+    measure = {"name": "m", "kind": "measure", "entities": [entity], "experiment": LONGER}
+    return {
+        "stages": {"probe": [measure]},
+        "trials": {
+            "count": len(values),
+            "over": {over: {"values": values}},
+            "objective": {"job": "m", "property": "loss", "direction": "minimize"},
+        },
+    }
+
+
+def _tune(options: dict[str, Any]) -> dict[str, Any]:
+    parameters = {"options": options}
+    return {"name": "tune", "kind": "operation", "operator": "pipeline", "parameters": parameters}
+
+
+def test_a_nested_pipeline_with_trials_of_its_own_keeps_its_trial_references(world, base_space):
+    """Its ${trial...} were read as the running pipeline's: refused at the door without outer
+    trials ('the pipeline has no trials'), or when the outer trials are over other properties
+    ('the trials are over lr only'), and replaced by the outer trial's value otherwise."""
+    w, space = _space(world(), base_space)
+    nested = _nested_trials("lr", [0.1, 0.2], {"batch_size": 2})
+    w.request("op-1", space, {"stages": {"execute": [_tune(nested)]}}, seed=3)
+    assert not w.of(OperationFailed)
+    assert {e.entity_values["lr"] for e in w.of(MeasurementCompleted)} == {0.1, 0.2}
+
+    w, space = _space(world(), base_space)
+    outer = recipe(count=1, over={"lr": {"values": [0.3]}})
+    outer["stages"]["execute"] = [_tune(_nested_trials("batch_size", [1, 4], {"lr": 0.3}))]
+    w.request("op-1", space, outer, seed=3)
+    assert not w.of(OperationFailed)
+    inner = [e for e in w.of(MeasurementCompleted) if "-tune-" in e.operation_id]
+    assert {e.entity_values["batch_size"] for e in inner} == {1, 4}

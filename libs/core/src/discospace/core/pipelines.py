@@ -394,13 +394,20 @@ def _trial_value(ref: Reference, trial: Mapping[str, Scalar] | None) -> JsonValu
 def job_references(job: JobSpec) -> list[Reference]:
     """The references a job makes: in its space, parameters, entities and args. Those inside
     the pipeline a pipeline job runs (its `options`) are that pipeline's own, to its jobs: not
-    this pipeline's (a `${trial...}` there is replaced before it runs, as everywhere)."""
+    this pipeline's (a `${trial...}` there is replaced before it runs, as everywhere, unless
+    that pipeline has trials of its own)."""
     own = [job.space, own_parameters(job), job.entities, job.args]
     found = references(own)  # type: ignore[arg-type]
     nested = nested_options(job)
-    if nested is not None:
+    if nested is not None and not has_own_trials(nested):
         found += [ref for ref in references(nested) if ref.job == TRIAL]
     return found
+
+
+def has_own_trials(options: Mapping[str, JsonValue]) -> bool:
+    """Whether a nested pipeline's options declare trials: its `${trial...}` are its own
+    trials', not read from (nor replaced by) the pipeline that runs it."""
+    return options.get("trials") is not None
 
 
 def own_parameters(job: JobSpec) -> dict[str, JsonValue]:

@@ -12,19 +12,39 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from discospace.core.pipelines import TRIAL, references, resolve
+from discospace.core.pipelines import TRIAL, has_own_trials, references, resolve
 from discospace.core.spec import Scalar
 
 
 def with_trial(value: JsonValue, trial: Mapping[str, Scalar]) -> JsonValue:
-    """`value` with every `${trial.<property>}` replaced by the trial's value."""
+    """`value` with every `${trial.<property>}` replaced by the trial's value, but in the
+    options of a nested pipeline that has trials of its own (its references are its trials')."""
     if isinstance(value, str):
         return _text(value, trial)
     if isinstance(value, Mapping):
+        if _runs_own_trials(value):  # its options as they are
+            parameters = value["parameters"]
+            assert isinstance(parameters, Mapping)
+            return {
+                **{k: with_trial(item, trial) for k, item in value.items() if k != "parameters"},
+                "parameters": {
+                    key: item if key == "options" else with_trial(item, trial)
+                    for key, item in parameters.items()
+                },
+            }
         return {key: with_trial(item, trial) for key, item in value.items()}
     if isinstance(value, list):
         return [with_trial(item, trial) for item in value]
     return value
+
+
+def _runs_own_trials(value: Mapping[str, JsonValue]) -> bool:
+    """Whether `value` is a pipeline job whose pipeline has trials of its own."""
+    parameters = value.get("parameters")
+    if value.get("operator") != "pipeline" or not isinstance(parameters, Mapping):
+        return False
+    options = parameters.get("options")
+    return isinstance(options, Mapping) and has_own_trials(options)
 
 
 def _text(text: str, trial: Mapping[str, Scalar]) -> JsonValue:
