@@ -578,3 +578,39 @@ def test_a_hook_on_another_spaces_job_is_not_checked_against_the_pipelines_space
     assert problem(ours, catalog=CATALOG) == (
         "hook job 'narrowed': k_sigma cannot narrow 'gpu_clock': the space has no such property"
     )
+
+
+def _with_trials_of_its_own(*more: dict[str, Any]) -> dict[str, Any]:
+    """A pipeline with trials over batch_size, measuring one entity with the trial's value."""
+    entity = {"model_size": "tiny", "batch_size": "${trial.batch_size}", "lr": 0.001}
+    experiment = {"actuator": "cpu_train", "experiment": "train"}
+    measure = {"name": "m", "kind": "measure", "entities": [entity], "experiment": experiment}
+    objective = {"job": "m", "property": "tps", "direction": "max"}
+    return {
+        "stages": {"probe": [measure, *more]},
+        "trials": {"count": 2, "over": {"batch_size": {"values": [4, 16]}}, "objective": objective},
+    }
+
+
+def _runs(options: dict[str, Any], name: str = "tune") -> dict[str, Any]:
+    parameters = {"options": options}
+    return {"name": name, "kind": "operation", "operator": "pipeline", "parameters": parameters}
+
+
+def test_a_pipeline_with_trials_of_its_own_at_any_depth_reads_its_own_trials() -> None:
+    """Its ${trial...} were read as the running pipeline's: 'job 'wrap' reads
+    ${trial.batch_size}, but the pipeline has no trials'."""
+    inner = _with_trials_of_its_own()
+    assert problem({"stages": {"execute": [_runs(inner)]}}) is None
+    wrap = {"stages": {"execute": [_runs(inner)]}}
+    assert problem({"stages": {"execute": [_runs(wrap, "wrap")]}}) is None
+
+
+def test_a_malformed_pipeline_with_trials_of_its_own_is_refused_at_the_door() -> None:
+    """Its shape was checked only when its job's turn came, after earlier jobs measured."""
+    unknown = {"name": "k", "kind": "hook", "hook": "ksigma", "args": {"job": "m"}}
+    options = {"stages": {"execute": [_runs(_with_trials_of_its_own(unknown))]}}
+    assert problem(options) == (
+        "pipeline job 'tune': hook job 'k' uses hook 'ksigma', which is not known: "
+        "use k_sigma, prune_invalid, top_k"
+    )

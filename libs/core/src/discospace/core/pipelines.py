@@ -400,7 +400,7 @@ def job_references(job: JobSpec) -> list[Reference]:
     found = references(own)  # type: ignore[arg-type]
     nested = nested_options(job)
     if nested is not None and not has_own_trials(nested):
-        found += [ref for ref in references(nested) if ref.job == TRIAL]
+        found += outer_trial_references(nested)
     return found
 
 
@@ -408,6 +408,34 @@ def has_own_trials(options: Mapping[str, JsonValue]) -> bool:
     """Whether a nested pipeline's options declare trials: its `${trial...}` are its own
     trials', not read from (nor replaced by) the pipeline that runs it."""
     return options.get("trials") is not None
+
+
+def runs_own_trials(value: Mapping[str, JsonValue]) -> bool:
+    """Whether `value` (a job as written) is a pipeline job whose pipeline has trials of its
+    own."""
+    parameters = value.get("parameters")
+    if value.get("operator") != "pipeline" or not isinstance(parameters, Mapping):
+        return False
+    options = parameters.get("options")
+    return isinstance(options, Mapping) and has_own_trials(options)
+
+
+def outer_trial_references(value: JsonValue) -> list[Reference]:
+    """The `${trial...}` references in `value` (a pipeline's options, at any depth) that the
+    running pipeline's trials give: none inside a pipeline job's options whose pipeline has
+    trials of its own, however deep."""
+    if isinstance(value, str):
+        return [ref for ref in references(value) if ref.job == TRIAL]
+    if isinstance(value, Mapping):
+        found = []
+        for key, item in value.items():
+            if key == "parameters" and isinstance(item, Mapping) and runs_own_trials(value):
+                item = {name: part for name, part in item.items() if name != "options"}
+            found += outer_trial_references(item)
+        return found
+    if isinstance(value, list):
+        return [ref for item in value for ref in outer_trial_references(item)]
+    return []
 
 
 def own_parameters(job: JobSpec) -> dict[str, JsonValue]:
@@ -528,7 +556,11 @@ def _nested_problem(
     said when that job's turn came, after the jobs before it had spent their measurements."""
     for _, job in ordered_jobs(spec):
         nested = nested_options(job)
-        outer = nested is not None and any(ref.job == TRIAL for ref in references(nested))
+        outer = (
+            nested is not None
+            and not has_own_trials(nested)
+            and bool(outer_trial_references(nested))
+        )
         if nested is not None and not outer:  # a trial's values come first: checked then
             problem = pipeline_shape_problem(nested, hooks, operators, parameters)
             if problem is not None:

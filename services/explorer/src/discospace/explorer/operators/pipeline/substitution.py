@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from pydantic import JsonValue
 
-from discospace.core.pipelines import TRIAL, has_own_trials, references, resolve
+from discospace.core.pipelines import TRIAL, references, resolve, runs_own_trials
 from discospace.core.spec import Scalar
 
 
@@ -22,7 +22,7 @@ def with_trial(value: JsonValue, trial: Mapping[str, Scalar]) -> JsonValue:
     if isinstance(value, str):
         return _text(value, trial)
     if isinstance(value, Mapping):
-        if _runs_own_trials(value):  # its options as they are
+        if runs_own_trials(value):  # its options as they are
             parameters = value["parameters"]
             assert isinstance(parameters, Mapping)
             return {
@@ -36,15 +36,6 @@ def with_trial(value: JsonValue, trial: Mapping[str, Scalar]) -> JsonValue:
     if isinstance(value, list):
         return [with_trial(item, trial) for item in value]
     return value
-
-
-def _runs_own_trials(value: Mapping[str, JsonValue]) -> bool:
-    """Whether `value` is a pipeline job whose pipeline has trials of its own."""
-    parameters = value.get("parameters")
-    if value.get("operator") != "pipeline" or not isinstance(parameters, Mapping):
-        return False
-    options = parameters.get("options")
-    return isinstance(options, Mapping) and has_own_trials(options)
 
 
 def _text(text: str, trial: Mapping[str, Scalar]) -> JsonValue:
