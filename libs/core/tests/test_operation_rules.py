@@ -15,6 +15,7 @@ from discospace.core.operation_rules import (
     unmeasured_objective,
     zeus_space_problem,
 )
+from discospace.core.results import Objective
 
 SPACE = """sample_store: s
 entity_space:
@@ -108,6 +109,21 @@ def test_optimizers_need_an_objective_and_cmaes_takes_only_one() -> None:
     assert objectives_problem("optuna_cmaes", 2) == (
         "optuna_cmaes optimises one objective, but 2 were given"
     )
+
+
+def test_an_objective_the_optimizers_objectives_name_in_the_other_direction_is_refused() -> None:
+    """The optimizer searched for the smallest tps while the operation reported, and stopped
+    on, the largest."""
+    most, least = (
+        Objective(property="tps", direction="max"),
+        Objective(property="tps", direction="min"),
+    )
+    memory = Objective(property="mem", direction="min")
+    assert objectives_problem("optuna_nsga2", 2, None, most, (least, memory)) == (
+        "the objective 'tps' is to maximise, but objectives minimise it: give one direction"
+    )
+    assert objectives_problem("optuna_nsga2", 2, None, most, (most, memory)) is None
+    assert objectives_problem("random_walk", 1, None, most, (least,)) is None  # it optimises none
 
 
 def test_zeus_needs_batch_sizes_power_limits_recurrences_and_one_workload() -> None:

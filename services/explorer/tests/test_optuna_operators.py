@@ -385,6 +385,11 @@ def test_tpe_searches_a_space_with_a_continuous_property_within_its_budget(
             {"objective": {"property": "nope", "direction": "max"}},
             "the objective 'nope' is not measured",
         ),
+        (
+            "optuna_tpe",
+            {"objective": MAX_TPS, "objectives": [{"property": "tps", "direction": "min"}]},
+            "the objective 'tps' is to maximise, but objectives minimise it: give one direction",
+        ),
     ],
 )
 def test_an_operation_the_optimizer_cannot_run_fails_at_once_with_one_sentence(

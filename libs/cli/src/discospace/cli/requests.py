@@ -223,7 +223,11 @@ async def check_request(request: OperationRequested, registration: Registration)
         operator_problem(request.operator, DOOR_OPERATORS)
         or stopping_problem(parameters.stopping)
         or objectives_problem(
-            request.operator, len(parameters.objectives_to_optimise()), parameters.options
+            request.operator,
+            len(parameters.objectives_to_optimise()),
+            parameters.options,
+            parameters.objective,
+            parameters.objectives or (),
         )
         or _pipeline_shape(request)
     )

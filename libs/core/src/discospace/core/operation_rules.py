@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from discospace.core.canonical import Value
 from discospace.core.errors import DiscospaceError
-from discospace.core.results import objective_source
+from discospace.core.results import Objective, objective_source
 from discospace.core.sampling import sampling
 from discospace.core.space import EntitySpace
 from discospace.core.time import Time, TimeUnit
@@ -78,15 +78,29 @@ def operator_problem(name: str, known: Sequence[str] = OPERATORS) -> str | None:
 
 
 def objectives_problem(
-    operator: str, count: int, options: Mapping[str, object] | None = None
+    operator: str,
+    count: int,
+    options: Mapping[str, object] | None = None,
+    objective: Objective | None = None,
+    objectives: Sequence[Objective] = (),
 ) -> str | None:
     """Why an optimizer cannot take ``count`` objectives, or None (and None for an operator
     that optimises none: it ignores them). Objectives left in ``options`` are ones the
     `objectives` parameter could not take (an old request's place for them: they are moved
-    when they fit), said as such rather than as no objective at all."""
+    when they fit), said as such rather than as no objective at all. An `objective` (what the
+    operation reports best and stops on) that `objectives` (what the optimizer searches for)
+    name in the other direction is refused: the search would look for the worst."""
     most = OPTIMIZERS.get(operator)
     if most is None:
         return None
+    for other in objectives:
+        if objective is None or other.property != objective.property:
+            continue
+        if other.direction != objective.direction:
+            return (
+                f"the objective '{objective.property}' is to {objective.direction}imise, "
+                f"but objectives {other.direction}imise it: give one direction"
+            )
     if options is not None and "objectives" in options:
         return (
             f"{operator} takes its objectives as parameters.objectives (one or two, each "

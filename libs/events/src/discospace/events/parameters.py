@@ -224,7 +224,13 @@ def parameters_problem(data: Mapping[str, Any], operator: str | None = None) -> 
     if problem is None and (count or "objectives" in parameters.options):
         # none given is no problem here: a pipeline passes its own objective to a job that
         # gives none (when the job's space measures it), known only once the job runs
-        problem = objectives_problem(operator, count, parameters.options)
+        problem = objectives_problem(
+            operator,
+            count,
+            parameters.options,
+            parameters.objective,
+            parameters.objectives or (),
+        )
     if problem is None and operator == "random_walk":
         problem = random_walk_options_problem(parameters.options)
     return problem

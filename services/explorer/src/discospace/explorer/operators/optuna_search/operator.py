@@ -165,7 +165,13 @@ def _objectives_problem(operator: OptunaOperator, parameters: OperationParameter
     the CLI applies too); whether the space measures each is checked for every operator at
     start (`domain/starting.py`)."""
     count = len(parameters.objectives_to_optimise())
-    return objectives_problem(operator.name, count, parameters.options)
+    return objectives_problem(
+        operator.name,
+        count,
+        parameters.options,
+        parameters.objective,
+        parameters.objectives or (),
+    )
 
 
 def _has_budget(parameters: OperationParameters) -> bool:
