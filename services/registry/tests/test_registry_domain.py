@@ -375,6 +375,36 @@ def test_a_store_keeping_another_actuators_results_under_the_same_id_rejects_the
     assert isinstance(decide_submission(state, submitted(elsewhere, "sub-3"), AT), SpaceRegistered)
 
 
+def test_a_store_keeping_results_of_an_experiment_since_redefined_rejects_a_new_space():
+    """Every pool redeployed `throughput-v1` measuring other targets: a new space on the
+    store was registered, and handed the old results as its own (the sampler's memo keys by
+    experiment id). A new default of an option the spaces set changes nothing."""
+    state = state_with(announced(THROUGHPUT))
+    first = decide_submission(state, submitted(spec()), AT)
+    assert isinstance(first, SpaceRegistered)
+    narrower = (PropertySpec(name="batch_size", values=(1, 2)), *spec().entity_space[1:])
+    evolve(state, announced(THROUGHPUT.model_copy(update={"target_properties": ("energy",)})))
+
+    answer = decide_submission(state, submitted(spec(properties=narrower), "sub-2"), AT)
+
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "sample store 'store-a' keeps the results of experiment 'throughput-v1' of actuator "
+        f"'synthetic' (id 'throughput-v1') as it was defined when space '{first.space_id}' was "
+        "registered, and the catalog now defines it otherwise (its targets, required "
+        "properties or options): the old results would be read as new ones; use another "
+        "sample store"
+    )
+    pinned = ExperimentRef(
+        actuator="synthetic", experiment="throughput-v1", parameterization={"steps": 7}
+    )
+    state = state_with(announced(THROUGHPUT))
+    assert isinstance(decide_submission(state, submitted(spec(pinned)), AT), SpaceRegistered)
+    evolve(state, announced(THROUGHPUT.model_copy(update={"optional_properties": {"steps": 9}})))
+    again = submitted(spec(pinned, properties=narrower), "sub-2")
+    assert isinstance(decide_submission(state, again, AT), SpaceRegistered)
+
+
 def test_two_experiments_of_one_actuator_whose_parameterized_ids_read_alike_share_no_store():
     """`train` with option `lr-warmup: 5` and `train-lr` with `warmup: 5` are both
     `train-lr-warmup.5`: both spaces were registered on one store, which handed one

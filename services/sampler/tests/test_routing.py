@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from discospace.core import Entity, ExperimentRef
-from discospace.sampler.routing import PoolDirectory, Unroutable, measured_as
+from discospace.core.experiment import measured_as
+from discospace.sampler.routing import PoolDirectory, Unroutable
 
 BENCH = ExperimentRef(actuator="synthetic", experiment="bench")
 
@@ -180,3 +181,30 @@ def test_a_pool_measuring_the_same_under_a_reworded_definition_is_sent_it_not_on
     assert _directory(make, make.pool("p", None, reworded)).route(BENCH, entity, definition) == "p"
     refused = _directory(make, make.pool("p", None, boolean)).route(BENCH, entity, definition)
     assert isinstance(refused, Unroutable)
+
+
+def test_a_pool_that_changed_only_a_default_the_space_sets_measures_what_it_did(make):
+    """The space measures `bench` with steps 5: a pool redeployed with another default of
+    steps measures exactly that, and was refused its pairs for good; one with another default
+    of an option the space leaves to its default measures something else."""
+    from discospace.core import Experiment, ExperimentSpec
+    from discospace.core.spec import ExperimentRef
+
+    def bench(**options: int) -> ExperimentSpec:
+        return ExperimentSpec(
+            actuator="synthetic",
+            experiment="bench",
+            target_properties=("throughput",),
+            required_properties=("batch_size",),
+            optional_properties=options,
+        )
+
+    pinned = ExperimentRef(actuator="synthetic", experiment="bench", parameterization={"steps": 5})
+    registered = measured_as(Experiment.from_spec(bench(steps=10, warm=1)), {"steps": 5})
+    entity = _entity(batch_size=4)
+    moved = _directory(make, make.pool("p", None, bench(steps=20, warm=1)))
+    assert moved.route(pinned, entity, registered) == "p"
+    other = _directory(make, make.pool("p", None, bench(steps=10, warm=2)))
+    assert isinstance(other.route(pinned, entity, registered), Unroutable)
+    gone = _directory(make, make.pool("p", None, bench(warm=1)))  # no steps option at all
+    assert isinstance(gone.route(pinned, entity, registered), Unroutable)

@@ -12,7 +12,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from discospace.core.canonical import Value, format_value, normalise_value, value_kind
+from discospace.core.canonical import (
+    Value,
+    canonical_json,
+    format_value,
+    normalise_value,
+    value_kind,
+)
 from discospace.core.errors import ExperimentError
 from discospace.core.spec import ExperimentRef, ExperimentSpec
 
@@ -191,6 +197,11 @@ class ParameterizedExperiment:
         """Parameterized ids of the experiments whose results this one needs."""
         return frozenset(split_observed_property_id(p)[0] for p in self.required_observed)
 
+    @property
+    def measured_as(self) -> str:
+        """What a measurement of this experiment means, as one text (`measured_as`)."""
+        return measured_as(self.experiment, self.parameterization)
+
     def to_ref(self) -> ExperimentRef:
         return ExperimentRef(
             actuator=self.actuator,
@@ -209,6 +220,26 @@ class ParameterizedExperiment:
 
 _KIND = {"booleans": "a boolean", "numbers": "a number", "strings": "text"}
 _THE = {"booleans": "the boolean", "numbers": "the number", "strings": "the text"}
+
+
+def measured_as(experiment: Experiment, parameterization: Mapping[str, Value] = {}) -> str:
+    """What a measurement of `experiment` with `parameterization` depends on, as one text: its
+    targets and required properties (as sets), each option with the value it is measured with
+    (the parameterization's, else the default; its kind included: `true` is not 1), and any
+    option the parameterization sets that the experiment lacks; not its description or the
+    order it lists them in. Two definitions of one experiment id give the same text exactly when
+    a result of one means what a result of the other would (a pool redeployed with a new
+    default of an option the space sets measures the same)."""
+    options = {**experiment.optional_properties}
+    options.update((name, value) for name, value in parameterization.items() if name in options)
+    return canonical_json(
+        {
+            "targets": sorted(experiment.target_properties),
+            "required": sorted(experiment.required_properties),
+            "options": {name: [type(value).__name__, value] for name, value in options.items()},
+            "unknown_options": sorted(set(parameterization) - set(options)),
+        }
+    )
 
 
 def _shown(value: Value) -> str:

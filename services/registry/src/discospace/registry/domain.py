@@ -58,9 +58,10 @@ class RegistryState:
         """The latest catalog of each (actuator, pool): the key of its announcements."""
         self.conflicts: dict[tuple[str, str], str] = {}
         """(actuator, experiment) the catalog cannot offer, and why (one sentence)."""
-        self.stored: dict[tuple[str, str], tuple[str, str, str]] = {}
-        """(sample store, parameterized experiment id) -> (actuator, experiment, space id) of
-        the first registered space whose results are kept under that id in that store."""
+        self.stored: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+        """(sample store, parameterized experiment id) -> (actuator, experiment, space id, what
+        its results mean: `measured_as`) of the first registered space whose results are kept
+        under that id in that store."""
 
     def __len__(self) -> int:
         """How many experiments the catalog holds."""
@@ -164,9 +165,8 @@ def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
         return []
     for experiment in measured:
         key = (event.spec.sample_store, experiment.id)
-        state.stored.setdefault(
-            key, (experiment.actuator, experiment.experiment.identifier, event.space_id)
-        )
+        claim = (experiment.actuator, experiment.experiment.identifier, event.space_id)
+        state.stored.setdefault(key, (*claim, experiment.measured_as))
     return []
 
 
@@ -182,9 +182,13 @@ def _store_problems(
     for experiment in resolved:
         claim = state.stored.get((space.sample_store, experiment.id))
         mine = (experiment.actuator, experiment.experiment.identifier)
-        if claim is None or claim[:2] == mine:
+        if claim is None:
             continue
-        actuator, identifier, space_id = claim
+        actuator, identifier, space_id, meaning = claim
+        if claim[:2] == mine:
+            if meaning != experiment.measured_as:
+                problems.append(_redefined(space.sample_store, experiment, space_id))
+            continue
         theirs = f"experiment '{identifier}' of actuator '{actuator}'"
         if actuator == experiment.actuator:
             ours = f"experiment '{experiment.experiment.identifier}'"
@@ -196,6 +200,16 @@ def _store_problems(
             "use another sample store"
         )
     return problems
+
+
+def _redefined(store: str, experiment: ParameterizedExperiment, space_id: str) -> str:
+    return (
+        f"sample store '{store}' keeps the results of experiment "
+        f"'{experiment.experiment.identifier}' of actuator '{experiment.actuator}' (id "
+        f"'{experiment.id}') as it was defined when space '{space_id}' was registered, and the "
+        "catalog now defines it otherwise (its targets, required properties or options): "
+        "the old results would be read as new ones; use another sample store"
+    )
 
 
 def decide_submission(

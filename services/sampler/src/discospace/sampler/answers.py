@@ -84,8 +84,9 @@ class Context:
     sample_store: str
     now: datetime
     definitions: Mapping[tuple[str, str], str] = field(default_factory=dict)
-    """What the space's experiments measure as they were registered (`routing.measured_as`),
-    by (actuator, experiment): a pool is sent a pair only where it announced the same."""
+    """What the space's experiments measure as they were registered (`measured_as`), by
+    (actuator, parameterized experiment id): a pool is sent a pair only where it announced
+    the same."""
 
 
 def samples_drawn(context: Context, drawn: Drawn) -> SamplesDrawn:
@@ -147,7 +148,7 @@ def answer_pair(
     waits = wait and request.single_measurement and own is None
     if holder is not None and holder.request_id != request_id and waits:
         return Waiting(context, pair, request_id)
-    registered = context.definitions.get((pair.ref.actuator, pair.ref.experiment))
+    registered = context.definitions.get((pair.ref.actuator, pair.experiment_id))
     pool = _sent_to(own, request_id, request.attempt) or pools.route(
         pair.ref, pair.entity, registered
     )

@@ -18,13 +18,14 @@ from discospace.core import (
     Entity,
     EntitySequence,
     EntitySpace,
+    ExperimentCatalog,
+    MeasurementSpace,
     sampling,
 )
 from discospace.core.canonical import format_value, normalise_value
 from discospace.core.errors import DiscospaceError
 from discospace.events import SamplesRequested, SpaceRegistered
 from discospace.events.common import PropertyValues
-from discospace.sampler.routing import spec_measured_as
 
 SEQUENCES_KEPT = 256
 """Sequences kept per space (one per seed in use): the most recently drawn from stay."""
@@ -47,15 +48,16 @@ class RegisteredSpace:
 
     @cached_property
     def definitions(self) -> dict[tuple[str, str], str]:
-        """What each experiment measures as the space was registered with it
-        (`routing.measured_as`), by (actuator, experiment): read once per space, not per pair
-        routed."""
-        found: dict[tuple[str, str], str] = {}
-        for spec in self.event.experiments:
-            measured = spec_measured_as(spec)
-            if measured is not None:  # registered, so readable; else routed by name
-                found[(spec.actuator, spec.experiment)] = measured
-        return found
+        """What each experiment of the space measures as the space was registered with it
+        (`core.experiment.measured_as`, with its parameterization), by (actuator,
+        parameterized experiment id): read once per space, not per pair routed. A space whose
+        experiments this code cannot read is routed by name."""
+        try:
+            catalog = ExperimentCatalog(self.event.experiments)
+            measured = MeasurementSpace.from_refs(self.event.spec.measurement_space, catalog)
+        except DiscospaceError:
+            return {}
+        return {(item.actuator, item.id): item.measured_as for item in measured}
 
     @property
     def sample_store(self) -> str:

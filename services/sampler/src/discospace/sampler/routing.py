@@ -15,7 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from discospace.core import DiscospaceError, Entity, Experiment, ExperimentSpec
-from discospace.core.canonical import Value, canonical_json, format_value
+from discospace.core.canonical import Value, format_value
+from discospace.core.experiment import measured_as, parameterized_experiment_id
 from discospace.core.spec import ExperimentRef
 from discospace.events import ActuatorRegistered
 
@@ -37,9 +38,12 @@ class PoolDirectory:
         self.gpu_models: dict[tuple[str, str], str | None] = {}
         """(actuator, pool) -> the GPU model its workers there declare (None: any)."""
         self._announced: dict[tuple[str, str], frozenset[str]] = {}
-        self._defined: dict[tuple[str, str, str], str | None] = {}
-        """(actuator, pool, experiment) -> what the pool last announced it measures
-        (`measured_as`; None: a definition this code cannot read)."""
+        self._defined: dict[tuple[str, str, str], Experiment | None] = {}
+        """(actuator, pool, experiment) -> the experiment as the pool last announced it (None:
+        a definition this code cannot read)."""
+        self._measured_as: dict[tuple[str, str, str], str | None] = {}
+        """(actuator, pool, parameterized experiment id) -> `measured_as` of the pool's
+        definition with that id's parameterization: computed once, not per pair routed."""
         self._offers: dict[tuple[str, str], set[str]] = defaultdict(set)
 
     def record(self, event: ActuatorRegistered) -> None:
@@ -52,7 +56,8 @@ class PoolDirectory:
         self._announced[key] = frozenset(spec.experiment for spec in event.experiments)
         for spec in event.experiments:
             self._offers[(spec.actuator, spec.experiment)].add(event.pool)
-            self._defined[(spec.actuator, event.pool, spec.experiment)] = spec_measured_as(spec)
+            self._defined[(spec.actuator, event.pool, spec.experiment)] = _readable(spec)
+        self._measured_as = {k: v for k, v in self._measured_as.items() if k[:2] != key}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -66,10 +71,10 @@ class PoolDirectory:
         self, ref: ExperimentRef, entity: Entity, registered: str | None = None
     ) -> str | Unroutable:
         """The pool that measures `ref` on `entity`, or why none can. `registered`: what the
-        experiment measures as the space was registered with it (`measured_as`); a pool that
-        now defines it otherwise (a new version of the actuator, other targets or options) is
-        not sent the pair: its workers would refuse the request or measure something else
-        under the space's id."""
+        experiment measures as the space was registered with it (`measured_as`, with the ref's
+        parameterization); a pool that now defines it otherwise (a new version of the actuator,
+        other targets, options or defaults the space does not set) is not sent the pair: its
+        workers would refuse the request or measure something else under the space's id."""
         offering = self.pools_offering(ref.actuator, ref.experiment)
         if not offering:
             return Unroutable(
@@ -77,9 +82,7 @@ class PoolDirectory:
             )
         if registered is not None:
             same = frozenset(
-                pool
-                for pool in offering
-                if self._defined.get((ref.actuator, pool, ref.experiment)) == registered
+                pool for pool in offering if self._pool_measures_as(ref, pool) == registered
             )
             if not same:
                 return Unroutable(
@@ -98,6 +101,15 @@ class PoolDirectory:
             )
         return fitting[int(entity.id, 16) % len(fitting)]
 
+    def _pool_measures_as(self, ref: ExperimentRef, pool: str) -> str | None:
+        experiment_id = parameterized_experiment_id(ref.experiment, ref.parameterization)
+        key = (ref.actuator, pool, experiment_id)
+        if key not in self._measured_as:
+            defined = self._defined.get((ref.actuator, pool, ref.experiment))
+            measured = None if defined is None else measured_as(defined, ref.parameterization)
+            self._measured_as[key] = measured
+        return self._measured_as[key]
+
     def _fitting(self, actuator: str, pools: frozenset[str], gpu_model: Value | None) -> list[str]:
         """Pools where `actuator` declares the entity's GPU model, else pools where it declares
         none; sorted, so the entity id picks the same one every time (and spreads entities)."""
@@ -109,26 +121,9 @@ class PoolDirectory:
         return same or sorted(pool for pool, model in models.items() if model is None)
 
 
-def measured_as(experiment: Experiment) -> str:
-    """What a measurement of `experiment` depends on, as one text: its targets and required
-    properties (as sets) and its options with their defaults (a default's kind included:
-    `true` is not 1), not its description or the order it lists them in (a pool redeployed
-    with a reworded description measures the same)."""
-    return canonical_json(
-        {
-            "targets": sorted(experiment.target_properties),
-            "required": sorted(experiment.required_properties),
-            "options": {
-                name: [type(value).__name__, value]
-                for name, value in sorted(experiment.optional_properties.items())
-            },
-        }
-    )
-
-
-def spec_measured_as(spec: ExperimentSpec) -> str | None:
-    """`measured_as` of an announced or registered spec; None when this code cannot read it."""
+def _readable(spec: ExperimentSpec) -> Experiment | None:
+    """An announced experiment; None when this code cannot read it."""
     try:
-        return measured_as(Experiment.from_spec(spec))
+        return Experiment.from_spec(spec)
     except DiscospaceError:
         return None
