@@ -103,6 +103,18 @@ def test_a_column_the_table_lacks_is_named(tmp_path: Path) -> None:
         build(tmp_path, {"table": table(targets=["tokens", "memory"])})
 
 
+def test_a_column_the_table_names_twice_is_refused(tmp_path: Path) -> None:
+    """pandas keeps the first and renames the second 'tokens.1': the worker served the first
+    without a word, whichever was meant."""
+    (tmp_path / "twice.csv").write_text("model,tokens,tokens\nm1,10.0,99.0\n")
+    with pytest.raises(SpecError) as raised:
+        build(tmp_path, {"table": table(file="twice.csv")})
+    assert str(raised.value) == (
+        f"table.targets[0]: {tmp_path / 'twice.csv'} names the column 'tokens' more than once "
+        "(columns 2, 3): give each column once"
+    )
+
+
 def test_an_absent_table_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"nowhere\.csv does not exist"):
         build(tmp_path, {"table": table(file="nowhere.csv")})

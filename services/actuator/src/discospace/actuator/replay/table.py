@@ -72,6 +72,8 @@ def read_table(path: Path, fmt: str | None, texts: Sequence[str] = ()) -> pd.Dat
         if kind == "parquet":
             return pd.read_parquet(path)
         frame = pd.read_csv(path)
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+        frame.attrs["header"] = list(header.iloc[0]) if len(header) else []  # as written
         written = [column for column in dict.fromkeys(texts) if column in frame.columns]
         if written:
             exact = pd.read_csv(
@@ -352,6 +354,13 @@ def _check_columns(config: TableReplay, frame: pd.DataFrame, source: str) -> Non
     ]
     if config.duration is not None:
         named.append(("duration", config.duration.column))
+    header = frame.attrs.get("header", [str(name) for name in frame.columns])
     for where, column in named:
         if column not in frame.columns:
             raise SpecError(f"table.{where}: {source} has no column '{column}'")
+        if header.count(column) > 1:  # pandas keeps the first, renames the other 'name.1'
+            at = ", ".join(str(i + 1) for i, name in enumerate(header) if name == column)
+            raise SpecError(
+                f"table.{where}: {source} names the column '{column}' more than once (columns "
+                f"{at}): give each column once"
+            )
