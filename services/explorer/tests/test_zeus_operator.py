@@ -509,3 +509,67 @@ def test_the_operator_keeps_the_folds_of_a_bounded_number_of_operations(space):
     assert len(operator._read) == OPERATIONS_KEPT
     assert "op-0" not in operator._read
     assert f"op-{OPERATIONS_KEPT + 9}" in operator._read
+
+
+def test_runs_elsewhere_read_after_the_start_are_used_as_a_restarted_explorer_uses_them(
+    loop, make_space, make_request
+):
+    """Another GPU's runs of the workload, measured before the operation started but read
+    after its first decision: the explorer that stayed up kept the runs elsewhere it read first
+    (none) and decided cold, a restarted one (new operators, as a new process) decided warm."""
+    from datetime import timedelta
+
+    from discospace.core import parameterized_experiment_id
+    from discospace.testing.events import measured
+
+    from .conftest import T0
+
+    a40 = (PropertySpec(name="gpu_model", values=("a40",)), *PROPERTIES)
+    registered = make_space(a40, (RUN,))
+    experiment = parameterized_experiment_id("train_to_target", {})
+    runs = [(64, 600.0, 12), (64, 610.0, 12), (32, 1000.0, 10), (16, 1600.0, 8)]
+    late = [
+        measured(
+            {
+                "dataset": "toy",
+                "gpu_model": "v100",
+                "batch_size": size,
+                "power_limit": 250,
+                "recurrence": 0,
+            },
+            T0 - timedelta(seconds=60),
+            index,
+            operation="op-before",
+            experiment_id=experiment,
+            sample_store=registered.spec.sample_store,
+            results={
+                "time_to_accuracy": 0.0,
+                "energy_to_accuracy": 2 * cost,
+                "converged": 1,
+                "target_epoch": epochs,
+            },
+        )
+        for index, (size, cost, epochs) in enumerate(runs)
+    ]
+
+    def started() -> Any:
+        sim, request = zeus_loop(loop, registered, make_request, recurrences=8)
+        sim.send(request)
+        sim.step()  # the first run: nothing read elsewhere yet
+        for event in late:
+            sim.send(event)
+        return sim
+
+    def points(sim: Any) -> list[Any]:
+        return [r.points for r in sim.decisions() if getattr(r, "points", None)]
+
+    live = started()
+    live.run()
+    restarted = started()
+    restarted.step()
+    restarted.step()
+    restarted.crash()
+    restarted.engine = Engine(OperatorRegistry([RandomWalk(), ZeusBso()]), restarted.timing)
+    restarted.restart()
+    restarted.run()
+    assert points(live) == points(restarted)

@@ -132,7 +132,8 @@ class ZeusBso:
 
     def __init__(self) -> None:
         self._read: dict[str, _Read] = {}
-        self._elsewhere: dict[str, Elsewhere] = {}
+        self._elsewhere: dict[str, tuple[Sequence[PairResult], Elsewhere]] = {}
+        """By operation: the store's results elsewhere it was read from, and what they tell."""
 
     def check(self, parameters: OperationParameters, space: KnownSpace) -> str | None:
         try:
@@ -190,15 +191,19 @@ class ZeusBso:
             return None
 
     def _knobs(self, view: OperationView, options: ZeusOptions) -> ZeusSpace:
-        """The space's job, warm with the runs of its workload elsewhere (read once)."""
+        """The space's job, warm with the runs of its workload elsewhere: read again whenever
+        the view's results elsewhere changed (a result measured before the operation started
+        may be read after it: kept as first read, an explorer that stayed up decided cold
+        where a restarted one, reading it at once, decided warm)."""
         knobs = zeus_space(view.space.entity_space, options)
         if not options.warm_start:
             return knobs
-        elsewhere = self._elsewhere.get(view.operation_id)
-        if elsewhere is None:
+        read = self._elsewhere.get(view.operation_id)
+        if read is None or read[0] is not view.store_elsewhere:
             runs = _runs_elsewhere(view.store_elsewhere, knobs, options)
-            elsewhere = elsewhere_of(runs)
-            _keep(self._elsewhere, view.operation_id, elsewhere)
+            read = (view.store_elsewhere, elsewhere_of(runs))
+            _keep(self._elsewhere, view.operation_id, read)
+        elsewhere = read[1]
         if elsewhere is NOWHERE or not elsewhere.usable:
             return knobs
         if not elsewhere.arms(knobs.job.batch_sizes):  # none of its sizes fits what was seen
@@ -207,9 +212,10 @@ class ZeusBso:
 
     def _history(self, view: OperationView, settings: ZeusSettings, knobs: ZeusSpace) -> History:
         """The outcomes folded into a history, reading only those not read before (outcomes
-        only ever grow; a view that does not extend what was read starts the fold afresh)."""
+        only ever grow; a view that does not extend what was read, or a job that changed with
+        what was read elsewhere, starts the fold afresh)."""
         read = self._read.get(view.operation_id)
-        if read is None or not read.prefix_of(view.outcomes):
+        if read is None or read.fold.job != knobs.job or not read.prefix_of(view.outcomes):
             read = _Read(HistoryFold(settings, knobs.job))
             _keep(self._read, view.operation_id, read)
         read.extend(view.outcomes)
