@@ -316,6 +316,42 @@ def test_pools_defining_an_experiment_differently_reject_its_spaces_whatever_the
     assert isinstance(decide_submission(state, submitted(spec()), AT), SpaceRegistered)
 
 
+def test_pools_defining_an_experiment_alike_but_for_its_words_are_no_conflict():
+    """A description reworded, or targets listed in another order, rolled out one pool at a
+    time, made the experiment unavailable for new spaces; a default of 1 on one pool and true
+    on the other (Python has 1 == True) was no conflict, though a space setting the option
+    false was refused as 'expects a number'."""
+    reworded = THROUGHPUT.model_copy(
+        update={
+            "description": "tokens per second, timed",
+            "target_properties": ("peak_memory_mib", "tokens_per_second"),
+        }
+    )
+    state = state_with(announced(THROUGHPUT, pool="cpu"), announced(reworded, pool="gpu"))
+    assert isinstance(decide_submission(state, submitted(spec()), AT), SpaceRegistered)
+    one = THROUGHPUT.model_copy(update={"optional_properties": {"steps": 5, "fused": 1}})
+    true = THROUGHPUT.model_copy(update={"optional_properties": {"steps": 5, "fused": True}})
+    state = state_with(announced(one, pool="cpu"), announced(true, pool="gpu"))
+    answer = decide_submission(state, submitted(spec()), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert "defines experiment 'throughput-v1' differently on pools cpu, gpu" in answer.reason
+
+
+def test_a_new_default_of_an_option_every_entity_gives_is_no_redefinition():
+    """The space explores steps: each entity's own value is measured, never the default, yet a
+    pool redeployed with another default refused the next space on the store, and the sampler
+    the registered space's pairs."""
+    steps = (*spec().entity_space, PropertySpec(name="steps", values=(5, 10)))
+    state = state_with(announced(THROUGHPUT))
+    assert isinstance(
+        decide_submission(state, submitted(spec(properties=steps)), AT), SpaceRegistered
+    )
+    evolve(state, announced(THROUGHPUT.model_copy(update={"optional_properties": {"steps": 10}})))
+    narrower = (PropertySpec(name="batch_size", values=(1, 2)), *steps[1:])
+    answer = decide_submission(state, submitted(spec(properties=narrower), "sub-2"), AT)
+    assert isinstance(answer, SpaceRegistered)
+
+
 def test_the_catalog_counts_each_experiment_once_however_many_pools_offer_it():
     state = state_with(announced(THROUGHPUT, pool="a"), announced(THROUGHPUT, pool="b"))
     assert len(state.catalog) == 1

@@ -208,3 +208,9 @@ def test_a_pool_that_changed_only_a_default_the_space_sets_measures_what_it_did(
     assert isinstance(other.route(pinned, entity, registered), Unroutable)
     gone = _directory(make, make.pool("p", None, bench(warm=1)))  # no steps option at all
     assert isinstance(gone.route(pinned, entity, registered), Unroutable)
+    given = _directory(make, make.pool("p", None, bench(steps=20, warm=1)))  # the entity's steps
+    explored = measured_as(
+        Experiment.from_spec(bench(steps=10, warm=1)), {}, ("batch_size", "steps")
+    )
+    assert given.route(BENCH, entity, explored, ("batch_size", "steps")) == "p"
+    assert isinstance(given.route(BENCH, entity, explored, ("batch_size",)), Unroutable)

@@ -8,7 +8,7 @@ property is one target of one parameterized experiment: ``<parameterized experim
 """
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -197,10 +197,10 @@ class ParameterizedExperiment:
         """Parameterized ids of the experiments whose results this one needs."""
         return frozenset(split_observed_property_id(p)[0] for p in self.required_observed)
 
-    @property
-    def measured_as(self) -> str:
-        """What a measurement of this experiment means, as one text (`measured_as`)."""
-        return measured_as(self.experiment, self.parameterization)
+    def measured_as(self, given: Collection[str] = ()) -> str:
+        """What a measurement of this experiment means for entities that give the properties
+        `given` (their entity space's names), as one text (`measured_as`)."""
+        return measured_as(self.experiment, self.parameterization, given)
 
     def to_ref(self) -> ExperimentRef:
         return ExperimentRef(
@@ -222,21 +222,30 @@ _KIND = {"booleans": "a boolean", "numbers": "a number", "strings": "text"}
 _THE = {"booleans": "the boolean", "numbers": "the number", "strings": "the text"}
 
 
-def measured_as(experiment: Experiment, parameterization: Mapping[str, Value] = {}) -> str:
-    """What a measurement of `experiment` with `parameterization` depends on, as one text: its
-    targets and required properties (as sets), each option with the value it is measured with
-    (the parameterization's, else the default; its kind included: `true` is not 1), and any
-    option the parameterization sets that the experiment lacks; not its description or the
-    order it lists them in. Two definitions of one experiment id give the same text exactly when
-    a result of one means what a result of the other would (a pool redeployed with a new
-    default of an option the space sets measures the same)."""
+def measured_as(
+    experiment: Experiment,
+    parameterization: Mapping[str, Value] = {},
+    given: Collection[str] = (),
+) -> str:
+    """What a measurement of `experiment` with `parameterization`, of an entity that gives the
+    properties `given`, depends on, as one text: its targets and required properties (as sets),
+    each option with the value it is measured with (the entity's own when it gives the option,
+    else the parameterization's, else the default; a value's kind included: `true` is not 1),
+    and any option set that the experiment lacks; not its description or the order it lists
+    them in. Two definitions of one experiment id give the same text exactly when a result of
+    one means what a result of the other would (a pool redeployed with a new default of an
+    option every entity or the parameterization sets measures the same)."""
     options = {**experiment.optional_properties}
     options.update((name, value) for name, value in parameterization.items() if name in options)
+    shown: dict[str, list[object]] = {
+        name: [type(value).__name__, value] for name, value in options.items()
+    }
+    shown.update((name, ["entity", None]) for name in given if name in options)
     return canonical_json(
         {
             "targets": sorted(experiment.target_properties),
             "required": sorted(experiment.required_properties),
-            "options": {name: [type(value).__name__, value] for name, value in options.items()},
+            "options": shown,
             "unknown_options": sorted(set(parameterization) - set(options)),
         }
     )

@@ -28,6 +28,7 @@ from discospace.core import (
     MeasurementSpace,
     ParameterizedExperiment,
 )
+from discospace.core.experiment import measured_as
 from discospace.events import (
     MAX_MESSAGE_BYTES,
     ActuatorRegistered,
@@ -58,10 +59,10 @@ class RegistryState:
         """The latest catalog of each (actuator, pool): the key of its announcements."""
         self.conflicts: dict[tuple[str, str], str] = {}
         """(actuator, experiment) the catalog cannot offer, and why (one sentence)."""
-        self.stored: dict[tuple[str, str], tuple[str, str, str, str]] = {}
-        """(sample store, parameterized experiment id) -> (actuator, experiment, space id, what
-        its results mean: `measured_as`) of the first registered space whose results are kept
-        under that id in that store."""
+        self.stored: dict[tuple[str, str], tuple[str, str, str, ParameterizedExperiment]] = {}
+        """(sample store, parameterized experiment id) -> (actuator, experiment, space id, the
+        experiment as registered) of the first registered space whose results are kept under
+        that id in that store."""
 
     def __len__(self) -> int:
         """How many experiments the catalog holds."""
@@ -121,7 +122,8 @@ def _merge(state: RegistryState) -> None:
     state.conflicts = {}
     for (actuator, name), by_pool in offered.items():
         definitions = list(by_pool.values())
-        if any(other != definitions[0] for other in definitions[1:]):
+        meanings = {measured_as(definition) for definition in definitions}
+        if len(meanings) > 1:  # a reworded description is the same; a default 1 beside true not
             state.conflicts[(actuator, name)] = (
                 f"actuator '{actuator}' defines experiment '{name}' differently on pools "
                 f"{', '.join(sorted(by_pool))}: a space using it could be measured by either "
@@ -166,7 +168,7 @@ def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
     for experiment in measured:
         key = (event.spec.sample_store, experiment.id)
         claim = (experiment.actuator, experiment.experiment.identifier, event.space_id)
-        state.stored.setdefault(key, (*claim, experiment.measured_as))
+        state.stored.setdefault(key, (*claim, experiment))
     return []
 
 
@@ -184,9 +186,10 @@ def _store_problems(
         mine = (experiment.actuator, experiment.experiment.identifier)
         if claim is None:
             continue
-        actuator, identifier, space_id, meaning = claim
+        actuator, identifier, space_id, registered = claim
         if claim[:2] == mine:
-            if meaning != experiment.measured_as:
+            given = space.entity_space.names  # an option each entity sets: not the default
+            if registered.measured_as(given) != experiment.measured_as(given):
                 problems.append(_redefined(space.sample_store, experiment, space_id))
             continue
         theirs = f"experiment '{identifier}' of actuator '{actuator}'"

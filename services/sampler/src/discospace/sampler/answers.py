@@ -84,9 +84,11 @@ class Context:
     sample_store: str
     now: datetime
     definitions: Mapping[tuple[str, str], str] = field(default_factory=dict)
-    """What the space's experiments measure as they were registered (`measured_as`), by
-    (actuator, parameterized experiment id): a pool is sent a pair only where it announced
-    the same."""
+    """What the space's experiments measure as they were registered (`measured_as`, for the
+    entities of the space), by (actuator, parameterized experiment id): a pool is sent a pair
+    only where it announced the same."""
+    given: tuple[str, ...] = ()
+    """The space's property names: an option an entity gives is measured with its value."""
 
 
 def samples_drawn(context: Context, drawn: Drawn) -> SamplesDrawn:
@@ -150,7 +152,7 @@ def answer_pair(
         return Waiting(context, pair, request_id)
     registered = context.definitions.get((pair.ref.actuator, pair.experiment_id))
     pool = _sent_to(own, request_id, request.attempt) or pools.route(
-        pair.ref, pair.entity, registered
+        pair.ref, pair.entity, registered, context.given
     )
     if isinstance(pool, Unroutable):
         return MeasurementFailed.caused_by(

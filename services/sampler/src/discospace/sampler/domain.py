@@ -86,7 +86,7 @@ def decide(state: SamplerState, request: SamplesRequested, now: datetime) -> lis
     if space is None:
         raise UnknownSpaceError(request.space_id)
     drawn = draw_entities(request, space)
-    context = Context(request, space.sample_store, now, space.definitions)
+    context = Context(request, space.sample_store, now, space.definitions, space.entity_space.names)
     return answer(context, drawn, state.memo, state.pools, state.in_flight, state.failed_requests)
 
 

@@ -57,7 +57,8 @@ class RegisteredSpace:
             measured = MeasurementSpace.from_refs(self.event.spec.measurement_space, catalog)
         except DiscospaceError:
             return {}
-        return {(item.actuator, item.id): item.measured_as for item in measured}
+        given = self.entity_space.names
+        return {(item.actuator, item.id): item.measured_as(given) for item in measured}
 
     @property
     def sample_store(self) -> str:

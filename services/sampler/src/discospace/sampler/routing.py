@@ -41,9 +41,9 @@ class PoolDirectory:
         self._defined: dict[tuple[str, str, str], Experiment | None] = {}
         """(actuator, pool, experiment) -> the experiment as the pool last announced it (None:
         a definition this code cannot read)."""
-        self._measured_as: dict[tuple[str, str, str], str | None] = {}
-        """(actuator, pool, parameterized experiment id) -> `measured_as` of the pool's
-        definition with that id's parameterization: computed once, not per pair routed."""
+        self._measured_as: dict[tuple[str, str, str, tuple[str, ...]], str | None] = {}
+        """(actuator, pool, parameterized experiment id, property names of the entities) ->
+        `measured_as` of the pool's definition for them: computed once, not per pair routed."""
         self._offers: dict[tuple[str, str], set[str]] = defaultdict(set)
 
     def record(self, event: ActuatorRegistered) -> None:
@@ -68,13 +68,18 @@ class PoolDirectory:
         return frozenset(self._offers.get((actuator, experiment), ()))
 
     def route(
-        self, ref: ExperimentRef, entity: Entity, registered: str | None = None
+        self,
+        ref: ExperimentRef,
+        entity: Entity,
+        registered: str | None = None,
+        given: tuple[str, ...] = (),
     ) -> str | Unroutable:
         """The pool that measures `ref` on `entity`, or why none can. `registered`: what the
         experiment measures as the space was registered with it (`measured_as`, with the ref's
-        parameterization); a pool that now defines it otherwise (a new version of the actuator,
-        other targets, options or defaults the space does not set) is not sent the pair: its
-        workers would refuse the request or measure something else under the space's id."""
+        parameterization and the space's property names `given`); a pool that now defines it
+        otherwise (a new version of the actuator, other targets, options or defaults neither
+        the space nor its entities set) is not sent the pair: its workers would refuse the
+        request or measure something else under the space's id."""
         offering = self.pools_offering(ref.actuator, ref.experiment)
         if not offering:
             return Unroutable(
@@ -82,7 +87,7 @@ class PoolDirectory:
             )
         if registered is not None:
             same = frozenset(
-                pool for pool in offering if self._pool_measures_as(ref, pool) == registered
+                pool for pool in offering if self._pool_measures_as(ref, pool, given) == registered
             )
             if not same:
                 return Unroutable(
@@ -101,13 +106,16 @@ class PoolDirectory:
             )
         return fitting[int(entity.id, 16) % len(fitting)]
 
-    def _pool_measures_as(self, ref: ExperimentRef, pool: str) -> str | None:
+    def _pool_measures_as(
+        self, ref: ExperimentRef, pool: str, given: tuple[str, ...]
+    ) -> str | None:
         experiment_id = parameterized_experiment_id(ref.experiment, ref.parameterization)
-        key = (ref.actuator, pool, experiment_id)
+        key = (ref.actuator, pool, experiment_id, given)
         if key not in self._measured_as:
             defined = self._defined.get((ref.actuator, pool, ref.experiment))
-            measured = None if defined is None else measured_as(defined, ref.parameterization)
-            self._measured_as[key] = measured
+            self._measured_as[key] = (
+                None if defined is None else measured_as(defined, ref.parameterization, given)
+            )
         return self._measured_as[key]
 
     def _fitting(self, actuator: str, pools: frozenset[str], gpu_model: Value | None) -> list[str]:
