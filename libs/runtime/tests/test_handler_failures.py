@@ -31,6 +31,7 @@ from discospace.runtime import (
     create_service,
     is_transient,
 )
+from discospace.runtime.consuming import HandlerCancelledError
 from discospace.runtime.deadletter import DeadLetterPolicy, pause
 from discospace.runtime.failures import Attempts, settle
 
@@ -268,6 +269,36 @@ async def test_a_handler_failing_on_a_message_is_retried_then_dead_lettered_with
     failures = {"exception": "ValueError"}
     assert sample(service, "discospace_handler_failures_total", **failures) == 3
     assert sample(service, "discospace_dead_lettered_total", reason_kind="handler_failed") == 1
+
+
+async def test_a_handler_awaiting_what_other_code_cancelled_fails_and_is_dead_lettered(topics):
+    """Its CancelledError, outside a shutdown, ended FastStream's consume loop (which catches
+    Exception only): the consumer kept its partitions and read none of them again."""
+    gone = asyncio.get_running_loop().create_future()
+    gone.cancel()
+
+    class AwaitsGone(Flaky):
+        async def on_actuator_registered(self, event: ActuatorRegistered) -> None:
+            self.tries.append(event.worker_id)
+            if event.worker_id == "waits":
+                await gone
+            self.handled.append(event.worker_id)
+
+    flaky = AwaitsGone()
+    service, dead_letters = _service(topics, flaky)
+    waits = encode(announcement("waits"))
+
+    async with TestKafkaBroker(service.broker) as broker:
+        for _ in range(2):
+            with pytest.raises(HandlerCancelledError, match="awaited something that was cancelled"):
+                await broker.publish(waits, topics.actuators, key=b"k")
+        await broker.publish(waits, topics.actuators, key=b"k")
+        await broker.publish(encode(announcement("next")), topics.actuators)
+
+    [letter] = dead_letters
+    assert isinstance(letter, DeadLettered)
+    assert letter.reason.startswith("the handler failed 3 times, last with HandlerCancelledError")
+    assert flaky.handled == ["next"]
 
 
 async def test_a_dependency_down_is_retried_without_bound_and_handled_once_it_is_back(topics):

@@ -165,6 +165,33 @@ def _deduplicated(
     return once
 
 
+class HandlerCancelledError(Exception):
+    """A handler's await was cancelled though its consumer is not stopping (it awaited a
+    future or task some other code cancelled): a failure like any other, tried again, then
+    dead-lettered. Left as `CancelledError`, it ended FastStream's consume loop, which catches
+    `Exception` only: the consumer kept its partitions and read none of them."""
+
+
+def _cancellation_as_failure(handler: Handler) -> Callable[..., Awaitable[Any]]:
+    """`handler`, its `CancelledError` a `HandlerCancelledError` unless the task running it is
+    itself being cancelled (a shutdown: the message is handed back uncommitted)."""
+
+    @functools.wraps(handler)
+    async def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await handler(*args, **kwargs)
+        except asyncio.CancelledError as error:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise
+            raise HandlerCancelledError(
+                f"{getattr(handler, '__name__', 'the handler')} awaited something that was "
+                "cancelled (not a shutdown)"
+            ) from error
+
+    return guarded
+
+
 def _deferring(handler: Handler, unconfirmed: Unconfirmed) -> Callable[..., Awaitable[Any]]:
     """`handler`, leaving the sends it makes to `unconfirmed` instead of awaiting each one."""
 
@@ -345,7 +372,9 @@ class Consumer:
         """Register `handler` for the event types its first parameter names."""
         event_types = event_types_of(handler)
         self.decoder.accept(event_types)
-        wrapped = _deduplicated(handler, self.seen, self.metrics) if self.deduplicate else handler
+        wrapped = _cancellation_as_failure(handler)
+        if self.deduplicate:
+            wrapped = _deduplicated(wrapped, self.seen, self.metrics)
         if self.unconfirmed is not None:
             wrapped = _deferring(wrapped, self.unconfirmed)
         self.handlers.append((event_types, wrapped))
