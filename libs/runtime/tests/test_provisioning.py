@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -131,3 +132,56 @@ async def test_the_broker_refuses_a_message_over_the_topics_limit(kafka_bootstra
             await producer.send_and_wait(topics.operations, b"x" * 70_000)
     finally:
         await producer.stop()
+
+
+class _Refusing:
+    """An admin client of a cluster that answers every CreateTopics with Kafka error `code`."""
+
+    code = 0
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def create_topics(self, wanted: list[Any]) -> Any:
+        code = self.code
+
+        class Response:
+            def to_object(self) -> dict[str, Any]:
+                errors = [
+                    {"topic": t.name, "error_code": code, "error_message": None} for t in wanted
+                ]
+                return {"topic_errors": errors}
+
+        return Response()
+
+    async def describe_topics(self, names: list[str]) -> list[dict[str, Any]]:
+        partitions = [{"leader": 1}]
+        return [{"topic": name, "error_code": 0, "partitions": partitions} for name in names]
+
+    async def describe_configs(self, resources: list[Any]) -> list[Any]:
+        return []
+
+
+async def test_a_topic_the_broker_refuses_as_asked_stops_the_start(monkeypatch, caplog) -> None:
+    """A replication factor above the brokers' count (Kafka error 38) only warned: the service
+    started, and the broker auto-created its topics with its own defaults (deleting old events,
+    not compacted)."""
+    from discospace.runtime import provisioning
+
+    topics = TopicNames.unique("refused")
+    monkeypatch.setattr(provisioning, "AIOKafkaAdminClient", _Refusing)
+    monkeypatch.setattr(_Refusing, "code", 38)
+    with pytest.raises(provisioning.TopicsRefusedError) as refused:
+        await provisioning.provision_topics("localhost:1", [topics.spaces], topics, replication=3)
+    assert str(refused.value).startswith(
+        f"Kafka refused to create topic {topics.spaces} (InvalidReplicationFactorError): set "
+    )
+    monkeypatch.setattr(_Refusing, "code", 29)  # not allowed to: an administrator made them
+    await provisioning.provision_topics("localhost:1", [topics.spaces], topics)
+    assert f"could not create topic {topics.spaces} (Kafka error 29" in caplog.text

@@ -20,7 +20,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from discospace.cli.errors import CliError, KafkaUnavailableError
 from discospace.events import Event, EventDecodeError, decode, encode
 from discospace.events.topics import TopicNames
-from discospace.runtime.provisioning import provision_topics
+from discospace.runtime.provisioning import TopicsRefusedError, provision_topics
 from discospace.runtime.security import KafkaLoginError, client_kwargs, login_error
 
 E = TypeVar("E", bound=Event)
@@ -59,6 +59,8 @@ async def ensure_topics(bootstrap_servers: str, topics: TopicNames, names: Itera
         )
     except KafkaLoginError as error:
         raise CliError(error.sentence) from None
+    except TopicsRefusedError as error:
+        raise CliError(str(error)) from None
     except KafkaConnectionError:
         raise KafkaUnavailableError(bootstrap_servers) from None
     except KafkaError as error:

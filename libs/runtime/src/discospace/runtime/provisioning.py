@@ -28,7 +28,16 @@ from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError, for_code
+from aiokafka.errors import (
+    InvalidConfigurationError,
+    InvalidPartitionsError,
+    InvalidReplicationAssignmentError,
+    InvalidReplicationFactorError,
+    KafkaConnectionError,
+    PolicyViolationError,
+    TopicAlreadyExistsError,
+    for_code,
+)
 
 from discospace.events import MAX_MESSAGE_BYTES
 from discospace.events.topics import TopicNames
@@ -117,11 +126,41 @@ async def _start(
         raise
 
 
+class TopicsRefusedError(Exception):
+    """The broker refused to create a topic as asked (its partitions, replication or configs):
+    a service would run without it, or on one the broker auto-creates with its own defaults
+    (deleting old events, not compacted)."""
+
+
+_AS_ASKED = (
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidReplicationAssignmentError,
+    InvalidConfigurationError,
+    PolicyViolationError,
+)
+"""Refusals of what was asked, not of who asked (an authorization failure where an
+administrator created the topics beforehand only warns)."""
+
+
 def _warn_about_refusals(results: list[dict[str, Any]]) -> None:
+    """Warn of each topic the broker did not create; raise `TopicsRefusedError` for the first
+    refused as asked."""
     for result in results:
         code = result["error_code"]
-        if code != _NO_ERROR and not issubclass(for_code(code), TopicAlreadyExistsError):
-            logger.warning("could not create topic %s (Kafka error %s)", result["topic"], code)
+        if code == _NO_ERROR or issubclass(for_code(code), TopicAlreadyExistsError):
+            continue
+        error = for_code(code)
+        said = result.get("error_message") or error.__name__
+        if issubclass(error, _AS_ASKED):
+            raise TopicsRefusedError(
+                f"Kafka refused to create topic {result['topic']} ({said}): set the service's "
+                "topic_partitions and topic_replication (DISCOSPACE_<SERVICE>_TOPIC_PARTITIONS, "
+                "..._TOPIC_REPLICATION) to what the cluster allows."
+            )
+        logger.warning(
+            "could not create topic %s (Kafka error %s: %s)", result["topic"], code, said
+        )
 
 
 async def _warn_about_deleting(

@@ -33,6 +33,7 @@ from pydantic_settings import SettingsError
 from discospace.runtime.collector import tune_collector
 from discospace.runtime.confirming import SendFailedError
 from discospace.runtime.logs import configure_logging
+from discospace.runtime.provisioning import TopicsRefusedError
 from discospace.runtime.security import KafkaLoginError
 from discospace.runtime.service import Service
 
@@ -120,6 +121,8 @@ def _check_kafka(service: Service) -> None:
         asyncio.run(service.provision_topics())
     except KafkaLoginError as error:  # a refused login or TLS: the security module's sentence
         _refuse_start(service.name, error.sentence)
+    except TopicsRefusedError as error:
+        _refuse_start(service.name, str(error))
     except (KafkaError, OSError) as error:
         servers = service.settings.kafka_bootstrap_servers
         _refuse_start(service.name, f"Kafka at {servers} did not answer ({error}).")
