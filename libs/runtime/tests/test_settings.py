@@ -111,3 +111,13 @@ def test_a_blank_value_is_unset():
 def test_the_bootstrap_addresses_are_given_on_without_blanks(monkeypatch):
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", " kafka-1:9092 , [::1]:9093,")
     assert ToySettings().kafka_bootstrap_servers == "kafka-1:9092,[::1]:9093"
+
+
+@pytest.mark.parametrize("written", ["", "None", " none "])
+def test_the_idle_wait_is_none_when_the_environment_says_so(monkeypatch, written):
+    """Its description offers None ('always fetch_max_wait_ms'), which no environment value
+    gave: each was refused as not an integer."""
+    monkeypatch.setenv("DISCOSPACE_TOY_FETCH_IDLE_WAIT_MS", written)
+    assert ToySettings().fetch_idle_wait_ms is None
+    monkeypatch.setenv("DISCOSPACE_TOY_FETCH_IDLE_WAIT_MS", "250")
+    assert ToySettings().fetch_idle_wait_ms == 250

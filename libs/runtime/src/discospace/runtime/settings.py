@@ -127,6 +127,14 @@ class ServiceSettings(BaseSettings):
         default=DEFAULT_PREFIX, description="Prefix of every topic name (`<prefix>.<topic>`)."
     )
 
+    @field_validator("fetch_idle_wait_ms", mode="before")
+    @classmethod
+    def _none_written(cls, value: object) -> object:
+        """`None` (as the description offers) or a blank value, from the environment too."""
+        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+            return None
+        return value
+
     @field_validator("kafka_bootstrap_servers")
     @classmethod
     def _addresses(cls, value: str) -> str:
