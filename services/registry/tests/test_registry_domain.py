@@ -8,6 +8,7 @@ import pytest
 
 from discospace.core import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
 from discospace.events import (
+    MAX_MESSAGE_BYTES,
     ActuatorRegistered,
     SpaceRegistered,
     SpaceRejected,
@@ -16,6 +17,7 @@ from discospace.events import (
     encode,
     new_event,
 )
+from discospace.events.envelope import MAX_OPERATION_REASON_CHARS
 from discospace.registry.domain import (
     RegistryState,
     decide_submission,
@@ -350,6 +352,35 @@ def test_a_new_default_of_an_option_every_entity_gives_is_no_redefinition():
     narrower = (PropertySpec(name="batch_size", values=(1, 2)), *steps[1:])
     answer = decide_submission(state, submitted(spec(properties=narrower), "sub-2"), AT)
     assert isinstance(answer, SpaceRegistered)
+
+
+def test_a_rejection_naming_many_unknown_experiments_always_fits_a_message():
+    """Each unknown experiment repeated what the actuator offers: 150 of them beside 300
+    offered made a 1.6 MB rejection, never published (the submitter waited to its timeout)."""
+    offered = [
+        THROUGHPUT.model_copy(update={"experiment": f"offered-experiment-{n:03d}"})
+        for n in range(300)
+    ]
+    refs = tuple(
+        ExperimentRef(actuator="synthetic", experiment=f"missing-{n:03d}") for n in range(150)
+    )
+    answer = decide_submission(state_with(announced(*offered)), submitted(spec(*refs)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason.count("offers:") == 1
+    assert len(answer.reason) <= MAX_OPERATION_REASON_CHARS
+    assert len(encode(answer)) < MAX_MESSAGE_BYTES
+
+
+def test_an_actuator_offering_nothing_now_is_said_so():
+    """'actuator 'synthetic' offers: ' with nothing after it."""
+    state = state_with(announced(THROUGHPUT), announced(actuator="synthetic"))
+    ref = ExperimentRef(actuator="synthetic", experiment="throughput-v2")
+    answer = decide_submission(state, submitted(spec(ref)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert answer.reason == (
+        "experiment 'throughput-v2' of actuator 'synthetic' is not in the catalog (actuator "
+        "'synthetic' offers no experiment now)"
+    )
 
 
 def test_the_catalog_counts_each_experiment_once_however_many_pools_offer_it():

@@ -38,7 +38,7 @@ from discospace.events import (
     SpaceSubmitted,
     caused_event_id,
 )
-from discospace.events.envelope import event_message_size
+from discospace.events.envelope import MAX_OPERATION_REASON_CHARS, event_message_size, shortened
 
 SpaceAnswer: TypeAlias = SpaceRegistered | SpaceRejected
 
@@ -260,7 +260,7 @@ def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
     ``DiscoverySpace.problems``), an unknown experiment with a hint of what is offered."""
     if space.shape_problems():
         return space.shape_problems()
-    resolved, problems = [], []
+    resolved, problems, hinted = [], [], set()
     for ref in space.experiments:
         conflict = state.conflicts.get((ref.actuator, ref.experiment))
         if conflict is not None:
@@ -268,8 +268,10 @@ def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
             continue
         try:
             resolved.append(state.catalog.resolve(ref))
-        except DiscospaceError as error:
-            problems.append(f"{error}{_hint(state, ref.actuator, ref.experiment)}")
+        except DiscospaceError as error:  # what an actuator offers, said once
+            hint = "" if ref.actuator in hinted else _hint(state, ref.actuator, ref.experiment)
+            hinted.add(ref.actuator)
+            problems.append(f"{error}{hint}")
     try:
         problems += MeasurementSpace(resolved).missing(space.entity_space)
     except DiscospaceError as error:
@@ -286,7 +288,10 @@ def _hint(state: RegistryState, actuator: str, experiment: str) -> str:
     if actuator not in state.actuators:
         known = ", ".join(sorted(state.actuators))
         return f" (no actuator '{actuator}' is registered; registered actuators: {known})"
-    return f" (actuator '{actuator}' offers: {', '.join(state.offered_by(actuator))})"
+    offered = state.offered_by(actuator)
+    if not offered:  # its pools announced none, or only definitions in conflict
+        return f" (actuator '{actuator}' offers no experiment now)"
+    return f" (actuator '{actuator}' offers: {', '.join(offered)})"
 
 
 def _registered(
@@ -312,5 +317,9 @@ def _rejected(
     event: SpaceSubmitted, occurred_at: datetime, reason: str, space_id: str | None
 ) -> SpaceRejected:
     return SpaceRejected.caused_by(
-        event, occurred_at, submission_id=event.submission_id, space_id=space_id, reason=reason
+        event,
+        occurred_at,
+        submission_id=event.submission_id,
+        space_id=space_id,
+        reason=shortened(reason, MAX_OPERATION_REASON_CHARS),  # a rejection always fits
     )
