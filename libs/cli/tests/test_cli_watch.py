@@ -210,11 +210,15 @@ def test_an_interval_longer_than_a_grace_waits_the_grace_and_polls_once_more(see
     sleeps: list[float] = []
     out = io.StringIO()
     if seen:
-        final = follow(lambda: next(answers), 61, Console(file=out), sleeps.append)
+        final = follow(
+            lambda: next(answers), 61, Console(file=out), sleeps.append, clock=_slept(sleeps)
+        )
         assert final.status == "completed"
     else:
         with pytest.raises(CliError, match="after 60s"):
-            follow(lambda: next(answers), 61, Console(file=out), sleeps.append)
+            follow(
+                lambda: next(answers), 61, Console(file=out), sleeps.append, clock=_slept(sleeps)
+            )
     assert sleeps == [60.0]
 
 
@@ -222,5 +226,46 @@ def test_a_projector_away_with_an_interval_longer_than_its_grace_is_polled_once_
     fetch = _answering([_AwayError("503"), progress("completed", 1, 1)])
 
     sleeps: list[float] = []
-    final = follow(fetch, 61, Console(file=io.StringIO()), sleeps.append, away=(_AwayError,))
+    final = follow(
+        fetch,
+        61,
+        Console(file=io.StringIO()),
+        sleeps.append,
+        away=(_AwayError,),
+        clock=_slept(sleeps),
+    )
     assert (final.status, sleeps) == ("completed", [60.0])
+
+
+def _slept(sleeps: list[float], per_poll_s: float = 0.0) -> Callable[[], float]:
+    """A clock that the fake sleeps move, and each reading of it `per_poll_s` more (a poll
+    answered after that long): the polls take no time unless told."""
+    polls = [0]
+
+    def clock() -> float:
+        polls[0] += 1
+        return sum(sleeps) + per_poll_s * (polls[0] // 2)  # read twice per poll
+
+    return clock
+
+
+def test_a_projector_that_never_answers_ends_the_watch_after_the_grace_not_an_hour() -> None:
+    """Each poll waited the client's 30 s timeout, and only the pauses counted: a 60 s grace
+    lasted 121 polls, about an hour."""
+    polls: list[int] = []
+
+    def fetch() -> OperationProgress:
+        polls.append(1)
+        raise _AwayError("the projector at http://p did not answer within 30 s")
+
+    sleeps: list[float] = []
+    with pytest.raises(_AwayError, match="did not answer"):
+        follow(
+            fetch,
+            0.5,
+            Console(file=io.StringIO()),
+            sleeps.append,
+            away=(_AwayError,),
+            clock=_slept(sleeps, per_poll_s=30.0),
+        )
+    assert len(polls) == 2  # 30 s, a pause, 30 s more: past the grace

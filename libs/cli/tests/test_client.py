@@ -235,6 +235,25 @@ def test_a_projector_that_is_not_running_is_named_with_how_to_start_it() -> None
     )
 
 
+def test_an_answer_that_cannot_be_decompressed_is_one_sentence() -> None:
+    """A server at the URL saying gzip with a body that is not: httpx's DecodingError is no
+    TransportError, and escaped as a traceback with exit 1."""
+    import httpx
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        headers = {"content-type": "application/json", "content-encoding": "gzip"}
+        return httpx.Response(200, headers=headers, content=b"this is not gzip")
+
+    url = "http://projector.test"
+    with Client(url, transport=httpx.MockTransport(answer)) as client:
+        with pytest.raises(ClientError) as caught:
+            client.spaces()
+    assert str(caught.value).startswith(
+        f"the projector at {url} answered /spaces with something this client cannot read "
+        "(DecodingError: "
+    )
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -230,16 +230,20 @@ def follow(
     unseen_grace_s: float = UNSEEN_GRACE_S,
     away: tuple[type[Exception], ...] = (),
     away_grace_s: float = AWAY_GRACE_S,
+    clock: Callable[[], float] = time.monotonic,
 ) -> "OperationProgress":
     """Poll ``fetch`` (None while the operation is not visible yet) until the operation ends:
     one bar for an operation, a board of its jobs for a pipeline (``expand`` reads a running
     trial's child pipeline). An operation not visible for ``unseen_grace_s`` is an error; an
     error of the kinds ``away`` (the projector for now unavailable) is polled through for up to
-    ``away_grace_s`` in a row, then raised."""
+    ``away_grace_s`` in a row, then raised. A grace counts the time the polls took as well as
+    the pauses between them (a projector that never answers costs each poll the client's
+    timeout: counting the pauses alone, a 60 s grace lasted an hour)."""
     unseen_s = away_s = 0.0
     display: _OperationBar | _PipelineBoard | None = None
     try:
         while True:
+            asked = clock()
             try:  # the board reads a running trial's child pipeline too: away the same
                 progress = fetch()
                 if progress is not None:
@@ -252,12 +256,14 @@ def follow(
                         display.start()
                     display.show(progress)
             except away:
+                away_s += clock() - asked
                 if away_s >= away_grace_s:
                     raise
                 away_s += _pause(sleep, interval_s, away_grace_s - away_s)
                 continue
             away_s = 0.0
             if progress is None:
+                unseen_s += clock() - asked
                 if unseen_s >= unseen_grace_s:
                     raise CliError(
                         f"the projector has not seen the operation after {unseen_grace_s:g}s: "

@@ -323,6 +323,11 @@ class Client:
             raise ProjectorUnavailableError(
                 f"the projector at {self.shown_url} is not answering: start it with `make up`."
             ) from None
+        except httpx.RequestError as error:  # a body it cannot decompress, a redirect loop
+            raise ClientError(
+                f"the projector at {self.shown_url} answered {path} with something this client "
+                f"cannot read ({type(error).__name__}: {error}); is another server at that URL?"
+            ) from None
         if answer.status_code == 401:
             raise _unauthorized(self.shown_url, sent="authorization" in self._http.headers)
         if answer.status_code >= 400:
