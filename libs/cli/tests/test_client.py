@@ -245,9 +245,9 @@ def test_an_answer_that_cannot_be_decompressed_is_one_sentence() -> None:
         return httpx.Response(200, headers=headers, content=b"this is not gzip")
 
     url = "http://projector.test"
-    with Client(url, transport=httpx.MockTransport(answer)) as client:
-        with pytest.raises(ClientError) as caught:
-            client.spaces()
+    client = Client(url, transport=httpx.MockTransport(answer))
+    with client, pytest.raises(ClientError) as caught:
+        client.spaces()
     assert str(caught.value).startswith(
         f"the projector at {url} answered /spaces with something this client cannot read "
         "(DecodingError: "
