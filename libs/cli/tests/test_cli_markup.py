@@ -162,3 +162,33 @@ def test_control_characters_in_data_are_printed_never_obeyed() -> None:
         assert "\x1b" not in shown
         assert "\x07" not in shown
         assert "x\\x1b[31mRED\\x1b]0;pwned\\x07" in shown
+
+
+def test_control_characters_in_a_space_description_and_a_pipelines_board_are_written_out() -> None:
+    """`space describe` / `space get` and the pipeline watch board built their text without
+    `printable`: ESC in someone else's categorical value or a hook's reason reached the
+    terminal."""
+    from discospace.cli.watch import follow
+    from discospace.client.models import PipelineJob
+
+    spec = parse_space_spec(
+        "sample_store: s\n"
+        "entity_space:\n"
+        '  - {name: model, values: ["a\\e[31mred", b]}\n'
+        "measurement_space:\n"
+        "  - {actuator: A, experiment: e}\n"
+    )
+    out = io.StringIO()
+    print_description(
+        DiscoverySpace.from_spec(spec), Console(file=out, width=300), Catalog(None, "-")
+    )
+    failed = PipelineJob(stage="refine", job="pick", status="failed", reason=f"hook said {ESCAPES}")
+    board = FAILED.model_copy(
+        update={"operator": "pipeline", "jobs": [failed], "failure_reason": ""}
+    )
+    follow(lambda: board, 0.5, Console(file=out, width=300), lambda _: None)
+
+    shown = out.getvalue()
+    assert "\x1b" not in shown
+    assert "a\\x1b[31mred" in shown
+    assert "hook said x\\x1b[31mRED" in shown

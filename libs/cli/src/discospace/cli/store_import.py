@@ -54,7 +54,7 @@ from discospace.cli.import_table import (
 )
 from discospace.cli.kafka import REQUEST_TIMEOUT_MS, ensure_topics, refuse_login
 from discospace.cli.settings import CliSettings, settings_of
-from discospace.cli.views import print_json
+from discospace.cli.views import print_json, printable
 from discospace.events import (
     EventDecodeError,
     EventTooLargeError,
@@ -143,7 +143,7 @@ def import_measurements(
         print_json(asdict(summary))
         return
     for line in summary.lines():
-        typer.echo(line)
+        typer.echo(printable(line))  # refused rows' reasons quote the file's cells
 
 
 @dataclass(frozen=True)
