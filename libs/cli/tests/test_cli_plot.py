@@ -288,6 +288,13 @@ def test_zeus_bsos_cost_per_recurrence_is_drawn_with_its_phases_and_expected_cos
     pyplot.close(figure)
 
 
+def test_a_choice_with_fewer_phases_than_costs_is_one_sentence() -> None:
+    """A bare ValueError from zip (the client reads answers tolerantly)."""
+    odd = ZEUS_CHOICE.model_copy(update={"recurrence_phases": ("pruning",)})
+    with pytest.raises(CliError, match="has 3 recurrence costs but 1 phases: it cannot be drawn"):
+        _recurrence_cost_drawing(odd)
+
+
 def test_a_completed_zeus_bso_operation_is_plotted_without_an_objective(tmp_path: Path):
     projector = Projector({"options": {"default_batch_size": 128}}, [])
     projector.progress = projector.progress.model_copy(

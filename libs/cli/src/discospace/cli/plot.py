@@ -385,6 +385,11 @@ PHASE_COLOURS = ("tab:orange", "tab:blue", "tab:purple", "tab:brown")
 
 def _recurrence_cost_drawing(choice: OperatorChoice) -> Callable[[Axes], None]:
     costs, phases = choice.recurrence_costs, choice.recurrence_phases
+    if len(costs) != len(phases):  # the event type refuses it; the client reads tolerantly
+        raise CliError(
+            f"the projector's choice has {len(costs)} recurrence costs but {len(phases)} "
+            "phases: it cannot be drawn (are the client and the projector the same version?)"
+        )
     numbers = list(range(1, len(costs) + 1))
     order = list(dict.fromkeys(phases))
     colours = {phase: PHASE_COLOURS[i % len(PHASE_COLOURS)] for i, phase in enumerate(order)}
