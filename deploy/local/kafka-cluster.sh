@@ -63,14 +63,17 @@ need_tools() {
 
 # Ports: "client1 client2 client3 controller1 controller2 controller3", chosen once per cluster.
 choose_ports() {
-  [[ -f "$PORTS_FILE" ]] && return 0
+  [[ -s "$PORTS_FILE" ]] && return 0
   mkdir -p "$CLUSTER_DIR"
-  python3 - "${KAFKA_CLUSTER_PORTS:-}" >"$PORTS_FILE" <<'PY'
+  # written aside and moved once whole: a refused KAFKA_CLUSTER_PORTS left an empty file that
+  # every later start read as the ports
+  python3 - "${KAFKA_CLUSTER_PORTS:-}" >"$PORTS_FILE.partial" <<'PY' || { rm -f "$PORTS_FILE.partial"; exit 1; }
 import socket, sys
 
-given = [int(p) for p in sys.argv[1].split(",") if p.strip()]
-if given and len(given) != 3:
-    sys.exit("KAFKA_CLUSTER_PORTS needs three ports, e.g. 9192,9193,9194")
+written = [p.strip() for p in sys.argv[1].split(",") if p.strip()]
+if written and (len(written) != 3 or not all(p.isdigit() and 0 < int(p) < 65536 for p in written)):
+    sys.exit("kafka-cluster.sh: KAFKA_CLUSTER_PORTS needs three port numbers, e.g. 9192,9193,9194")
+given = [int(p) for p in written]
 held = [socket.socket() for _ in range(6 - len(given))]
 for s in held:
     s.bind(("127.0.0.1", 0))
@@ -78,6 +81,7 @@ print(" ".join(str(p) for p in given + [s.getsockname()[1] for s in held]))
 for s in held:
     s.close()
 PY
+  mv "$PORTS_FILE.partial" "$PORTS_FILE"
 }
 
 port_of() { awk -v n="$1" '{ print $n }' "$PORTS_FILE"; }

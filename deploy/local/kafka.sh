@@ -302,7 +302,10 @@ make_tls() {
       -passout file:keystore.password -out broker.p12 2>>openssl.log
     rm -f broker.csr broker.ext ca.srl
     chmod 644 ca.crt
+    # set -e does not hold left of ||: the keystore is the proof every step went through
+    [[ -s broker.p12 ]]
   ) || { cat "$tmp/openssl.log" >&2 2>/dev/null; rm -rf "$tmp"; die "openssl could not make the broker's certificate."; }
+  rm -rf "$TLS_DIR" # an earlier, unfinished one: moved into it, the new one was never read
   mv "$tmp" "$TLS_DIR"
 }
 

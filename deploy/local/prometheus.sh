@@ -135,7 +135,7 @@ server_pid() {
   [[ -f "$PID_FILE" ]] || return 1
   local pid
   pid="$(cat "$PID_FILE")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--storage.tsdb.path=$STATE_DIR/data" || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--storage.tsdb.path=$STATE_DIR/data" || return 1
   echo "$pid"
 }
 
