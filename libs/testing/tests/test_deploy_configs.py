@@ -194,3 +194,13 @@ def _grouped_by(query: str) -> set[str]:
     """The labels of every `by (...)` clause of `query`."""
     clauses = re.findall(r"by \(([^)]*)\)", query)
     return {label.strip() for clause in clauses for label in clause.split(",")}
+
+
+def test_the_dashboards_service_variable_lists_discospaces_services_only() -> None:
+    """`label_values(up, job)` with `allValue: .*` showed every job of a shared Prometheus
+    (a kubelet, a node exporter down) in "Services up", a red "down" not discospace's."""
+    dashboard = json.loads((DEPLOY / "grafana/dashboards/discospace-services.json").read_text())
+    [job] = [v for v in dashboard["templating"]["list"] if v["name"] == "job"]
+    assert job["definition"] == "label_values(discospace_service_info, job)"
+    assert job["query"]["query"] == job["definition"]
+    assert job.get("allValue") is None  # "All" is the listed services, not every job
