@@ -60,6 +60,23 @@ def test_any_table_in_the_published_format_gives_a_result_table_and_json(tmp_pat
     assert json.loads(json.dumps(result.to_json()))["name"] == "fms"
 
 
+def test_two_rows_of_one_configuration_of_the_space_are_refused(tmp_path: Path):
+    """The space has no torch_dtype: a row at bfloat16 after the best at float16 replaced it
+    in silence, and the benchmark reported another best than the table's."""
+    path = small_table(tmp_path) / fms.fms.FMS_FILE
+    frame = pd.read_csv(path)
+    again = frame.iloc[[0]].assign(torch_dtype="float16", train_tokens_per_second=1.0)
+    pd.concat([frame, again]).to_csv(path, index=False)
+
+    with pytest.raises(fms.FmsTableError) as refused:
+        fms.read_table(path)
+    assert str(refused.value).startswith(
+        f"Data rows 1 and {len(frame) + 1} of the table are one configuration of the "
+        "benchmark's space (model=org/small, num_gpus=1, per_device_train_batch_size=2, "
+    )
+    assert str(refused.value).endswith("it has no torch_dtype): give each configuration once.")
+
+
 def test_random_sampling_needs_on_average_what_the_exact_formula_says(tmp_path: Path):
     table = fms.table_of(fms.fms.load(small_table(tmp_path)))
     mean, median = fms.random_expectation(table)

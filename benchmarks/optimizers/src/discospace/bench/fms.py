@@ -131,14 +131,24 @@ def table_of(frame: pd.DataFrame) -> Table:
     spec = SpaceSpec(
         sample_store="fms-a100-bench", entity_space=properties, measurement_space=(reference,)
     )
-    rows = {}
-    for record in frame.to_dict("records"):
+    rows, first_row = {}, {}
+    for number, record in enumerate(frame.to_dict("records"), start=1):
         values = {name: record[name] for name in PROPERTIES}
         measured = {
             "throughput": float(record["throughput"]),
             "runtime": float(record["train_runtime"]),
         }
-        rows[Entity.of(values).id] = {**values, **measured}
+        entity_id = Entity.of(values).id
+        if entity_id in rows:  # the last row won in silence: another best than the table's
+            shown = ", ".join(f"{name}={values[name]}" for name in PROPERTIES)
+            raise FmsTableError(
+                f"Data rows {first_row[entity_id]} and {number} of the table are one "
+                f"configuration of the benchmark's space ({shown}; it has no "
+                f"{', '.join(c for c in fms.CONFIGURATION if c not in PROPERTIES)}): give each "
+                "configuration once."
+            )
+        first_row[entity_id] = number
+        rows[entity_id] = {**values, **measured}
     return Table(rows, space_event(spec, (EXPERIMENT,)))
 
 
