@@ -231,6 +231,22 @@ def test_a_zeus_trace_without_a_workload_of_the_papers_jobs_is_refused(tmp_path:
         ZeusTrace.load(tmp_path, "v100")
 
 
+def test_a_run_given_twice_in_the_train_trace_is_refused_naming_both_rows(tmp_path: Path):
+    """It counted twice in the epochs to the target: the expected costs and the oracle moved
+    without a word."""
+    again = "squad,toynet,16,adamw,1e-5,1,84.0,"
+    folder = zeus_trace(tmp_path, train=_csv(TRAIN_HEADER, (*TRAIN_ROWS, again)))
+
+    with pytest.raises(ZeusTraceError) as refused:
+        ZeusTrace.load(folder, "v100")
+
+    assert str(refused.value) == (
+        f"The Zeus train trace {folder / 'summary_train.csv'} gives dataset squad, network "
+        "toynet, batch_size 16, optimizer adamw, run 1, target_metric 84.0 in more than one row "
+        "(data rows 1, 5): give each configuration once."
+    )
+
+
 def test_a_power_row_given_twice_is_refused_naming_both_rows(tmp_path: Path):
     """The second row replaced the first without a word (the published traces repeat none)."""
     again = "squad,toynet,32,adamw,100,99.0,99.0"

@@ -230,6 +230,7 @@ class ZeusTrace:
         train = _checked(root / TRAIN_FILE, "Zeus train trace", TRAIN_COLUMNS)
         power = _checked(power_path, "Zeus power trace", POWER_COLUMNS)
         _check_unrepeated(power, power_path)
+        _check_unrepeated(train, root / TRAIN_FILE, _TRAIN_KEY, "train")
         trace = cls.from_frames(train, power, gpu)
         if not trace.workloads:
             raise ZeusTraceError(
@@ -494,19 +495,24 @@ def _power_rows(
 
 
 _POWER_KEY = ("dataset", "network", "batch_size", "optimizer", "power_limit")
+_TRAIN_KEY = ("dataset", "network", "batch_size", "optimizer", "run", "target_metric")
 
 
-def _check_unrepeated(power: pd.DataFrame, path: Path) -> None:
-    """One row per (workload, optimizer, batch size, power limit): a repeated one would replace
-    the first without a word (the published traces repeat none)."""
-    keys = power[list(_POWER_KEY)]
+def _check_unrepeated(
+    frame: pd.DataFrame, path: Path, key: tuple[str, ...] = _POWER_KEY, label: str = "power"
+) -> None:
+    """One row per `key` (a power row: workload, optimizer, batch size, power limit; a train
+    row: workload, optimizer, batch size, run, target metric): a repeated power row would
+    replace the first without a word, a repeated run count twice in the epochs to the target
+    (the published traces repeat none)."""
+    keys = frame[list(key)]
     repeated = keys.duplicated(keep=False)
     if not repeated.any():
         return
     first = keys[repeated].iloc[0]
     same = [int(i) + 1 for i in keys.index[(keys == first).all(axis=1)]]
-    shown = ", ".join(f"{name} {value}" for name, value in zip(_POWER_KEY, first, strict=True))
+    shown = ", ".join(f"{name} {value}" for name, value in zip(key, first, strict=True))
     raise ZeusTraceError(
-        f"The Zeus power trace {path} gives {shown} in more than one row (data rows "
+        f"The Zeus {label} trace {path} gives {shown} in more than one row (data rows "
         f"{', '.join(map(str, same))}): give each configuration once."
     )
