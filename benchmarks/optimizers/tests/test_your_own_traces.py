@@ -76,6 +76,20 @@ def test_a_gpu_of_any_name_is_benchmarked_when_its_power_trace_exists(tmp_path: 
     assert [w["gpu"] for w in stored["details"]["workloads"]] == ["l4"]
 
 
+def test_a_gpu_is_named_as_its_power_trace_in_any_case_and_benchmarked_once(tmp_path: Path):
+    """`summary_power_A40.csv` could not be chosen (`--gpu A40` was read as a40), and a GPU
+    given twice was benchmarked and reported twice."""
+    folder, out = write_trace(tmp_path / "trace", gpu="A40"), tmp_path / "out"
+
+    args = ("--gpu", "a40", "--gpu", "A40", "--zeus-data", str(folder), "--out", str(out))
+    result = invoke("--only", "zeus", *args)
+
+    assert result.exit_code == 0, result.output
+    stored = json.loads((out / "zeus.json").read_text())
+    assert stored["settings"]["gpus"] == ["A40"]
+    assert [w["gpu"] for w in stored["details"]["workloads"]] == ["A40"]
+
+
 def test_a_gpu_without_a_power_trace_is_refused_naming_those_there(tmp_path: Path):
     folder = write_trace(tmp_path, gpu="l4")
 

@@ -117,15 +117,30 @@ def _check_zeus(chosen: Sequence[str], data: Path | None, gpus: Sequence[str]) -
     from discospace.bench import zeus
 
     if "zeus" in chosen:
-        zeus.load_traces(data, _gpu_names(gpus))
+        zeus.load_traces(data, _gpu_names(gpus, data))
     if "zeus-robust" in chosen:
         from discospace.bench import zeus_robust
 
         zeus.load_traces(data, zeus_robust.GPUS)
 
 
-def _gpu_names(gpus: Sequence[str]) -> tuple[str, ...]:
-    return tuple(g.lower() for g in gpus)
+def _gpu_names(gpus: Sequence[str], data: Path | None = None) -> tuple[str, ...]:
+    """Each GPU once, named as its power trace is (`summary_power_<name>.csv`): a name given in
+    another case is the trace's where only one trace matches it ignoring case (`--gpu A40` reads
+    `summary_power_a40.csv`; `--gpu a40` read no `summary_power_A40.csv`)."""
+    from discospace.traces.data import TraceDataMissingError
+    from discospace.traces.zeus import available_gpus
+
+    try:
+        traces = available_gpus(data)
+    except TraceDataMissingError:  # load_traces says where it looked
+        traces = ()
+    named = []
+    for gpu in gpus:
+        alike = [trace for trace in traces if trace.lower() == gpu.lower()]
+        name = gpu if gpu in traces or len(alike) != 1 else alike[0]
+        named.append(name if name in traces else name.lower())
+    return tuple(dict.fromkeys(named))
 
 
 def _zeus(data: Path | None, gpus: Sequence[str], progress: Progress) -> BenchResult:
@@ -133,7 +148,7 @@ def _zeus(data: Path | None, gpus: Sequence[str], progress: Progress) -> BenchRe
 
     kwargs: dict[str, Any] = {"data_dir": data, "progress": progress}
     if gpus:
-        kwargs["gpus"] = _gpu_names(gpus)
+        kwargs["gpus"] = _gpu_names(gpus, data)
     return zeus.run(**kwargs)
 
 
