@@ -131,7 +131,8 @@ def table_of(frame: pd.DataFrame) -> Table:
     spec = SpaceSpec(
         sample_store="fms-a100-bench", entity_space=properties, measurement_space=(reference,)
     )
-    rows, first_row = {}, {}
+    rows: dict[str, dict[str, Any]] = {}
+    first_row: dict[str, int] = {}
     for number, record in enumerate(frame.to_dict("records"), start=1):
         values = {name: record[name] for name in PROPERTIES}
         measured = {
