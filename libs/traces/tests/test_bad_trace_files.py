@@ -187,6 +187,18 @@ def test_a_small_zeus_trace_loads_with_nan_and_empty_as_never_reached(tmp_path: 
             "summary_train.csv",
             "'soon' in column 'target_epoch' of data row 1, which is not a number",
         ),
+        (  # float() reads it as 150: every table reader of discospace takes ASCII digits only
+            None,
+            _csv(POWER_HEADER, (POWER_ROWS[0].replace(",100,", ",1_00,"), *POWER_ROWS[1:])),
+            "summary_power_v100.csv",
+            "'1_00' in column 'power_limit' of data row 1, which is not a number",
+        ),
+        (
+            _csv(TRAIN_HEADER, (TRAIN_ROWS[0].replace(",3", ",٣"), *TRAIN_ROWS[1:])),
+            None,
+            "summary_train.csv",
+            "'٣' in column 'target_epoch' of data row 1, which is not a number",
+        ),
         (_csv(TRAIN_HEADER, ("x,y",)), None, "summary_train.csv", "column 'batch_size' of data"),
         (None, b"", "summary_power_v100.csv", "is not a readable CSV file (it is empty)"),
         (None, b"\x00\xff\xfe\x81", "summary_power_v100.csv", "is not a readable CSV file"),
@@ -229,6 +241,22 @@ def test_a_zeus_trace_without_a_workload_of_the_papers_jobs_is_refused(tmp_path:
 
     with pytest.raises(ZeusTraceError, match="give v100 no workload"):
         ZeusTrace.load(tmp_path, "v100")
+
+
+def test_spaces_around_a_cell_or_a_column_name_are_not_part_of_it(tmp_path: Path):
+    """Numbers were stripped and text was not: "squad " matched no workload, which was left
+    out without a word; "batch_size " in the header was 'no column batch_size'."""
+    spaced = tuple(row.replace("squad,", "squad ,") for row in POWER_ROWS)
+    header = POWER_HEADER.replace("batch_size,", "batch_size ,")
+    folder = zeus_trace(tmp_path, power=_csv(header, spaced))
+
+    trace = ZeusTrace.load(folder, "v100")
+
+    (tmp_path / "clean").mkdir()
+    clean = ZeusTrace.load(zeus_trace(tmp_path / "clean"), "v100")
+    assert Workload("squad", "toynet") in trace.workloads
+    assert trace.workloads == clean.workloads
+    assert trace._power == clean._power  # the power rows read, by workload
 
 
 def test_a_run_given_twice_in_the_train_trace_is_refused_naming_both_rows(tmp_path: Path):

@@ -69,7 +69,8 @@ def read_cells(
         ) from None
     except OSError as problem:
         raise error(f"The {label} {path} cannot be read ({_reason(problem)}).") from None
-    named = [str(name) for name in header.iloc[0]] if len(header) else []
+    named = [str(name).strip() for name in header.iloc[0]] if len(header) else []
+    cells.columns = [str(name).strip() for name in cells.columns]  # "batch_size ," too
     twice = [column for column in needed if named.count(column) > 1]
     if twice:  # pandas keeps the first and renames the other 'name.1': which was meant?
         at = [str(i + 1) for i, name in enumerate(named) if name == twice[0]]
@@ -86,7 +87,8 @@ def read_cells(
         )
     if cells.empty:
         raise error(f"The {label} {path} has no rows, only a header.")
-    return cells.fillna("")
+    # text is compared as written: "imagenet " matched no workload, which was left out in silence
+    return cells.fillna("").apply(lambda column: column.str.strip())
 
 
 def numbers(
@@ -113,6 +115,12 @@ def numbers(
     return typed
 
 
+_NUMBER_TEXT = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I
+)
+"""A number in ASCII, as every table reader of discospace reads one (`core.canonical`'s
+NUMBER_TEXT: this package stands without core)."""
+
 MAX_WHOLE = 2**53
 """The largest whole-number cell: above it a float no longer holds every whole number, and at
 2^63 the int64 column would wrap to a negative number."""
@@ -125,10 +133,9 @@ def _problem(text: str, rule: Number) -> str | None:
         return None
     if not cell:
         return "where a number is needed"
-    try:
-        value = float(cell)
-    except ValueError:
+    if not _NUMBER_TEXT.fullmatch(cell):  # float() also reads "1_000" and other scripts' digits
         return "which is not a number"
+    value = float(cell)
     if not math.isfinite(value):
         means = f" (an empty cell means {rule.missing_means})" if rule.missing_means else ""
         return f"which is not a finite number{means}"
