@@ -93,6 +93,16 @@ def test_an_empty_token_is_refused(tmp_path: Path, content: str) -> None:
         api_token(ProjectorSettings(api_token_file=tmp_path / "token"))
 
 
+@pytest.mark.parametrize("content", ["first-token\nsecond-token\n", "geheim-äö", "to\x1bken"])
+def test_a_token_no_request_can_carry_is_refused_at_start(tmp_path: Path, content: str) -> None:
+    """A second line in the token file, or a character beyond ASCII: the projector started,
+    and every view answered 401 to everyone (no header can carry the token)."""
+    (tmp_path / "token").write_text(content, encoding="utf-8")
+    with pytest.raises(AccessSettingsError, match="which no request's header can carry"):
+        api_token(ProjectorSettings(api_token_file=tmp_path / "token"))
+    assert api_token(ProjectorSettings(api_token="  fine-token_1.2~  \n")) == b"fine-token_1.2~"
+
+
 def test_a_token_file_that_cannot_be_read_is_refused_with_its_path(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     with pytest.raises(AccessSettingsError, match="cannot be read") as refused:

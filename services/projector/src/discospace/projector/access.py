@@ -47,9 +47,17 @@ def api_token(settings: ProjectorSettings) -> bytes | None:
 
 
 def _non_empty(token: str, where: str) -> bytes:
+    """The token as a request's header carries it: printable ASCII, as the client requires
+    (a second line in a token file, or a character beyond ASCII, made a token no request can
+    send: every view answered 401 to everyone)."""
     stripped = token.strip()
     if not stripped:
         raise AccessSettingsError(f"{where} is empty; give a token, or leave it unset.")
+    if not (stripped.isascii() and stripped.isprintable()):
+        raise AccessSettingsError(
+            f"{where} holds a line break, another control character or a character beyond "
+            "ASCII, which no request's header can carry; give a token of printable ASCII."
+        )
     return stripped.encode("utf-8")
 
 
