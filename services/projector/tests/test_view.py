@@ -176,6 +176,8 @@ def test_an_infinite_space_cannot_list_its_never_sampled_entities(story, folded)
     infinite = replace(layout, entity_space=continuous)
     with pytest.raises(ViewError, match="learning_rate has no finite domain"):
         entity_table(infinite, [], [], ("unsampled",))
+    with pytest.raises(ViewError, match="learning_rate has no finite domain"):
+        entity_table(infinite, [], [], ("unsampled",), limit=0)  # was [], as if all sampled
     assert entity_table(infinite, [], [], VIEWS).empty
 
 

@@ -113,13 +113,14 @@ class Query:
         if not self.has(name):
             return None
         text = self.text(name)
-        if not (text.isascii() and text.isdigit()) or len(text) > len(str(MAX_COUNT)):
+        digits = text.lstrip("0") or "0"  # leading zeros write the same number
+        if not (text.isascii() and text.isdigit()) or len(digits) > len(str(MAX_COUNT)):
             raise ViewError(
                 f"{name} must be a whole number from 0 to {MAX_COUNT:,}, not {quoted(text)}."
             )
-        if int(text) > MAX_COUNT:
+        if int(digits) > MAX_COUNT:
             raise ViewError(f"{name} must be a whole number from 0 to {MAX_COUNT:,}, not {text}.")
-        return int(text)
+        return int(digits)
 
 
 Handler = Callable[[Query], Awaitable[Answer]]

@@ -98,6 +98,8 @@ def entity_table(
     }
     sampled = {key for entities in views.values() for key in entities}
     if "unsampled" in include:
+        if len(include) == 1:  # said whatever the limit (limit 0 answered [] as if all sampled)
+            _check_listable(layout)
         parts["unsampled"] = _unsampled_rows(layout, sampled, len(include) == 1, grid)
     shown = sum(len(views[view]) for view in include if view != "unsampled")
     cap = limit if limit is not None else shown + DEFAULT_UNSAMPLED_LIMIT
@@ -358,6 +360,17 @@ def _settled_invalid(problem: str) -> bool:
     )
 
 
+def _check_listable(layout: SpaceLayout) -> None:
+    """`ViewError` for a space whose never-sampled entities cannot be listed (infinite)."""
+    space = layout.entity_space
+    if not space.is_finite:
+        names = ", ".join(p.name for p in space.infinite_properties())
+        raise ViewError(
+            f"space {layout.space_id!r} cannot list its never-sampled entities: "
+            f"{names} {'has' if ',' not in names else 'have'} no finite domain."
+        )
+
+
 def _unsampled_rows(
     layout: SpaceLayout,
     known: AbstractSet[str],
@@ -367,11 +380,7 @@ def _unsampled_rows(
     space = layout.entity_space
     if not space.is_finite:
         if explicit:
-            names = ", ".join(p.name for p in space.infinite_properties())
-            raise ViewError(
-                f"space {layout.space_id!r} cannot list its never-sampled entities: "
-                f"{names} {'has' if ',' not in names else 'have'} no finite domain."
-            )
+            _check_listable(layout)
         return
     if len(known) >= space.size:
         # Every entity is sampled: the entities `known` are the space's own (the measurements
