@@ -371,6 +371,18 @@ def test_a_rejection_naming_many_unknown_experiments_always_fits_a_message():
     assert len(encode(answer)) < MAX_MESSAGE_BYTES
 
 
+def test_what_an_actuator_offers_is_said_even_after_a_known_experiment_failed():
+    """A known experiment with a bad parameterization took the actuator's one hint, and an
+    unknown experiment after it got none."""
+    bad = ExperimentRef(
+        actuator="synthetic", experiment="throughput-v1", parameterization={"nope": 1}
+    )
+    unknown = ExperimentRef(actuator="synthetic", experiment="energy-v2")
+    answer = decide_submission(state_with(announced(THROUGHPUT)), submitted(spec(bad, unknown)), AT)
+    assert isinstance(answer, SpaceRejected)
+    assert "is not in the catalog (actuator 'synthetic' offers: throughput-v1)" in answer.reason
+
+
 def test_an_actuator_offering_nothing_now_is_said_so():
     """'actuator 'synthetic' offers: ' with nothing after it."""
     state = state_with(announced(THROUGHPUT), announced(actuator="synthetic"))
@@ -381,6 +393,20 @@ def test_an_actuator_offering_nothing_now_is_said_so():
         "experiment 'throughput-v2' of actuator 'synthetic' is not in the catalog (actuator "
         "'synthetic' offers no experiment now)"
     )
+
+
+def test_a_new_default_refuses_only_spaces_whose_entities_share_ids_with_the_old_results():
+    """The store's first space explored steps (each entity measured with its own value); after a
+    new default, a space without a steps property was refused, though none of its entities
+    shares an id with the stored ones. A second space of the first one's properties settles
+    what spaces of its properties are measured as."""
+    steps = (*spec().entity_space, PropertySpec(name="steps", values=(5, 10)))
+    state = state_with(announced(THROUGHPUT))
+    assert isinstance(
+        decide_submission(state, submitted(spec(properties=steps)), AT), SpaceRegistered
+    )
+    evolve(state, announced(THROUGHPUT.model_copy(update={"optional_properties": {"steps": 10}})))
+    assert isinstance(decide_submission(state, submitted(spec(), "sub-2"), AT), SpaceRegistered)
 
 
 def test_the_catalog_counts_each_experiment_once_however_many_pools_offer_it():

@@ -214,3 +214,7 @@ def test_a_pool_that_changed_only_a_default_the_space_sets_measures_what_it_did(
     )
     assert given.route(BENCH, entity, explored, ("batch_size", "steps")) == "p"
     assert isinstance(given.route(BENCH, entity, explored, ("batch_size",)), Unroutable)
+    now_default = _directory(make, make.pool("p", None, bench(steps=5, warm=1)))
+    refused = now_default.route(pinned, entity, registered)  # its workers file it as 'bench'
+    assert isinstance(refused, Unroutable)
+    assert "defined otherwise than when the space was registered" in refused.reason

@@ -59,10 +59,15 @@ class RegistryState:
         """The latest catalog of each (actuator, pool): the key of its announcements."""
         self.conflicts: dict[tuple[str, str], str] = {}
         """(actuator, experiment) the catalog cannot offer, and why (one sentence)."""
-        self.stored: dict[tuple[str, str], tuple[str, str, str, ParameterizedExperiment]] = {}
-        """(sample store, parameterized experiment id) -> (actuator, experiment, space id, the
-        experiment as registered) of the first registered space whose results are kept under
-        that id in that store."""
+        self.stored: dict[tuple[str, str], tuple[str, str, str]] = {}
+        """(sample store, parameterized experiment id) -> (actuator, experiment, space id) of
+        the first registered space whose results are kept under that id in that store."""
+        self.defined: dict[tuple[str, str, frozenset[str]], tuple[str, ParameterizedExperiment]]
+        self.defined = {}
+        """(sample store, parameterized experiment id, property names of the entities) -> (space
+        id, the experiment as registered) of the first registered space whose entities of those
+        names have results under that id in that store: only entities of the same names share
+        ids, so only they could be handed results of another definition."""
 
     def __len__(self) -> int:
         """How many experiments the catalog holds."""
@@ -165,10 +170,12 @@ def _(event: SpaceRegistered, state: RegistryState) -> list[str]:
         measured = MeasurementSpace.from_refs(event.spec.measurement_space, catalog)
     except DiscospaceError:  # registered by an older rule: it keeps no claim on the store
         return []
+    names = frozenset(spec.name for spec in event.spec.entity_space)
     for experiment in measured:
         key = (event.spec.sample_store, experiment.id)
         claim = (experiment.actuator, experiment.experiment.identifier, event.space_id)
-        state.stored.setdefault(key, (*claim, experiment))
+        state.stored.setdefault(key, claim)
+        state.defined.setdefault((*key, names), (event.space_id, experiment))
     return []
 
 
@@ -181,16 +188,20 @@ def _store_problems(
     a `bench` of `synthetic` measured; `train` with option `lr-warmup: 5` and `train-lr` with
     `warmup: 5`, both `train-lr-warmup.5`)."""
     problems = []
+    names = space.entity_space.names
     for experiment in resolved:
         claim = state.stored.get((space.sample_store, experiment.id))
         mine = (experiment.actuator, experiment.experiment.identifier)
         if claim is None:
             continue
-        actuator, identifier, space_id, registered = claim
-        if claim[:2] == mine:
-            given = space.entity_space.names  # an option each entity sets: not the default
-            if registered.measured_as(given) != experiment.measured_as(given):
-                problems.append(_redefined(space.sample_store, experiment, space_id))
+        actuator, identifier, space_id = claim
+        if claim == (*mine, space_id):
+            key = (space.sample_store, experiment.id, frozenset(names))
+            defined = state.defined.get(key)
+            if defined is not None and defined[1].measured_as(names) != experiment.measured_as(
+                names
+            ):  # an option each entity gives is measured with its value, not the default
+                problems.append(_redefined(space.sample_store, experiment, defined[0]))
             continue
         theirs = f"experiment '{identifier}' of actuator '{actuator}'"
         if actuator == experiment.actuator:
@@ -270,7 +281,8 @@ def problems_of(state: RegistryState, space: DiscoverySpace) -> list[str]:
             resolved.append(state.catalog.resolve(ref))
         except DiscospaceError as error:  # what an actuator offers, said once
             hint = "" if ref.actuator in hinted else _hint(state, ref.actuator, ref.experiment)
-            hinted.add(ref.actuator)
+            if hint:
+                hinted.add(ref.actuator)
             problems.append(f"{error}{hint}")
     try:
         problems += MeasurementSpace(resolved).missing(space.entity_space)

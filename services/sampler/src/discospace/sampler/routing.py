@@ -114,7 +114,9 @@ class PoolDirectory:
         if key not in self._measured_as:
             defined = self._defined.get((ref.actuator, pool, ref.experiment))
             self._measured_as[key] = (
-                None if defined is None else measured_as(defined, ref.parameterization, given)
+                measured_as(defined, ref.parameterization, given)
+                if defined is not None and _files_under(defined, ref, experiment_id)
+                else None
             )
         return self._measured_as[key]
 
@@ -127,6 +129,16 @@ class PoolDirectory:
         models = {pool: self.gpu_models.get((actuator, pool)) for pool in pools}
         same = sorted(pool for pool, model in models.items() if model == wanted)
         return same or sorted(pool for pool, model in models.items() if model is None)
+
+
+def _files_under(defined: Experiment, ref: ExperimentRef, experiment_id: str) -> bool:
+    """Whether the pool's workers file the ref's measurements under its id: a value the space
+    sets that is now the pool's default is dropped from their id (its workers refused the
+    request for good, naming ids)."""
+    try:
+        return defined.parameterize(ref.parameterization).id == experiment_id
+    except DiscospaceError:
+        return False
 
 
 def _readable(spec: ExperimentSpec) -> Experiment | None:
