@@ -366,23 +366,29 @@ def test_a_whole_number_beyond_two_to_the_53_beside_fractions_keeps_every_digit(
 SAMPLED = ("measured", "elsewhere", "unmeasured")
 
 
-def _two_experiment_layout(story, folded) -> SpaceLayout:
+def _with_second(story, folded, name: str, target: str, required: str) -> SpaceLayout:
+    """The story's space measured by finetune and a second experiment `name` of the same
+    actuator (`target`, requiring `required`)."""
     refs = (
         ExperimentRef(actuator="SFTTrainer", experiment="finetune"),
-        ExperimentRef(actuator="SFTTrainer", experiment="infer"),
+        ExperimentRef(actuator="SFTTrainer", experiment=name),
     )
     spec = SpaceSpec(
         sample_store="s", entity_space=story.space_a.spec.entity_space, measurement_space=refs
     )
     state = next(iter(space_states(folded.of("spaces"))))
-    infer = ExperimentSpec(
+    second = ExperimentSpec(
         actuator="SFTTrainer",
-        experiment="infer",
-        target_properties=("latency_ms",),
-        required_properties=("batch_size",),
+        experiment=name,
+        target_properties=(target,),
+        required_properties=(required,),
     )
-    experiments = (*state.experiments, infer)
+    experiments = (*state.experiments, second)
     return SpaceLayout.of(replace(state, spec=spec, space_id="space-1", experiments=experiments))
+
+
+def _two_experiment_layout(story, folded) -> SpaceLayout:
+    return _with_second(story, folded, "infer", "latency_ms", "batch_size")
 
 
 def _answer(layout: SpaceLayout, kind: str, experiment: str, values: str, **more) -> MeasurementRow:
@@ -433,22 +439,9 @@ def test_a_row_found_elsewhere_says_why_this_space_has_no_valid_result(story, fo
 
 def _dependent_layout(story, folded) -> SpaceLayout:
     """finetune, and `energy`, which reads finetune's train_tokens_per_second."""
-    refs = (
-        ExperimentRef(actuator="SFTTrainer", experiment="finetune"),
-        ExperimentRef(actuator="SFTTrainer", experiment="energy"),
+    return _with_second(
+        story, folded, "energy", "joules_per_token", "finetune.train_tokens_per_second"
     )
-    spec = SpaceSpec(
-        sample_store="s", entity_space=story.space_a.spec.entity_space, measurement_space=refs
-    )
-    state = next(iter(space_states(folded.of("spaces"))))
-    energy = ExperimentSpec(
-        actuator="SFTTrainer",
-        experiment="energy",
-        target_properties=("joules_per_token",),
-        required_properties=("finetune.train_tokens_per_second",),
-    )
-    experiments = (*state.experiments, energy)
-    return SpaceLayout.of(replace(state, spec=spec, space_id="space-1", experiments=experiments))
 
 
 def test_a_dependent_experiment_never_run_says_why(story, folded) -> None:
