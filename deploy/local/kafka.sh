@@ -182,11 +182,18 @@ write_config() {
   fi
   (
     umask 077
-    cat "$CONF_DIR/server.properties.in" "$CONF_DIR/listeners-$SECURITY.properties.in" |
-      sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$controller_port|g" \
-        -e "s|@DATA_DIR@|$DATA_DIR|g" -e "s|@TLS_DIR@|$TLS_DIR|g" \
-        -e "s|@ADMIN_PASSWORD@|$admin_password|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
-        -e "s|@PLAIN_USERS@|$plain_users|g" >"$CONFIG.partial"
+    # substituted by bash, not sed: a command's arguments show in every user's process list
+    shopt -u patsub_replacement 2>/dev/null || true # "&" in a value stays "&" (bash 5.2)
+    local text
+    text="$(cat "$CONF_DIR/server.properties.in" "$CONF_DIR/listeners-$SECURITY.properties.in")"
+    text="${text//@PORT@/$PORT}"
+    text="${text//@CONTROLLER_PORT@/$controller_port}"
+    text="${text//@DATA_DIR@/$DATA_DIR}"
+    text="${text//@TLS_DIR@/$TLS_DIR}"
+    text="${text//@ADMIN_PASSWORD@/$admin_password}"
+    text="${text//@KEYSTORE_PASSWORD@/$keystore_password}"
+    text="${text//@PLAIN_USERS@/$plain_users}"
+    printf '%s\n' "$text" >"$CONFIG.partial"
     mv "$CONFIG.partial" "$CONFIG"
   )
 }
