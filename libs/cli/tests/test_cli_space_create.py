@@ -91,7 +91,8 @@ def test_kafka_not_answering_is_one_line_that_says_how_to_start_it() -> None:
         ("127.0.0.1:9092,host", "127.0.0.1:9092,host"),
         ("user:s3cretpw@127.0.0.1:9092", "user:***@127.0.0.1:9092"),
         ("https://user:s3cretpw@broker", "https://user:***@broker"),
-        ("localhost:9092,SASL_SSL://u:s3cretpw@b:9093", "localhost:9092,SASL_SSL:***@b:9093"),
+        ("localhost:9092,SASL_SSL://u:s3cretpw@b:9093", "localhost:***@b:9093"),
+        ("admin:s3cretpw,more@b:9092", "admin:***@b:9092"),  # a password holding a comma
     ],
 )
 def test_a_malformed_kafka_address_is_one_line_saying_so(broker: str, shown: str) -> None:

@@ -72,6 +72,7 @@ def test_a_number_that_is_not_finite_is_refused(monkeypatch, variable: str, valu
         ("kafka", "'kafka' is not host:port"),
         (" , ", "empty"),
         ("user:s3cretpw@kafka:9092", "'user:***@kafka:9092' is not host:port"),
+        ("user:s3cret,pw@kafka:9092", "'user:***@kafka:9092' is not host:port"),  # whole
         ("SSL://kafka:9093", "'SSL://kafka:9093' is not host:port"),
     ],
 )

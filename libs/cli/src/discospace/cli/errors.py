@@ -56,4 +56,6 @@ def shown_addresses(addresses: str) -> str:
     """Kafka addresses as a message shows them: never with a password."""
     from discospace.core.urls import redacted_url
 
-    return ",".join(redacted_url(address) for address in addresses.split(","))
+    if "@" in addresses:  # a password may hold a comma: masked whole, not piece by piece
+        return redacted_url(addresses)
+    return addresses

@@ -143,7 +143,8 @@ class ServiceSettings(BaseSettings):
         addresses = [address.strip() for address in value.split(",") if address.strip()]
         wrong = [address for address in addresses if not is_kafka_address(address)]
         if not addresses or wrong:
-            shown = redacted_url(wrong[0]) if wrong else ""
+            # a password may hold a comma: the whole value masked, not a piece of it
+            shown = redacted_url(value) if "@" in value else (wrong[0] if wrong else "")
             what = f"{shown!r} is not host:port (a port from 1 to 65535)" if wrong else "empty"
             raise ValueError(
                 f"{what}; give KAFKA_BOOTSTRAP_SERVERS as a comma-separated list of host:port"
