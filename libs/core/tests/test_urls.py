@@ -15,6 +15,8 @@ from discospace.core.urls import redacted_url
         ("alice:hunter2@host", "alice:***@host"),
         ("https://alice:pa/ss@w0rd@host", "https://alice:***@host"),
         (" http://alice:hunter2@host ", "http://alice:***@host"),
+        ("http://host/?user=a&password=hunter2&x=1", "http://host/?user=a&password=***&x=1"),
+        ("http://host/?TOKEN=hunter2#top", "http://host/?TOKEN=***#top"),
     ],
 )
 def test_a_url_is_shown_without_its_password(url: str, shown: str) -> None:

@@ -128,6 +128,37 @@ def test_a_password_holding_a_slash_is_never_shown_and_the_error_says_to_encode_
     assert "must be percent-encoded: %2F for '/'" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://default:/Kq9+S3CRET@ch.example:8123",  # a base64 password starting with '/'
+        "http://default:2024/S3CRET@ch.example:8123/db",  # digits read as a port
+        "http://default:2024?S3CRET@ch.example:8123",
+    ],
+)
+def test_a_password_the_url_parser_reads_as_a_path_is_never_shown(url: str) -> None:
+    """urlsplit took the text before the '/' as a port and the rest of the password as the
+    path: it was shown as the database name, or the store tried a host named after the user."""
+    with pytest.raises(StoreSettingsError) as caught:
+        StoreSettings(url=url).check()
+    assert "S3CRET" not in str(caught.value)
+    assert "default:***@ch.example:8123" in str(caught.value)
+    assert "must be percent-encoded: %2F for '/'" in str(caught.value)
+
+
+def test_credentials_in_the_query_are_refused_and_never_shown() -> None:
+    """ClickHouse's own HTTP interface reads ?user=&password=; this client does not: they were
+    dropped without a word, and shown whole in the sentences about the URL."""
+    url = "https://ch.example:8443/?user=etl&password=S3CRET"
+    with pytest.raises(StoreSettingsError) as caught:
+        StoreSettings(url=url).check()
+    assert str(caught.value) == (
+        "CLICKHOUSE_URL 'https://ch.example:8443/?user=etl&password=***' gives its credentials "
+        "in the query, which the client does not read: write them as "
+        "http://user:password@host:port."
+    )
+
+
 def test_a_chdb_data_dir_holding_a_question_mark_is_refused(tmp_path) -> None:
     """chDB reads what follows '?' as connection options: `q?mode=ro` opened `q`, read-only."""
     data_dir = tmp_path / "q?mode=ro"

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -169,6 +169,12 @@ def _parse_server_url(url: str, database: str | None) -> ServerTarget:
     )
 
 
+_ENCODE_HINT = (
+    "a user name or password holding '/', '?', '#', '@' or ':' must be percent-encoded: "
+    "%2F for '/'"
+)
+
+
 def _split_url(url: str) -> SplitResult:
     parts = urlsplit(url.strip())
     if parts.scheme not in _DEFAULT_PORTS:
@@ -177,6 +183,15 @@ def _split_url(url: str) -> SplitResult:
         )
     if not parts.hostname:
         raise StoreSettingsError(f"CLICKHOUSE_URL {redacted_url(url)!r} names no host.")
+    if "@" in parts.path + parts.query + parts.fragment:  # the user info ended early
+        raise StoreSettingsError(
+            f"CLICKHOUSE_URL {redacted_url(url)!r} has an '@' after its host ({_ENCODE_HINT})."
+        )
+    if {"user", "password"} & {key.lower() for key, _ in parse_qsl(parts.query)}:
+        raise StoreSettingsError(
+            f"CLICKHOUSE_URL {redacted_url(url)!r} gives its credentials in the query, which "
+            "the client does not read: write them as http://user:password@host:port."
+        )
     return parts
 
 
@@ -184,12 +199,7 @@ def _url_port(parts: SplitResult, url: str) -> int:
     try:
         return parts.port or _DEFAULT_PORTS[parts.scheme]
     except ValueError:
-        hint = (
-            " (a user name or password holding '/', '?', '#', '@' or ':' must be "
-            "percent-encoded: %2F for '/')"
-            if "@" in url
-            else ""
-        )
+        hint = f" ({_ENCODE_HINT})" if "@" in url else ""
         raise StoreSettingsError(
             f"CLICKHOUSE_URL {redacted_url(url)!r} has a port that is not a number from 0 to "
             f"65535{hint}."
