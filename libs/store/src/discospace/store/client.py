@@ -170,8 +170,7 @@ def _parse_server_url(url: str, database: str | None) -> ServerTarget:
 
 
 _ENCODE_HINT = (
-    "a user name or password holding '/', '?', '#', '@' or ':' must be percent-encoded: "
-    "%2F for '/'"
+    "a user name or password holding '/', '?', '#', '@' or ':' must be percent-encoded: %2F for '/'"
 )
 
 
