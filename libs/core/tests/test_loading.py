@@ -91,6 +91,7 @@ def _values(yaml_values: str) -> tuple[object, ...]:
         ("[2024-01-01]", ("2024-01-01",)),  # 1.1: a date, refused
         ("[0x1F, 0o17, 1_000, 0b101]", (31, 15, 1000, "0b101")),
         ("[1e-3, .5, -2.5E2, 1.]", (0.001, 0.5, -250.0, 1.0)),
+        ("[<, =, <<, '>']", ("<", "=", "<<", ">")),  # 1.1's value and merge tags: refused
     ],
 )
 def test_yaml_scalars_are_read_as_yaml_1_2_reads_them(written: str, read: tuple) -> None:
@@ -187,6 +188,10 @@ measurement_space: []
             "f.yaml: entity_space: should be a list",
         ),
         ("a: [", "f.yaml: line"),
+        (  # the reader refused it as it was built, outside the error handling: a traceback
+            "sample_store: s\nentity_space: [{name: a, values: [x\x1by]}]\nmeasurement_space: []",
+            "f.yaml: line 2: the control character U+001B is not allowed in YAML",
+        ),
     ],
 )
 def test_a_bad_file_gives_one_sentence_naming_the_field(text: str, message: str) -> None:

@@ -174,6 +174,10 @@ def _core_int(text: str) -> int:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+for _text_tag in ("tag:yaml.org,2002:value", "tag:yaml.org,2002:merge"):
+    # YAML 1.1's `=` and `<<` are text where a value stands (a merge key is read before, as
+    # such); PyYAML had no constructor for them: "could not determine a constructor"
+    _Loader.add_constructor(_text_tag, yaml.SafeLoader.construct_scalar)
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, rule) for tag, rule in rules if tag not in _CORE_TAGS]
     for first, rules in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -272,7 +276,15 @@ def _parse(text: str, source: str, fmt: FileFormat | None, limits: InputLimits) 
             raise SpecError(f"{source}: line {error.lineno}: {error.msg}") from None
         except RecursionError:
             raise _LimitError(f"is nested more than {limits.max_depth} levels deep") from None
-    loader = _Loader(text)
+    try:  # the reader checks every character as it is built
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, error.position) + 1
+        character = f"U+{error.character:04X}" if isinstance(error.character, int) else "?"
+        raise SpecError(
+            f"{source}: line {line}: the control character {character} is not allowed in YAML "
+            '(write it as an escape in a double-quoted string, e.g. "\\e" for ESC)'
+        ) from None
     loader.limits = limits
     try:
         return loader.get_single_data()
