@@ -174,10 +174,16 @@ def _core_int(text: str) -> int:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
+def _as_text(loader: _Loader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
 for _text_tag in ("tag:yaml.org,2002:value", "tag:yaml.org,2002:merge"):
     # YAML 1.1's `=` and `<<` are text where a value stands (a merge key is read before, as
     # such); PyYAML had no constructor for them: "could not determine a constructor"
-    _Loader.add_constructor(_text_tag, yaml.SafeLoader.construct_scalar)
+    _Loader.add_constructor(_text_tag, _as_text)
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, rule) for tag, rule in rules if tag not in _CORE_TAGS]
     for first, rules in yaml.SafeLoader.yaml_implicit_resolvers.items()
