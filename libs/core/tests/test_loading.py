@@ -192,6 +192,10 @@ measurement_space: []
             "sample_store: s\nentity_space: [{name: a, values: [x\x1by]}]\nmeasurement_space: []",
             "f.yaml: line 2: the control character U+001B is not allowed in YAML",
         ),
+        (  # lines as YAML counts them: a lone CR ends one too
+            "sample_store: s\rentity_space: []\rmeasurement_space: [x\x1by]",
+            "f.yaml: line 3: the control character U+001B is not allowed in YAML",
+        ),
     ],
 )
 def test_a_bad_file_gives_one_sentence_naming_the_field(text: str, message: str) -> None:

@@ -16,7 +16,13 @@ from discospace.core.urls import redacted_url
         ("https://alice:pa/ss@w0rd@host", "https://alice:***@host"),
         (" http://alice:hunter2@host ", "http://alice:***@host"),
         ("http://host/?user=a&password=hunter2&x=1", "http://host/?user=a&password=***&x=1"),
-        ("http://host/?TOKEN=hunter2#top", "http://host/?TOKEN=***#top"),
+        ("http://host/?TOKEN=hunter2#top", "http://host/?TOKEN=***"),  # to the next '&'
+        ("http://host/?password=a;b#c&x=1", "http://host/?password=***&x=1"),
+        # the user info first: a password holding ';token=' hid the '@' from it
+        (
+            "http://admin:Xk9;token=7Qw@db.example:8123/prod",
+            "http://admin:***@db.example:8123/prod",
+        ),
     ],
 )
 def test_a_url_is_shown_without_its_password(url: str, shown: str) -> None:

@@ -146,6 +146,11 @@ def test_a_password_the_url_parser_reads_as_a_path_is_never_shown(url: str) -> N
     assert "must be percent-encoded: %2F for '/'" in str(caught.value)
 
 
+def test_an_at_sign_in_a_query_value_is_no_user_info() -> None:
+    """The '@' check read the query too, and refused a URL without credentials."""
+    StoreSettings(url="http://ch.example:8123/?quota_key=team@corp").check()
+
+
 def test_credentials_in_the_query_are_refused_and_never_shown() -> None:
     """ClickHouse's own HTTP interface reads ?user=&password=; this client does not: they were
     dropped without a word, and shown whole in the sentences about the URL."""

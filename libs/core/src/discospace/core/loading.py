@@ -274,6 +274,10 @@ def _json_int(limits: InputLimits) -> Any:
     return convert
 
 
+_LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+"""A line break as YAML (PyYAML) counts one, so this line is the one its other errors name."""
+
+
 def _parse(text: str, source: str, fmt: FileFormat | None, limits: InputLimits) -> Any:
     if fmt == "json" or (fmt is None and source.lower().endswith(".json")):
         try:
@@ -285,7 +289,7 @@ def _parse(text: str, source: str, fmt: FileFormat | None, limits: InputLimits) 
     try:  # the reader checks every character as it is built
         loader = _Loader(text)
     except yaml.reader.ReaderError as error:
-        line = text.count("\n", 0, error.position) + 1
+        line = len(_LINE_BREAK.findall(text, 0, error.position)) + 1
         character = f"U+{error.character:04X}" if isinstance(error.character, int) else "?"
         raise SpecError(
             f"{source}: line {line}: the control character {character} is not allowed in YAML "

@@ -7,7 +7,7 @@ import re
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/+")
 
 
-_QUERY_SECRET = re.compile(r"(?i)([?&;](?:password|passwd|pwd|token|secret)=)[^&#;]*")
+_QUERY_SECRET = re.compile(r"(?i)([?&](?:password|passwd|pwd|token|secret)=)[^&]*")
 
 
 def redacted_url(url: str) -> str:
@@ -15,7 +15,10 @@ def redacted_url(url: str) -> str:
     error messages and logs; one written wrongly (one slash, no scheme, a password holding '/'
     or '@') is masked too: everything from the first ':' of the user info to the last '@'. A
     `password=` (or `token=`, `secret=`) of the query is masked as well."""
-    text = _QUERY_SECRET.sub(r"\1***", url.strip())
+    return _QUERY_SECRET.sub(r"\1***", _without_password(url.strip()))  # user info first
+
+
+def _without_password(text: str) -> str:
     at = text.rfind("@")
     if at < 0:
         return text

@@ -182,7 +182,10 @@ def _split_url(url: str) -> SplitResult:
         )
     if not parts.hostname:
         raise StoreSettingsError(f"CLICKHOUSE_URL {redacted_url(url)!r} names no host.")
-    if "@" in parts.path + parts.query + parts.fragment:  # the user info ended early
+    bare = [part for part in parts.query.split("&") if "=" not in part]
+    if "@" in parts.path + parts.fragment + "&".join(bare):
+        # the user info ended early ('/', '?' or '#' in the password): read as path, query or
+        # fragment; an '@' in a query's value (quota_key=team@corp) is no user info
         raise StoreSettingsError(
             f"CLICKHOUSE_URL {redacted_url(url)!r} has an '@' after its host ({_ENCODE_HINT})."
         )
