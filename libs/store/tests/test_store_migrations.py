@@ -136,6 +136,43 @@ def test_a_table_of_the_same_name_made_by_something_else_is_refused_with_a_sente
         client.close()
 
 
+_RESULTS_DDL = (
+    "SELECT create_table_query FROM system.tables"
+    " WHERE name = 'results' AND database = currentDatabase()"
+)
+
+
+def test_a_refused_store_records_nothing_and_leaves_the_foreign_table_as_it_was(
+    store_settings,
+) -> None:
+    """Every migration was applied and recorded before the check: the foreign table's settings
+    were changed by an ALTER, and once the user moved it away, the next start applied nothing
+    and the store lacked the table for good (every write failed, retried for ever)."""
+    client = connect(store_settings)
+    try:
+        client.command("CREATE TABLE results (id UInt64) ENGINE = MergeTree ORDER BY id")
+        before = client.command(_RESULTS_DDL)
+        with pytest.raises(MigrationError, match=r"^The store's table results was made by"):
+            migrate(client)
+        assert applied_migrations(client) == {}
+        after = client.command(_RESULTS_DDL)
+        assert after == before
+        client.command("RENAME TABLE results TO theirs")
+        assert migrate(client) == [m.version for m in MIGRATIONS]
+        assert "results" in _tables(client)
+    finally:
+        client.close()
+
+
+def test_a_store_table_dropped_after_its_migration_is_said_at_start(store_client) -> None:
+    store_client.command("DROP TABLE results")
+    with pytest.raises(MigrationError) as refused:
+        migrate(store_client)
+    assert str(refused.value).startswith(
+        "The store's table results is missing, though the migrations that make it are recorded"
+    )
+
+
 def test_a_store_migrated_by_a_newer_version_is_used_with_a_warning(store_client, caplog) -> None:
     migrate(store_client, (*MIGRATIONS, _EXTRA))
 

@@ -113,14 +113,19 @@ def migrate(client: Client, migrations: Sequence[Migration] = MIGRATIONS) -> lis
             ", ".join(map(str, newer)),
         )
     missing = [m for m in migrations if m.version not in applied]
+    tables = (EVENTS, CONSUMER_OFFSETS, *PROJECTION_TABLES)
+    if not applied:  # nothing of the store's made yet: a table of its names is another's
+        _check_columns(client, tables)  # before any change to it, or any record
     for migration in missing:
         _apply(client, migration)
-    _check_columns(client, (EVENTS, CONSUMER_OFFSETS, *PROJECTION_TABLES))
+    _check_columns(client, tables, must_exist=bool(migrations))
     return [m.version for m in missing]
 
 
-def _check_columns(client: Client, tables: Sequence[Table]) -> None:
-    """`MigrationError` naming a table that lacks columns declared for it."""
+def _check_columns(client: Client, tables: Sequence[Table], must_exist: bool = False) -> None:
+    """`MigrationError` naming a table that lacks columns declared for it, or, `must_exist`,
+    one that is missing though its migrations are recorded (dropped by hand: every write
+    failed afterwards, and was retried for good)."""
     result = client.query(
         "SELECT table, name FROM system.columns WHERE database = currentDatabase()"
         " AND table IN {tables:Array(String)}",
@@ -130,6 +135,12 @@ def _check_columns(client: Client, tables: Sequence[Table]) -> None:
     for table, name in result.result_rows:
         present.setdefault(str(table), set()).add(str(name))
     for table in tables:
+        if must_exist and table.name not in present:
+            raise MigrationError(
+                f"The store's table {table.name} is missing, though the migrations that make "
+                "it are recorded (was it dropped?): restore it, or give the store a new "
+                "database (CLICKHOUSE_URL's path, or DISCOSPACE_STORE_DATABASE)."
+            )
         missing = [c for c in table.column_names if c not in present.get(table.name, set())]
         if missing and table.name in present:
             raise MigrationError(
