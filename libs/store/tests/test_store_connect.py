@@ -180,3 +180,11 @@ class _hanging_up_server:  # noqa: N801 (used as a context manager, reads like o
             with connection:
                 connection.settimeout(2)
                 connection.recv(65536)
+
+
+def test_a_chdb_dir_whose_status_is_a_folder_is_one_sentence(tmp_path: Path) -> None:
+    """The lock probe caught only FileNotFoundError: IsADirectoryError escaped bare."""
+    data_dir = tmp_path / "odd"
+    (data_dir / "status").mkdir(parents=True)
+    message = _try_connect(data_dir)
+    assert message.startswith(f"StoreError: Cannot open the chDB store at {data_dir}")

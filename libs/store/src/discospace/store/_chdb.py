@@ -93,6 +93,6 @@ def locked_by(path: Path) -> str | None:
                 pid = _STATUS_PID.search(handle.read())
                 return f"pid {pid.group(1)}" if pid else "pid unknown"
             fcntl.flock(handle, fcntl.LOCK_UN)
-    except FileNotFoundError:
+    except OSError:  # absent, a folder, another user's: no lock to tell of (the open says why)
         return None
     return None
