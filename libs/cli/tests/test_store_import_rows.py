@@ -635,3 +635,39 @@ def test_a_file_that_cannot_be_read_is_one_sentence_naming_it(
         read_table(path)
     assert str(raised.value).startswith(str(path))
     assert "\n" not in str(raised.value)
+
+
+def test_whole_numbers_beyond_two_to_the_53_in_parquet_are_read_exactly(
+    tmp_path: Path, target: Target
+) -> None:
+    """An int64 column with a null, and a decimal(20, 0) column, went through float: 2^53 + 1
+    was stored as 2^53 (and 20 as 20.0), another value than the same row from a CSV."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    big = 2**53 + 1
+    table = pa.table(
+        {
+            "batch_size": pa.array([4, 8], pa.int64()),
+            "model_name": ["llama-7b"] * 2,
+            "throughput": pa.array([big, None], pa.int64()),
+            "peak_memory": pa.array([Decimal(big), Decimal(20)], pa.decimal128(20, 0)),
+        }
+    )
+    pq.write_table(table, tmp_path / "runs.parquet")
+    frame = read_table(tmp_path / "runs.parquet").frame
+    mapped = map_rows(frame, plan_for(frame, target()), target())
+
+    values = [result.values for result in mapped.results]
+    assert values == [{"throughput": big, "peak_memory": big}, {"peak_memory": 20}]
+    assert all(type(v) is int for row in values for v in row.values())
+
+
+def test_columns_without_a_name_are_ignored_and_zero_padded_whole_numbers_read(
+    tmp_path: Path, target: Target
+) -> None:
+    """Two empty header cells ("a,b,,") refused the file as naming the column '' twice; a target
+    cell 00000000000000000042 was 'beyond a 64-bit whole number'."""
+    frame = csv(tmp_path, "batch_size,model_name,throughput,,\n4,llama-7b,00000000000000000042,,\n")
+    [event] = events_of(frame, target())
+    assert event.values == {"throughput": 42}

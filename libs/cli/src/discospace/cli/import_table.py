@@ -116,7 +116,8 @@ def _refuse_repeated_columns(path: Path, header: pd.DataFrame) -> None:
     first and renames the other 'name.1', which was then ignored in silence (which of the two
     was meant?)."""
     named = [str(cell).strip() for cell in header.iloc[0]] if len(header) else []
-    twice = next((column for column in named if named.count(column) > 1), None)
+    # columns without a name ("a,b,,") are ignored as any unused column is, however many
+    twice = next((column for column in named if column and named.count(column) > 1), None)
     if twice is not None:
         at = [str(i + 1) for i, column in enumerate(named) if column == twice]
         raise CliError(
@@ -163,7 +164,11 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
         if suffix in _PARQUET_SUFFIXES:
             from discospace.traces.cells import decimal_floats
 
-            frame = pd.read_parquet(io.BytesIO(data))
+            import pyarrow.parquet as pq
+
+            # whole-number columns stay whole where a cell is null (pandas made them float64:
+            # 2^53 + 1 was filed as 2^53, another entity than the same row from a CSV)
+            frame = pq.read_table(io.BytesIO(data)).to_pandas(types_mapper=_exact_integers)
             # a column pandas wrote as the index (to_parquet after set_index) is a column here
             named = any(name is not None for name in frame.index.names)
             # float32 cells as the decimals they print as: its 0.1 is no other entity
@@ -195,6 +200,18 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
         raise CliError(f"{path}: cannot be read as {kind} ({first_line})") from None
     _refuse_repeated_columns(path, header)
     return frame
+
+
+def _exact_integers(arrow_type: Any) -> Any:
+    """pandas' nullable integer type for an Arrow integer type (None: the default mapping)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if pa.types.is_signed_integer(arrow_type):
+        return pd.Int64Dtype()
+    if pa.types.is_unsigned_integer(arrow_type):
+        return pd.UInt64Dtype()
+    return None
 
 
 def parse_renames(options: Iterable[str]) -> dict[str, str]:
@@ -327,8 +344,16 @@ def constitutive_value(cell: Any) -> Any:
     """A cell of a constitutive property, for its domain to read ("4" -> 4 where numeric; a
     Parquet decimal as the number it holds)."""
     if isinstance(cell, Decimal):
-        return normalise_number(float(cell))
+        return _decimal_number(cell)
     return cell.strip() if isinstance(cell, str) else cell
+
+
+def _decimal_number(cell: Decimal) -> Value:
+    """A Parquet decimal cell as the number it holds: a whole one exactly (a decimal(20, 0) id
+    went through float: 2^53 + 1 was 2^53), a fractional one as the nearest float."""
+    if cell.is_finite() and cell == cell.to_integral_value():
+        return int(cell)
+    return normalise_number(float(cell))
 
 
 def identifier_value(text: str) -> Value:
@@ -351,7 +376,7 @@ def target_value(cell: Any, typed: bool = False) -> Value | None:
     if isinstance(cell, int | float):
         return _finite(cell)
     if isinstance(cell, Decimal):  # a Parquet decimal column
-        return _finite(float(cell))
+        return _finite(_decimal_number(cell))
     raise CellError(f"{cell!r} is not a number, true/false or text")
 
 
@@ -359,7 +384,7 @@ def _value_of_text(text: str) -> Value | None:
     if text.lower() in _NOT_A_VALUE:
         return None
     if _WHOLE.fullmatch(text):
-        digits = len(text.lstrip("+-"))
+        digits = len(text.lstrip("+-").lstrip("0"))  # 000...042 is 42
         if digits > 19:  # int() of thousands of digits is refused by Python itself
             raise CellError(f"{text[:12]}... ({digits} digits) is beyond a 64-bit whole number")
         return _finite(int(text))

@@ -246,10 +246,15 @@ def _messages(
             messages.append((event.key(), encode_within(event)))
         except EventTooLargeError as error:
             progress.close()
+            note = len(source.note.encode("utf-8"))
+            blamed = (
+                f"shorten --note ({note} bytes, in every row's result)"
+                if note > error.limit // 2
+                else "shorten its cells"
+            )
             raise CliError(
                 f"row {result.row}: its result would be a message of {error.size} bytes, over "
-                f"the {error.limit}-byte limit of a message; nothing was imported: shorten its "
-                "cells"
+                f"the {error.limit}-byte limit of a message; nothing was imported: {blamed}"
             ) from None
         progress.update(len(messages), len(results))
     progress.close()
