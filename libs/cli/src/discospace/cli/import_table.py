@@ -162,9 +162,9 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
         data = _gunzipped(path, data, max_bytes)
     try:
         if suffix in _PARQUET_SUFFIXES:
-            from discospace.traces.cells import decimal_floats
-
             import pyarrow.parquet as pq
+
+            from discospace.traces.cells import decimal_floats
 
             # whole-number columns stay whole where a cell is null (pandas made them float64:
             # 2^53 + 1 was filed as 2^53, another entity than the same row from a CSV)
