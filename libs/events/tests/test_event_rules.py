@@ -184,6 +184,8 @@ def test_operation_parameters_default_to_a_random_walk_over_the_whole_space() ->
         ({"number_entities": "some"}, "'all'"),
         ({"objective": {"property": "x", "direction": "up"}}, "'min' or 'max'"),
         ({"stopping": {"max_duration": "soon"}}, "'soon' is not a time"),
+        # one decision round fills the window: 10^12 built 5 x 10^8 requests at once
+        ({"batch_size": 10**12}, "less than or equal to 100000"),
     ],
 )
 def test_incoherent_operation_parameters_are_refused(fields: dict[str, Any], problem: str) -> None:

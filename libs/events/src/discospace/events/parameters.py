@@ -38,7 +38,12 @@ from discospace.events.common import NonEmptyStr
 from discospace.events.envelope import Record
 from discospace.events.upcasting import objectives_out_of_options
 
-__all__ = ["Objective", "OperationParameters", "StoppingRules"]
+__all__ = ["MAX_BATCH_SIZE", "Objective", "OperationParameters", "StoppingRules"]
+
+MAX_BATCH_SIZE = 100_000
+"""The largest window of measurements in flight: the explorer fills it in one decision round,
+under the lock every operation decides under (a window of 10^8 took over a second, one of 10^12
+would have built 5 x 10^8 requests at once, every other operation waiting)."""
 
 
 class StoppingRules(Record):
@@ -108,7 +113,10 @@ class OperationParameters(Record):
     )
     batch_size: PositiveInt = Field(
         default=1,
-        description="Measurements in flight at once: the explorer keeps this window full.",
+        le=MAX_BATCH_SIZE,
+        description="Measurements in flight at once: the explorer keeps this window full. At "
+        "most 10^5 (a window is filled in one decision round, under the lock every operation "
+        "decides under: 10^12 would have built 5 x 10^8 requests at once).",
         examples=[4],
     )
     max_retries: NonNegativeInt = Field(
