@@ -344,16 +344,10 @@ def constitutive_value(cell: Any) -> Any:
     """A cell of a constitutive property, for its domain to read ("4" -> 4 where numeric; a
     Parquet decimal as the number it holds)."""
     if isinstance(cell, Decimal):
-        return _decimal_number(cell)
+        from discospace.traces.cells import decimal_value
+
+        return normalise_number(decimal_value(cell))
     return cell.strip() if isinstance(cell, str) else cell
-
-
-def _decimal_number(cell: Decimal) -> Value:
-    """A Parquet decimal cell as the number it holds: a whole one exactly (a decimal(20, 0) id
-    went through float: 2^53 + 1 was 2^53), a fractional one as the nearest float."""
-    if cell.is_finite() and cell == cell.to_integral_value():
-        return int(cell)
-    return normalise_number(float(cell))
 
 
 def identifier_value(text: str) -> Value:
@@ -376,7 +370,9 @@ def target_value(cell: Any, typed: bool = False) -> Value | None:
     if isinstance(cell, int | float):
         return _finite(cell)
     if isinstance(cell, Decimal):  # a Parquet decimal column
-        return _finite(_decimal_number(cell))
+        from discospace.traces.cells import decimal_value
+
+        return _finite(decimal_value(cell))
     raise CellError(f"{cell!r} is not a number, true/false or text")
 
 

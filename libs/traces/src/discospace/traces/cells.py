@@ -20,11 +20,13 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from discospace.core.canonical import NUMBER_TEXT
 from discospace.traces.data import required_file
 
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
@@ -115,12 +117,6 @@ def numbers(
     return typed
 
 
-_NUMBER_TEXT = re.compile(
-    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.I
-)
-"""A number in ASCII, as every table reader of discospace reads one (`core.canonical`'s
-NUMBER_TEXT: this package stands without core)."""
-
 MAX_WHOLE = 2**53
 """The largest whole-number cell: above it a float no longer holds every whole number, and at
 2^63 the int64 column would wrap to a negative number."""
@@ -133,7 +129,7 @@ def _problem(text: str, rule: Number) -> str | None:
         return None
     if not cell:
         return "where a number is needed"
-    if not _NUMBER_TEXT.fullmatch(cell):  # float() also reads "1_000" and other scripts' digits
+    if not NUMBER_TEXT.fullmatch(cell):  # float() also reads "1_000" and other scripts' digits
         return "which is not a number"
     value = float(cell)
     if not math.isfinite(value):
@@ -186,6 +182,14 @@ def _reason(problem: Exception) -> str:
         expected, line, saw = fields.groups()
         return f"line {line} has {saw} cells where the header has {expected}"
     return text.splitlines()[0].rstrip(".") if text else type(problem).__name__
+
+
+def decimal_value(cell: Decimal) -> int | float:
+    """A Parquet decimal cell as the number it holds: a whole one exactly (through a float,
+    the id 2^53 + 1 was 2^53), a fractional one as the nearest float."""
+    if cell.is_finite() and cell == cell.to_integral_value():
+        return int(cell)
+    return float(cell)
 
 
 def decimal_floats(frame: pd.DataFrame) -> pd.DataFrame:

@@ -45,7 +45,7 @@ from discospace.core.canonical import (
 )
 from discospace.core.errors import SpecError
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
-from discospace.traces.cells import decimal_floats
+from discospace.traces.cells import decimal_floats, decimal_value
 
 NO_ROW = "no recorded measurement"
 Row = Mapping[str, Any]
@@ -102,8 +102,8 @@ def cell_value(cell: object) -> Value:
     cell is ''."""
     if is_empty(cell):
         return ""
-    if isinstance(cell, Decimal):  # a whole one exactly: through a float, 2^53 + 1 is 2^53
-        return int(cell) if cell == cell.to_integral_value() else float(cell)
+    if isinstance(cell, Decimal):
+        return decimal_value(cell)
     return normalise_value(cell)
 
 
