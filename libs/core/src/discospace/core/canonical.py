@@ -36,6 +36,12 @@ def not_finite(value: object) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
 
+def float_holds(value: object) -> bool:
+    """False for a whole number a float64 cannot hold exactly (2^53 + 1): a column of such
+    numbers beside fractions, made one float column, loses its digits."""
+    return type(value) is not int or abs(value) <= 2**53 or float(value) == value
+
+
 def beyond_64_bits(value: object) -> bool:
     """True for a whole number (not a boolean) outside -2^63 .. 2^63 - 1: one no event field,
     store column or Parquet integer holds."""

@@ -11,7 +11,7 @@ from typing import Literal, get_args
 
 import pandas as pd
 
-from discospace.core.canonical import beyond_64_bits
+from discospace.core.canonical import beyond_64_bits, float_holds
 from discospace.projector.errors import ViewError, quoted
 
 ExportFormat = Literal["csv", "json", "parquet"]
@@ -89,7 +89,7 @@ def _float_only_inexactly(numbers: pd.Series) -> bool:
     """True for numbers that Arrow would make one float64 column of (fractions beside whole
     numbers), losing a whole number's digits beyond 2^53."""
     whole = [v for v in numbers if type(v) is int]
-    return len(whole) < len(numbers) and any(abs(v) > 2**53 and float(v) != v for v in whole)
+    return len(whole) < len(numbers) and not all(float_holds(v) for v in whole)
 
 
 def _kind(value: object) -> str:

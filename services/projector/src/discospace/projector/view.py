@@ -31,7 +31,7 @@ from typing import Any, Literal, get_args
 import pandas as pd
 
 from discospace.core import Entity
-from discospace.core.canonical import Value, beyond_64_bits
+from discospace.core.canonical import Value, beyond_64_bits, float_holds
 from discospace.core.experiment import split_observed_property_id
 from discospace.core.results import gives_up
 from discospace.projector.errors import ViewError, quoted
@@ -121,7 +121,7 @@ def whole_numbers_kept(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.Da
         present = [value for value in values if value is not None]
         whole = bool(present) and all(type(value) is int for value in present)
         if not whole or not frame[name].isna().any():
-            if not all(_float_holds(value) for value in present):
+            if not all(float_holds(value) for value in present):
                 frame[name] = pd.Series(values, dtype=object, index=frame.index)
             continue
         if not any(beyond_64_bits(value) for value in present):
@@ -129,11 +129,6 @@ def whole_numbers_kept(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> pd.Da
         else:
             frame[name] = pd.Series(values, dtype=object, index=frame.index)
     return frame
-
-
-def _float_holds(value: object) -> bool:
-    """False for a whole number a float64 cannot hold exactly (2^53 + 1)."""
-    return type(value) is not int or abs(value) <= 2**53 or float(value) == value
 
 
 def _partition(
