@@ -131,9 +131,9 @@ class ServiceSettings(BaseSettings):
     @classmethod
     def _none_written(cls, value: object) -> object:
         """`None` (as the description offers) or a blank value, from the environment too."""
-        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+        if isinstance(value, str) and value.strip().lower() == "none":
             return None
-        return value
+        return blank_is_unset(value)
 
     @field_validator("kafka_bootstrap_servers")
     @classmethod
