@@ -399,9 +399,15 @@ def job_references(job: JobSpec) -> list[Reference]:
     own = [job.space, own_parameters(job), job.entities, job.args]
     found = references(own)  # type: ignore[arg-type]
     nested = nested_options(job)
-    if nested is not None and not has_own_trials(nested):
-        found += outer_trial_references(nested)
+    if nested is not None:
+        found += nested_trial_references(nested)
     return found
+
+
+def nested_trial_references(options: dict[str, JsonValue]) -> list[Reference]:
+    """The `${trial...}` references a nested pipeline's `options` read from the pipeline that
+    runs it: none when it has trials of its own."""
+    return [] if has_own_trials(options) else outer_trial_references(options)
 
 
 def has_own_trials(options: Mapping[str, JsonValue]) -> bool:
@@ -556,11 +562,7 @@ def _nested_problem(
     said when that job's turn came, after the jobs before it had spent their measurements."""
     for _, job in ordered_jobs(spec):
         nested = nested_options(job)
-        outer = (
-            nested is not None
-            and not has_own_trials(nested)
-            and bool(outer_trial_references(nested))
-        )
+        outer = nested is not None and bool(nested_trial_references(nested))
         if nested is not None and not outer:  # a trial's values come first: checked then
             problem = pipeline_shape_problem(nested, hooks, operators, parameters)
             if problem is not None:
