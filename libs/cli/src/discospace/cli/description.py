@@ -15,9 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table
-from rich.text import Text
 
-from discospace.cli.views import print_line, printable
+from discospace.cli.views import plain_text, print_line
 from discospace.core.canonical import format_value
 from discospace.core.discovery import DiscoverySpace
 from discospace.core.errors import DiscospaceError
@@ -119,15 +118,9 @@ def registry_problems(space: DiscoverySpace, catalog: Catalog) -> list[str]:
     return space.problems(catalog.experiments)
 
 
-def _text(text: str) -> Text:
-    """A cell or title as plain text: never markup, and a control character someone else's
-    space holds (ESC in a categorical value) is written out, not obeyed."""
-    return Text(printable(text))
-
-
 def _table(title: str, *columns: str) -> Table:
     """A table whose cells are ``Text``: ``[a, b]`` is never read as markup."""
-    table = Table(title=_text(title), title_justify="left")
+    table = Table(title=plain_text(title), title_justify="left")
     for column in columns:
         table.add_column(column, overflow="fold", style="bold" if column == columns[0] else "")
     return table
@@ -141,7 +134,9 @@ def _properties_table(title: str, props: list[ConstitutiveProperty], column: str
     table = _table(f"{title} properties ({len(props)})", "property", column, "count")
     table.columns[2].justify = "right"
     for prop in props:
-        table.add_row(_text(prop.name), _text(prop.domain.describe()), _text(_count(prop)))
+        table.add_row(
+            plain_text(prop.name), plain_text(prop.domain.describe()), plain_text(_count(prop))
+        )
     return table
 
 
@@ -154,11 +149,11 @@ def _discrete_table(props: list[ConstitutiveProperty]) -> Table:
         domain = prop.domain
         ranged = domain.is_range
         table.add_row(
-            _text(prop.name),
-            _text("-" if ranged else domain.describe()),
-            _text(f"[{domain.low}, {domain.high})" if ranged else "-"),
-            _text(str(domain.interval) if ranged else "-"),
-            _text(_count(prop)),
+            plain_text(prop.name),
+            plain_text("-" if ranged else domain.describe()),
+            plain_text(f"[{domain.low}, {domain.high})" if ranged else "-"),
+            plain_text(str(domain.interval) if ranged else "-"),
+            plain_text(_count(prop)),
         )
     return table
 
@@ -193,7 +188,7 @@ def _experiment(facts: dict[str, Any]) -> Padding:
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column(overflow="fold")
     for label, value in _experiment_lines(facts):
-        grid.add_row(_text(label), _text(value))
+        grid.add_row(plain_text(label), plain_text(value))
     return Padding(grid, (0, 0, 0, 4), expand=False)
 
 

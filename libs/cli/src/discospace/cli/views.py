@@ -47,6 +47,11 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
+def plain_text(text: str) -> Text:
+    """Text as Rich prints it: never markup, its control characters written out (`printable`)."""
+    return Text(printable(text))
+
+
 def cell(value: Any) -> Text:
     """One table cell: ``-`` for nothing, numbers as written, the rest as plain text."""
     value = plain(value)
@@ -59,10 +64,10 @@ def cell(value: Any) -> Text:
             return Text(str(int(value)))
         return Text(number_text(value))
     if isinstance(value, Mapping):
-        return Text(printable(", ".join(f"{k}={v}" for k, v in value.items())))
+        return plain_text(", ".join(f"{k}={v}" for k, v in value.items()))
     if isinstance(value, list):
-        return Text(printable(", ".join(str(v) for v in value)))
-    return Text(printable(str(value)))
+        return plain_text(", ".join(str(v) for v in value))
+    return plain_text(str(value))
 
 
 def natural_key(value: Any) -> tuple[int, float, str] | None:

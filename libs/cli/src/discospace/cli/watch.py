@@ -28,7 +28,7 @@ from discospace.cli.errors import CliError
 from discospace.cli.pipeline_views import done_text, result_text, values_text
 from discospace.cli.projector import projector_client
 from discospace.cli.settings import CliSettings
-from discospace.cli.views import number_text, plain, print_line, printable
+from discospace.cli.views import number_text, plain, plain_text, print_line
 
 if TYPE_CHECKING:
     from discospace.client import OperationProgress, PipelineJob
@@ -167,7 +167,7 @@ class _PipelineBoard:
             f"{progress.operation_id} {progress.status}: done {progress.done}  "
             f"{tally_text(progress)}  best {best_text(progress)}"
         )
-        board = Table(title=Text(printable(title)), title_justify="left")
+        board = Table(title=plain_text(title), title_justify="left")
         rows: list[tuple[PipelineJob, str]] = []
         for job in progress.jobs:
             rows.append((job, ""))
@@ -201,12 +201,12 @@ class _PipelineBoard:
 def _add_job(board: Table, job: "PipelineJob", indent: str = "") -> None:
     done, total = _job_done(job)
     board.add_row(
-        Text(printable(job.stage)),
-        Text(printable(indent + job.job)),
-        Text(printable(job.status)),
+        plain_text(job.stage),
+        plain_text(indent + job.job),
+        plain_text(job.status),
         ProgressBar(total=total, completed=done, width=None),
         Text(done_text(job)),
-        Text(printable(result_text(job))),
+        plain_text(result_text(job)),
     )
 
 
