@@ -237,15 +237,9 @@ def test_a_request_for_a_space_not_seen_yet_raises_unknown_space(make):
 def test_a_space_is_not_routed_to_a_pool_that_redefined_its_experiment(make):
     """The space was registered with `bench` measuring `throughput`; its only pool now announces
     a `bench` of other targets: its pairs are failed for now, saying why, not measured there."""
-    from discospace.core import ExperimentSpec
 
     registered = make.pool("a100").experiments[0]
-    redefined = ExperimentSpec(
-        actuator="synthetic",
-        experiment="bench",
-        target_properties=("energy",),
-        required_properties=registered.required_properties,
-    )
+    redefined = registered.model_copy(update={"target_properties": ("energy",)})
     state = SamplerState()
     evolve_space(state, make.registered())
     evolve_pools(state, make.pool("a100", None, redefined))

@@ -126,15 +126,10 @@ def test_a_pool_that_defines_the_experiment_otherwise_than_the_space_is_not_sent
     """A rolling upgrade: the registry calls two definitions a conflict for new spaces, but an
     existing space was routed by name, to a pool whose workers refused its pairs for good (an
     option gone) or measured other targets under the space's experiment id."""
-    from discospace.core import Experiment, ExperimentSpec
+    from discospace.core import Experiment
 
     registered = make.pool("old").experiments[0]
-    upgraded = ExperimentSpec(
-        actuator="synthetic",
-        experiment="bench",
-        target_properties=("energy",),
-        required_properties=registered.required_properties,
-    )
+    upgraded = registered.model_copy(update={"target_properties": ("energy",)})
     directory = _directory(make, make.pool("old"), make.pool("new", None, upgraded))
     entities = [_entity(batch_size=b) for b in range(20)]
     definition = measured_as(Experiment.from_spec(registered))
