@@ -261,6 +261,8 @@ def test_huge_counts_stay_exact() -> None:
     [
         lambda: Time.parse("9" * 320 + "s"),
         lambda: Time.parse("9" * 320 + "m"),
+        lambda: Time.parse("9" * 4301 + "s"),  # beyond int()'s digit limit: was a ValueError
+        lambda: Time.parse("1h" + "9" * 5000 + "s"),
         lambda: Time.parse("1e400ep"),
         lambda: Time(10**400, "tok"),
         lambda: Time(2**62, "tok") * 2,
@@ -382,10 +384,29 @@ def test_a_time_s_text_minus_a_time_is_a_time() -> None:
     assert "5ep" - Time(2, "ep") == Time(3, "ep")
 
 
+def test_a_time_s_text_over_a_time_is_a_fraction_of_duration() -> None:
+    """`Time / "2ep"` was 1.5dur, `"3ep" / Time(2, "ep")` a bare TypeError."""
+    assert "3ep" / Time(2, "ep") == Time(1.5, "dur")
+
+
+def test_a_time_over_its_total_times_the_total_is_the_time_again() -> None:
+    """`3ep * (1ep / 3ep)` was refused as 0.9999999999999999ep, though `convert` snaps the same
+    share to 1ep; and a dur over a dur was a float division (0.3dur / 0.1dur gave
+    2.9999999999999996dur)."""
+    total = Time(3, "ep")
+    assert total * (Time(1, "ep") / total) == Time(1, "ep")
+    assert Time(7, "ba") * Time(1 / 7, "dur") == Time(1, "ba")
+    assert Time(0.3, "dur") / Time(0.1, "dur") == Time(3, "dur")
+    with pytest.raises(TimeError, match="not a whole number of ep"):
+        total * 0.5  # a real fraction of a count is still refused
+
+
 def test_the_schema_pattern_takes_the_white_space_the_parser_takes() -> None:
     """The pattern took 3, a no-break space and ep (ECMA-262's white space is Unicode's), the
-    parser refused it with a message that printed it as the "3 ep" it takes."""
-    for text in ("3 ep", " 3ep\t", "3\u00a0ep", "3\u2003ep"):
+    parser refused it with a message that printed it as the "3 ep" it takes; and the parser
+    took a no-break space, an ideographic space or a file separator around the time, which the
+    pattern refuses."""
+    for text in ("3 ep", " 3ep\t", "3\u00a0ep", "3\u2003ep", "\u00a03ep", "3ep\u3000", "\x1c1h"):
         parses = True
         try:
             Time.parse(text)

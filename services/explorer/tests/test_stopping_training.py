@@ -198,6 +198,21 @@ def test_a_result_whose_facts_cannot_convert_is_not_counted_and_says_why():
     assert stop is None
 
 
+def test_an_unusable_maximum_stops_only_the_amounts_that_need_it():
+    """A fractional `max_epochs` (2.5) raised out of the facts before any amount was tried: a
+    run reporting 2 epochs was not counted toward an ep budget, which needs no maximum."""
+    capped = experiment("train_to_target", ("target_epoch",), max_epochs=2.5)
+    runs = [result(values={"target_epoch": 2}, experiment_id="train_to_target")]
+
+    counted = tally("10ep", space_of(capped), runs)
+    assert (counted.trained, counted.uncounted) == (2, 0)
+    in_dur = tally("1dur", space_of(capped), runs)
+    assert (in_dur.trained, in_dur.uncounted) == (0, 1)
+    assert in_dur.first_problem == (
+        "train_to_target: 2.5ep is not a whole number of ep: only dur takes fractions"
+    )
+
+
 def test_a_negative_count_is_not_counted_and_does_not_lower_the_tally():
     space = space_of(experiment("batches", ("trained_batches",)))
     runs = [result(values={"trained_batches": n}, experiment_id="batches") for n in (80, -50, 60)]

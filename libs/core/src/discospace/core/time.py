@@ -49,6 +49,12 @@ _TIMEDELTA = re.compile(
 _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 _EXACT = Context(prec=200)
 """Decimal arithmetic wide enough to keep any realistic count exact (the default keeps 28)."""
+SNAP = Decimal("1e-9")
+"""A count this close to a whole number (relative) is that number: a share such as 1/3 is a
+float a little below it (1/3 of 3ep came back as 0ep, not 1ep; 3ep * (1ep / 3ep) was refused as
+0.9999999999999999ep)."""
+_ASCII_SPACE = " \t\n\r\f\v"
+"""The white space a time may have around it, as `TIME_PATTERN` takes it."""
 
 
 def _any_case(word: str) -> str:
@@ -138,14 +144,20 @@ class Time:
         """``"3ep"``, ``"3e4TOK"``, ``"0.1dur"``, ``"1h20m40s"`` (case-insensitive)."""
         if not isinstance(text, str):
             raise TimeError(f"a time is written as text like '3ep', not {text!r}")
-        clean = text.strip()
+        clean = text.strip(_ASCII_SPACE)
         match = _NUMBER_AND_UNIT.match(clean)
         if match:
             unit = as_unit(match["unit"])
             return cls(_whole_or_fraction(_decimal(match["value"]), unit, clean), unit)
         delta = _TIMEDELTA.match(clean)
         if delta and any(delta.groupdict().values()):
-            seconds = sum(int(n) * _SECONDS[k] for k, n in delta.groupdict().items() if n)
+            parts = {k: n.lstrip("0") or "0" for k, n in delta.groupdict().items() if n}
+            if any(len(n) > len(str(MAX_TIME_VALUE)) for n in parts.values()):
+                raise TimeError(
+                    f"{_abridged(clean)} is too large: a time holds at most 2^63 - 1 "
+                    f"{TimeUnit.SECOND}"
+                )
+            seconds = sum(int(n) * _SECONDS[k] for k, n in parts.items())
             return cls(seconds, TimeUnit.SECOND)
         raise TimeError(
             f"'{text}' is not a time: write a number and a unit "
@@ -202,10 +214,18 @@ class Time:
             factor = fraction.value
         number = _factor(factor, "multiply")
         product = _EXACT.multiply(_decimal(repr(self.value)), _decimal(repr(number)))
+        if self.unit is not TimeUnit.DURATION:
+            product = snapped(product)
         shown = f"{self} * {number} = {product.normalize():f}{self.unit.value}"
         return Time(_whole_or_fraction(product, self.unit, shown), self.unit)
 
     __rmul__ = __mul__
+
+    def __rtruediv__(self, other: object) -> "Time":
+        """`"3ep" / Time(2, "ep")`, as `-` takes a time's text on either side."""
+        if not isinstance(other, str):
+            return NotImplemented
+        return _coerce(other) / self
 
     def __truediv__(self, other: object) -> "Time":
         """``Time / Time`` of one unit is a ``dur``; ``Time / number`` keeps the unit."""
@@ -213,7 +233,9 @@ class Time:
             divisor = self._same_unit(other, "divide").value
             if divisor == 0:
                 raise TimeError(f"cannot divide {self} by a zero time")
-            return Time(self.value / divisor, TimeUnit.DURATION)
+            share = _EXACT.divide(_decimal(repr(self.value)), _decimal(repr(divisor)))
+            shown = f"{self} / {_coerce(other)} = {share.normalize():f}dur"
+            return Time(_whole_or_fraction(share, TimeUnit.DURATION, shown), TimeUnit.DURATION)
         number = _factor(other, "divide")
         if number == 0:
             raise TimeError(f"cannot divide {self} by zero")
@@ -301,6 +323,12 @@ _EXPONENT = re.compile(
     r"(?P<mantissa>[+-]?(?:[\d_]+\.?[\d_]*|\.[\d_]+))[eE](?P<exponent>[+-]?[\d_]+)"
 )
 _MAX_EXPONENT = 999_999_999
+
+
+def snapped(count: Decimal) -> Decimal:
+    """`count`, or the whole number within `SNAP` of it (relative)."""
+    whole = count.to_integral_value()
+    return whole if abs(count - whole) <= SNAP * max(Decimal(1), abs(count)) else count
 
 
 def _number(exact: Decimal) -> int | float:

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from discospace.core.errors import TimeConversionError, TimeError
-from discospace.core.time import Time, TimeUnit, as_unit, plain_number
+from discospace.core.time import Time, TimeUnit, as_unit, plain_number, snapped
 
 EP, BA, SP, TOK, DUR = (TimeUnit.EPOCH, TimeUnit.BATCH, TimeUnit.SAMPLE, TimeUnit.TOKEN,
                         TimeUnit.DURATION)  # fmt: skip
@@ -132,7 +132,7 @@ def convert(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
         maximum = _require_max(time, unit, facts)
         if _FINENESS.get(unit, 0) < _FINENESS.get(maximum.unit, 0):
             maximum = _convert_counted(maximum, unit, facts)
-        share = _snapped(Decimal(repr(time.value)) * Decimal(maximum.value))
+        share = snapped(Decimal(repr(time.value)) * Decimal(maximum.value))
         return convert(Time(math.floor(share), maximum.unit), unit, facts)
     if unit is DUR:
         maximum = _require_max(time, unit, facts)
@@ -140,21 +140,11 @@ def convert(time: Time, unit: TimeUnit, facts: TimeFacts) -> Time:
     return _convert_counted(time, unit, facts)
 
 
-SNAP = Decimal("1e-9")
-"""A share of the maximum this close to a whole number (relative) is that number: a fraction
-such as 1/3 is a float a little below it (1/3 of 3ep came back as 0ep, not 1ep)."""
-
-
 def share_of(fraction: float, whole: float) -> float:
     """`fraction` of `whole`, as exactly as the two are written (0.07 of 100 is 7, not the
     float product 7.000000000000001; 0.05 of 10 is 0.5), snapped as `dur` conversions are: a
     share that must stay a fraction of a second, where `convert` gives whole units."""
-    return float(_snapped(Decimal(repr(float(fraction))) * Decimal(repr(float(whole)))))
-
-
-def _snapped(share: Decimal) -> Decimal:
-    whole = share.to_integral_value()
-    return whole if abs(share - whole) <= SNAP * max(Decimal(1), abs(share)) else share
+    return float(snapped(Decimal(repr(float(fraction))) * Decimal(repr(float(whole)))))
 
 
 def elapsed_fraction(elapsed: Time, max_duration: Time, facts: TimeFacts) -> float:

@@ -107,7 +107,11 @@ def trained_by(result: PairResult, options: Mapping[str, Value], unit: TimeUnit)
         return Fraction(0)
     if not stated:
         raise TimeError("it reports no training amount")
-    facts = facts_of({**options, **result.entity_values, **result.values})
+    try:
+        facts = facts_of({**options, **result.entity_values, **result.values})
+        unusable: TimeError | None = None
+    except TimeError as error:  # an amount in the budget's unit needs no fact: still counted
+        facts, unusable = TimeFacts(), error
     problems = []
     for amount in stated:
         if amount.value < 0:  # a count no run can have: it would lower the tally
@@ -119,6 +123,8 @@ def trained_by(result: PairResult, options: Mapping[str, Value], unit: TimeUnit)
             return amount.value * units_per(amount.unit, unit, facts)
         except TimeError as error:
             problems.append(f"{amount} cannot be counted in {unit.value}: {error}")
+    if unusable is not None and len(problems) == len(stated):
+        raise unusable  # why no amount converted: the fact it would have needed is unusable
     raise TimeError(problems[0])
 
 
