@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -37,3 +38,17 @@ def test_csv_and_parquet_keep_every_digit_too() -> None:
 
     assert from_csv["learning_rate"][0] == from_parquet["learning_rate"][0] == 1.23456789e-10
     assert from_csv["learning_rate"][1] == 0.30000000000000004
+
+
+def test_a_cell_holding_a_carriage_return_stays_in_its_row_in_csv() -> None:
+    """A lone `\r` in a cell was written bare (Python's writer quotes only the characters of
+    its line end, then "\n"): csv and pandas readers read three rows of two."""
+    table = pd.DataFrame({"label": ["line one\rline two", "plain"], "value": [1.5, 2.0]})
+
+    rows = list(csv.reader(io.StringIO(export(table, "csv").decode(), newline="")))
+
+    assert rows == [["label", "value"], ["line one\rline two", "1.5"], ["plain", "2.0"]]
+    assert pd.read_csv(io.BytesIO(export(table, "csv")))["label"].tolist() == [
+        "line one\rline two",
+        "plain",
+    ]

@@ -37,7 +37,10 @@ def export(table: pd.DataFrame, fmt: ExportFormat) -> bytes:
 
 
 def _csv(table: pd.DataFrame) -> bytes:
-    return table.to_csv(index=False).encode()
+    """RFC 4180's CRLF line ends: Python's writer quotes a cell holding a character of the line
+    end only, so with "\n" a cell holding a lone carriage return was written bare, and readers
+    broke its row there."""
+    return table.to_csv(index=False, lineterminator="\r\n").encode()
 
 
 def _json(table: pd.DataFrame) -> bytes:
