@@ -330,6 +330,19 @@ def test_a_table_over_the_size_limit_is_refused_before_it_is_parsed(
         assert len(read_table(path, max_bytes=len(text)).frame) == 100
 
 
+def test_a_parquet_file_holding_more_rows_than_the_limit_is_refused(tmp_path: Path) -> None:
+    """Only the file's size was compared: its encodings made a 160 kB file twelve million rows,
+    all read into memory."""
+    path = tmp_path / "runs.parquet"
+    rows = 200_000
+    pd.DataFrame({"batch_size": [8] * rows, "throughput": [300.0] * rows}).to_parquet(path)
+    assert path.stat().st_size < 100_000
+
+    with pytest.raises(CliError, match=r"holds more than 1 MiB \(decompressed\)"):
+        read_table(path, max_bytes=1 << 20)
+    assert len(read_table(path, max_bytes=4 << 20).frame) == rows
+
+
 def test_a_file_name_that_is_not_utf8_is_recorded_readably(tmp_path: Path) -> None:
     """Its provenance refused the name ('input should be a valid string'), dry run included."""
     path = tmp_path / os.fsdecode(b"runs-\xff.csv")

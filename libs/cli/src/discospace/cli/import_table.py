@@ -40,6 +40,7 @@ from discospace.events.envelope import shortened
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 IS_VALID = "is_valid"
 INVALID_REASON = "invalid_reason"
@@ -146,6 +147,26 @@ def _gunzipped(path: Path, data: bytes, max_bytes: int) -> bytes:
     return plain
 
 
+def _parquet_rows(path: Path, data: bytes, max_bytes: int) -> pa.Table:
+    """The rows of a Parquet file, read a batch at a time and refused once they hold more than
+    `max_bytes` in memory: its own encodings (dictionaries, run lengths, compression) make a
+    160 kB file twelve million rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(io.BytesIO(data))
+    batches, held = [], 0
+    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS):
+        held += batch.nbytes
+        if held > max_bytes:
+            raise CliError(_too_large(path, max_bytes))
+        batches.append(batch)
+    return pa.Table.from_batches(batches, schema=parquet.schema_arrow)
+
+
+_PARQUET_BATCH_ROWS = 65_536
+
+
 def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.DataFrame:
     import pandas as pd  # here: the other commands start without pandas
 
@@ -162,13 +183,11 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
         data = _gunzipped(path, data, max_bytes)
     try:
         if suffix in _PARQUET_SUFFIXES:
-            import pyarrow.parquet as pq
-
             from discospace.traces.cells import decimal_floats
 
             # whole-number columns stay whole where a cell is null (pandas made them float64:
             # 2^53 + 1 was filed as 2^53, another entity than the same row from a CSV)
-            frame = pq.read_table(io.BytesIO(data)).to_pandas(types_mapper=_exact_integers)
+            frame = _parquet_rows(path, data, max_bytes).to_pandas(types_mapper=_exact_integers)
             # a column pandas wrote as the index (to_parquet after set_index) is a column here
             named = any(name is not None for name in frame.index.names)
             # float32 cells as the decimals they print as: its 0.1 is no other entity
@@ -189,6 +208,8 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
                 **csv,
             )
         header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, **csv)
+    except CliError:
+        raise
     except pd.errors.ParserWarning:
         raise CliError(
             f"{path}: a row holds more fields than the header names columns; nothing was "
