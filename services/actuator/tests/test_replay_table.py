@@ -528,3 +528,36 @@ def test_a_value_map_tells_booleans_from_numbers_and_reads_numbers_in_ascii() ->
     by_number = ValueMap({1: "one"})
     assert (by_number(1), by_number("1"), by_number(True)) == ("one", "one", True)
     assert (match_text("1_000"), match_text(" 1e3 "), match_text("4.0")) == ("1_000", "1000", "4")
+
+
+async def test_rows_ending_in_a_comma_keep_their_columns(tmp_path: Path) -> None:
+    """pandas made the first column the index of rows one field longer than the header, and
+    every other column held its right-hand neighbour's cells: each recorded configuration was
+    'no recorded measurement', and one the table lacks was served its runtime as throughput."""
+    file = tmp_path / "runs.csv"
+    file.write_text("model,gpus,batch,tokens_per_s\nm1,1,4,100.0,\nm1,1,8,200.0,\n")
+    actuator = tokens_replay(file)
+
+    assert await measure(actuator, {"model_name": "m1", "number_gpus": 1, "batch_size": 8}) == (
+        ValidMeasurement(values={"train_tokens_per_second": 200.0})
+    )
+
+
+def test_a_row_with_more_fields_than_the_header_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    file = tmp_path / "runs.csv"
+    file.write_text("model,gpus,batch,tokens_per_s\nm1,1,4,100.0,7\n")
+
+    with pytest.raises(SpecError, match="has a row holding more fields than the header names"):
+        tokens_replay(file)
+
+
+async def test_a_parquet_table_whose_key_was_written_as_its_index_is_read(tmp_path: Path) -> None:
+    """`to_parquet` after `set_index("model")`: 'has no column model', where store import
+    reads the same file."""
+    (tmp_path / "runs.csv").write_text(CSV)
+    frame = pd.read_csv(tmp_path / "runs.csv").set_index("model")
+    frame.to_parquet(tmp_path / "runs.parquet")
+
+    complete = await measure(tokens_replay(tmp_path / "runs.parquet"), ENTITY)
+
+    assert isinstance(complete, ValidMeasurement)

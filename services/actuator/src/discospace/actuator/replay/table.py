@@ -19,6 +19,7 @@ cell that is no scalar at all (a timestamp, bytes) stops the worker at start, na
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -70,14 +71,26 @@ def read_table(path: Path, fmt: str | None, texts: Sequence[str] = ()) -> pd.Dat
         raise SpecError(f"table.file: the table {path} does not exist")
     try:
         if kind == "parquet":
-            return pd.read_parquet(path)
-        frame = pd.read_csv(path)
+            frame = pd.read_parquet(path)
+            # a column pandas wrote as the index (to_parquet after set_index) is a column here
+            named = any(name is not None for name in frame.index.names)
+            return frame.reset_index() if named else frame
+        with warnings.catch_warnings():
+            # a row with more fields than the header: pandas would make the first column the
+            # index and shift every other one onto its neighbour's name (index_col=False)
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(path, index_col=False)
         header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
         frame.attrs["header"] = list(header.iloc[0]) if len(header) else []  # as written
         written = [column for column in dict.fromkeys(texts) if column in frame.columns]
         if written:
             exact = pd.read_csv(
-                path, usecols=written, keep_default_na=False, na_values=[""], dtype=str
+                path,
+                usecols=written,
+                keep_default_na=False,
+                na_values=[""],
+                dtype=str,
+                index_col=False,
             )
             for column in written:  # only the cells pandas read as missing: the rest stay typed
                 words = frame[column].isna() & exact[column].notna()
@@ -85,6 +98,11 @@ def read_table(path: Path, fmt: str | None, texts: Sequence[str] = ()) -> pd.Dat
                     frame[column] = frame[column].astype(object)
                     frame.loc[words, column] = exact.loc[words, column]
         return frame
+    except pd.errors.ParserWarning:
+        raise SpecError(
+            f"table.file: {path} has a row holding more fields than the header names columns: "
+            "give every extra field a column name, or remove it"
+        ) from None
     except (OSError, ValueError) as error:
         raise SpecError(f"table.file: {path} cannot be read as {kind} ({error})") from None
 
