@@ -159,6 +159,8 @@ class ChildPlugin:
             time.sleep(3600)
         if behaviour == "raise":
             raise ValueError(f"cannot behave on attempt {task.attempt}")
+        if behaviour == "raise-base":  # an SDK's own abort: not an Exception
+            raise GeneratorExit("the SDK aborted")
         if behaviour == "raise-undecodable":
             raise ValueError("corrupt shard caf\udce9")
         if behaviour == "invalid":

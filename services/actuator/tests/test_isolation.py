@@ -219,6 +219,19 @@ async def test_an_exception_in_the_child_fails_the_measurement_for_good_with_the
     assert worker.metrics.calls_with("child-test", "error") == 1
 
 
+async def test_a_base_exception_in_the_child_fails_the_measurement_for_good(clock, make_request):
+    """The child died with it (status 1): 'process died', retried as if the host had failed."""
+    worker = _worker(clock)
+
+    failed = await _result(worker, _ask(make_request, "raise-base"))
+
+    assert isinstance(failed, MeasurementFailed)
+    assert (failed.retryable, failed.reason) == (
+        False,
+        "actuator 'child-test' raised GeneratorExit: the SDK aborted",
+    )
+
+
 async def test_an_operation_stopped_by_a_rule_kills_its_running_child_and_fails_it_for_good(
     clock, make_request, make_completion, tmp_path
 ):

@@ -98,20 +98,24 @@ class _Broken:
 
 
 @pytest.mark.parametrize(
-    "error",
-    [ModuleNotFoundError("No module named 'torchx'"), AttributeError("no attribute 'NoSuch'")],
-    ids=["missing-dependency", "no-such-class"],
+    ("error", "why"),
+    [
+        (ModuleNotFoundError("No module named 'torchx'"), "No module named 'torchx'"),
+        (AttributeError("no attribute 'NoSuch'"), "no attribute 'NoSuch'"),
+        (RuntimeError("CUDA driver too old"), "RuntimeError: CUDA driver too old"),
+    ],
+    ids=["missing-dependency", "no-such-class", "raises-at-import"],
 )
-def test_an_entry_point_that_cannot_load_is_refused_in_one_sentence(monkeypatch, error):
+def test_an_entry_point_that_cannot_load_is_refused_in_one_sentence(monkeypatch, error, why):
     """The same fault named as `module:Class` was one sentence; through the documented entry
-    point it stopped the worker with a traceback."""
+    point it stopped the worker with a traceback (and any other error at import still did)."""
     monkeypatch.setattr(plugins, "installed_plugins", lambda: {"bad": _Broken(error)})
 
     with pytest.raises(ActuatorConfigError) as refused:
         load_actuator("bad")
 
     assert str(refused.value) == (
-        f"Actuator plugin 'bad' (entry point badplug:NoSuchClass) cannot be loaded ({error})."
+        f"Actuator plugin 'bad' (entry point badplug:NoSuchClass) cannot be loaded ({why})."
     )
 
 
@@ -135,6 +139,20 @@ def test_a_plugin_that_is_no_entry_point_is_loaded_as_module_and_class():
 def test_a_module_and_class_that_name_no_plugin_are_refused(reference, problem):
     with pytest.raises(ActuatorConfigError, match=re.escape(problem)):
         load_actuator(reference)
+
+
+def test_a_plugin_module_with_a_syntax_error_is_refused_in_one_sentence(tmp_path, monkeypatch):
+    """A plugin under development (`module:Class`): only an ImportError was one sentence, a
+    syntax error stopped the worker with a traceback."""
+    (tmp_path / "half_written.py").write_text("class Plugin\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    with pytest.raises(ActuatorConfigError) as refused:
+        load_actuator("half_written:Plugin")
+
+    assert str(refused.value).startswith(
+        "Actuator plugin 'half_written:Plugin' cannot be imported (SyntaxError: "
+    )
 
 
 class _Careless(_Impostor):

@@ -316,6 +316,24 @@ async def test_a_plugin_that_raises_fails_the_measurement_for_good_with_the_erro
     assert worker.metrics.calls_with("broken", "error") == 1
 
 
+class _Abort(BaseException):
+    """An SDK's own abort (gevent's Timeout, pytest's outcomes): not an Exception."""
+
+
+@pytest.mark.parametrize("error", [_Abort("vendor SDK aborted"), GeneratorExit()])
+async def test_a_plugin_raising_a_base_exception_fails_the_measurement_and_the_worker_goes_on(
+    clock, make_request, error: BaseException
+):
+    """It escaped the worker after `MeasurementStarted`: the request was never answered."""
+    worker = _worker(clock, actuator=_Broken(error))
+
+    _, failed = await _answers(worker, make_request())
+
+    assert isinstance(failed, MeasurementFailed)
+    assert not failed.retryable
+    assert failed.reason.startswith(f"actuator 'broken' raised {type(error).__name__}")
+
+
 async def test_actuator_calls_are_counted_by_outcome(clock, make_request):
     worker = _worker(clock)
     assert worker.metrics.calls_with("synthetic", "error") == 0

@@ -185,8 +185,10 @@ def _reply(job: ChildJob) -> tuple[str, Any]:
             outcome = plugin.measure_blocking(task)
     except MemoryError:
         return ("outcome", InvalidMeasurement(reason=out_of_memory(job.memory_limit_mb)))
-    except (Exception, SystemExit) as error:  # sys.exit(2) from argparse: as in process, final
-        return ("raised", described(error))
+    except KeyboardInterrupt:
+        raise  # a stop of the process, not the plugin's failure
+    except BaseException as error:  # sys.exit(2) from argparse, an SDK's own
+        return ("raised", described(error))  # BaseException: as in process, final
     return ("outcome", outcome)
 
 

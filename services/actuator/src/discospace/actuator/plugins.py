@@ -51,9 +51,10 @@ def _plugin_class(name: str) -> Any:
     entry = plugins[name]
     try:
         return entry.load()
-    except (ImportError, AttributeError) as error:  # what `module:Class` says in one sentence
+    except Exception as error:  # what `module:Class` says in one sentence
         raise ActuatorConfigError(
-            f"Actuator plugin '{name}' (entry point {entry.value}) cannot be loaded ({error})."
+            f"Actuator plugin '{name}' (entry point {entry.value}) cannot be loaded "
+            f"({_import_problem(error)})."
         ) from None
 
 
@@ -66,9 +67,9 @@ def _imported(reference: str) -> Any:
         )
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except Exception as error:  # a syntax error, a module raising at import
         raise ActuatorConfigError(
-            f"Actuator plugin '{reference}' cannot be imported ({error})."
+            f"Actuator plugin '{reference}' cannot be imported ({_import_problem(error)})."
         ) from None
     plugin = getattr(module, attribute, None)
     if plugin is None or not hasattr(plugin, "Parameters"):
@@ -76,6 +77,14 @@ def _imported(reference: str) -> Any:
             f"Actuator plugin '{reference}' names no plugin class (one with `Parameters`)."
         )
     return plugin
+
+
+def _import_problem(error: Exception) -> str:
+    """Why a plugin's module did not import: an ImportError's message says it; any other
+    (a syntax error, a module raising while it runs) is named with its type."""
+    if isinstance(error, ImportError | AttributeError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 _MEMBERS = frozenset({"bool", "int", "float", "str"})

@@ -295,8 +295,9 @@ class Worker:
         return self._timed_out()
 
     async def _call(self, task: MeasurementTask, watch: Watch) -> Outcome | Failure:
-        """The plugin's checked outcome, or the failure whatever it raised (SystemExit and a
-        stall included) comes to; only a cancellation passes."""
+        """The plugin's checked outcome, or the failure whatever it raised (SystemExit, any
+        BaseException and a stall included) comes to; only a cancellation of this measurement
+        and a KeyboardInterrupt pass."""
         watch.frame = sys._getframe()
         name = self.actuator.name
         try:
@@ -310,7 +311,10 @@ class Worker:
             return Failure(reason, retryable=True, label="transient")
         except ChildResultError as error:
             return Failure(f"actuator '{name}' returned {error}", retryable=False, label="error")
-        except (Exception, SystemExit, asyncio.CancelledError) as error:
+        except KeyboardInterrupt:
+            raise  # a stop of the process (a second Ctrl-C), not the plugin's failure
+        except BaseException as error:  # an SDK's own BaseException too
+            # (a `class Abort(BaseException)`, a GeneratorExit) left the request unanswered
             cancelled = isinstance(error, asyncio.CancelledError)
             current = asyncio.current_task()
             if cancelled and (current is None or current.cancelling()):
