@@ -51,6 +51,9 @@ def test_a_duplicate_key_is_refused_naming_the_key_and_line() -> None:
         ("!!bool maybe", "'maybe' cannot be read as !!bool"),
         ("!!float abc", "'abc' cannot be read as !!float"),
         ("!!timestamp 2024-13-45", "'2024-13-45' cannot be read as !!timestamp"),
+        ("!!timestamp hello", "'hello' cannot be read as !!timestamp"),  # AttributeError
+        ('!!float ""', "'' cannot be read as !!float"),  # IndexError
+        ("!!float _", "'_' cannot be read as !!float"),
     ],
 )
 def test_a_tagged_value_its_tag_cannot_read_is_one_sentence_naming_its_line(

@@ -95,6 +95,12 @@ _CORE_RESOLVERS = (
 PyYAML allows them); ints are tried before floats. It has no timestamps: `2024-01-01` is text."""
 
 
+_UNREADABLE = (ValueError, KeyError, TypeError, OverflowError, IndexError, AttributeError)
+"""What PyYAML's constructors raise on a tagged text they cannot read (its float constructor
+indexes an empty text: `!!float ""`; its timestamp one reads the groups of a failed match:
+`!!timestamp hello`)."""
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader reading booleans and numbers by YAML 1.2's core schema (`_CORE_RESOLVERS`),
     and keeping to :class:`InputLimits` while composing and constructing: depth, values,
@@ -140,7 +146,7 @@ class _Loader(yaml.SafeLoader):
         constructor's own `ValueError` or `KeyError` escaped as a traceback."""
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, KeyError, TypeError, OverflowError) as error:
+        except _UNREADABLE as error:
             if not isinstance(node, yaml.ScalarNode):
                 raise
             tag = str(node.tag).rsplit(":", 1)[-1]

@@ -10,7 +10,7 @@ import bisect
 import math
 import statistics
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal
 from functools import cached_property
 from typing import Literal
 
@@ -40,6 +40,10 @@ class Probability:
 UNIFORM = Probability()
 
 
+_SPAN = Context(prec=1000)
+"""Wide enough for the exact difference of any two floats (1e308 and 5e-324: about 630 digits)."""
+
+
 def _decimal(number: int | float) -> Decimal:
     """The exact decimal a user wrote for a number (``0.1`` -> ``Decimal('0.1')``)."""
     return Decimal(number) if isinstance(number, int) else Decimal(repr(number))
@@ -62,10 +66,30 @@ def _to_number(value: object) -> int | float | None:
         try:  # a whole number exactly: through a float, 2^53 + 1 was 2^53, another value
             number = int(text)
         except ValueError:
-            number = normalise_number(float(text))
+            number = _written_number(text)
+            if number is None:
+                return None
     else:
         return None
     return number if isinstance(number, int) or math.isfinite(number) else None
+
+
+def _written_number(text: str) -> int | float | None:
+    """A number written with a point or an exponent: exactly the whole number it is, as
+    `int()` reads one without ("9007199254740993.0" and "9.007199254740993e15" are 2^53 + 1,
+    which the float read them as 2^53, another entity); None for a fraction no float holds as
+    one ("9007199254740993.5" read as the whole number 9007199254740994)."""
+    exact = Decimal(text)  # NUMBER_TEXT matched: Decimal reads it, inf and nan too
+    number = normalise_number(float(text))
+    if not exact.is_finite() or exact.adjusted() >= _EXACT_DIGITS:
+        return number  # infinite, or beyond 64 bits: refused where the value is read
+    if exact == exact.to_integral_value():
+        return int(exact)
+    return None if float(number).is_integer() else number
+
+
+_EXACT_DIGITS = 19
+"""Digits before the point up to which a written number is read exactly (2^63 has 19)."""
 
 
 GRID_NOISE_ULPS = 64
@@ -149,7 +173,9 @@ class PropertyDomain:
             return len(self.explicit_values)
         if self.kind != "discrete":
             return math.inf
-        span = (_decimal(self.high) - _decimal(self.low)) / _decimal(self.interval)  # type: ignore[arg-type]
+        # exactly enough that the ceiling sees a span of N + 1e-30 (default 28 digits: N)
+        width = _SPAN.subtract(_decimal(self.high), _decimal(self.low))  # type: ignore[arg-type]
+        span = _SPAN.divide(width, _decimal(self.interval))  # type: ignore[arg-type]
         size = int(span.to_integral_value(rounding="ROUND_CEILING"))
         if size > 0 and self._point(size - 1) >= self.high:  # type: ignore[operator]
             return size - 1  # exactly below the end, but as a number it is the end: excluded
@@ -202,10 +228,12 @@ class PropertyDomain:
         if self.explicit_values is not None:
             return self._normalise_explicit(value)
         number = None if isinstance(value, bool) else _to_number(value)
-        if number is None or not self.low <= number:  # type: ignore[operator]
+        if number is None:
             return None
         if self.kind == "continuous":
-            return number if number <= self.high else None  # type: ignore[operator]
+            return number if self.low <= number <= self.high else None  # type: ignore[operator]
+        # the grid's bounds apply to its points: a float within the noise below the lowest
+        # (0.7 - 0.4 on [0.3, 1.0] step 0.1) is that point, as it is of any other point
         return self._normalise_on_grid(number)
 
     def _normalise_identifier(self, value: object) -> Value | None:
