@@ -150,13 +150,13 @@ def _check_runs(space: EntitySpace, recurrences: int) -> None:
     """Run i is the entity with recurrence i: 0, 1, 2, ... at least up to the runs that must
     converge (a space that stops short fails the job part-way, its runs paid for)."""
     domain = space.get_property(RECURRENCE).domain
-    for run in range(recurrences):
-        if domain.normalise(run) is None:
-            raise DiscospaceError(
-                f"zeus_bso needs '{RECURRENCE}' to hold 0, 1, 2, ... up to at least "
-                f"{recurrences - 1} (one entity per run, {recurrences} runs to converge, "
-                f"retries beyond): it does not hold {run}"
-            )
+    run = _first_missing_run(domain, recurrences)
+    if run is not None:
+        raise DiscospaceError(
+            f"zeus_bso needs '{RECURRENCE}' to hold 0, 1, 2, ... up to at least "
+            f"{recurrences - 1} (one entity per run, {recurrences} runs to converge, "
+            f"retries beyond): it does not hold {run}"
+        )
     missing = _gap(domain)
     if missing is not None:  # run i is recurrence i: a retry numbered into the gap failed the job
         raise DiscospaceError(
@@ -164,6 +164,19 @@ def _check_runs(space: EntitySpace, recurrences: int) -> None:
             f"recurrence i, the retries beyond the runs that converge too): it does not hold "
             f"{missing}"
         )
+
+
+def _first_missing_run(domain: PropertyDomain, recurrences: int) -> int | None:
+    """The first run 0 .. recurrences - 1 whose recurrence the domain lacks, or None. A range
+    of whole numbers by 1 holds every number from its low bound to its last point: read from
+    them (checked at every decision, one by one the runs cost 1.7 s at 10^6 recurrences)."""
+    low, interval = domain.low, domain.interval
+    if domain.is_range and type(low) is int and type(interval) is int and interval == 1:
+        if low > 0:
+            return 0 if recurrences > 0 else None
+        after = low + int(domain.size)  # the first whole number past its last point
+        return after if after < recurrences else None
+    return next((run for run in range(recurrences) if domain.normalise(run) is None), None)
 
 
 def _gap(domain: PropertyDomain) -> int | None:
