@@ -302,3 +302,25 @@ def test_a_data_juicer_sandbox_config_is_told_how_its_names_map(tmp_path: Path) 
         "refine_recipe_job_configs, hpo_config): discospace runs a pipeline as an operation"
     )
     assert "`trials:` for hpo_config" in line
+
+
+def test_a_data_juicer_config_of_named_pipelines_is_told_how_its_names_map(
+    tmp_path: Path,
+) -> None:
+    """Data-Juicer also reads `pipelines:`, a list of named pipelines holding the stage keys:
+    refused with 'operator: is required (and 3 more problems)'."""
+    path = tmp_path / "sandbox.yaml"
+    path.write_text(
+        "project_name: demo\nwork_dir: ./out\npipelines:\n"
+        "  - pipeline_1:\n"
+        "      probe_job_configs: [{hook: ProbeViaAnalyzerHook, meta_name: analysis}]\n"
+        "      refine_recipe_job_configs: [{hook: RefineRecipeViaKSigmaHook}]\n"
+    )
+
+    result = runner.invoke(app, ["operation", "create", "-f", str(path), "--space", SID])
+
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith(
+        f"error: {path}: reads as a Data-Juicer sandbox config (pipelines): discospace runs a "
+        "pipeline as an operation"
+    )

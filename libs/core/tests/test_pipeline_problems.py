@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from discospace.core import DiscoverySpace, ExperimentCatalog
-from discospace.core.pipelines import hook_names, pipeline_problem
+from discospace.core.pipelines import COUNT_KEYS, hook_names, pipeline_problem
+from discospace.core.results import Objective
 from discospace.core.spec import ExperimentRef, ExperimentSpec, PropertySpec, SpaceSpec
 
 SPACE = SpaceSpec(
@@ -488,7 +489,8 @@ def test_a_trials_objective_a_top_k_job_does_not_rank_by_is_refused() -> None:
         "the trials' objective 'loss' is not what top_k job 'best' ranks by ('tps'): its "
         "result has the best's value of 'tps' only"
     )
-    assert problem(changed("trials.objective", {"job": "best", "property": "tps"})) is None
+    best = {"job": "best", "property": "tps", "direction": "max"}
+    assert problem(changed("trials.objective", best)) is None
 
 
 def test_an_entity_fixing_what_the_trials_vary_on_its_trials_space_is_refused() -> None:
@@ -614,3 +616,67 @@ def test_a_malformed_pipeline_with_trials_of_its_own_is_refused_at_the_door() ->
         "pipeline job 'tune': hook job 'k' uses hook 'ksigma', which is not known: "
         "use k_sigma, prune_invalid, top_k"
     )
+
+
+def test_a_job_ranking_the_other_way_from_what_reads_its_best_is_refused() -> None:
+    """Its best is the worst for what reads it: a pipeline minimising loss reported the highest
+    loss measured as its best, a trial the highest as its value."""
+    minimising = Objective(property="tps", direction="min")
+    trials_min = changed("trials.objective.direction", "minimize")
+    top_k_min = changed("trials.objective", {"job": "best", "property": "tps", "direction": "min"})
+    top_k_min["stages"]["evaluate"][0]["args"]["objective"] = {
+        "property": "tps",
+        "direction": "max",
+    }
+    untried = copy.deepcopy(GOOD)
+    del untried["trials"]
+
+    assert problem(untried, objective=minimising) == (
+        "operation job 'search' ranks 'tps' highest first, the pipeline's objective lowest "
+        "first: its best would be read as the pipeline's best, the worst value for it; give "
+        "both one direction"
+    )
+    assert problem(trials_min) == (
+        "operation job 'search' ranks 'tps' highest first, the trials' objective lowest first: "
+        "its best would be read as the trials' best, the worst value for it; give both one "
+        "direction"
+    )
+    assert problem(top_k_min, objective=minimising) == (
+        "operation job 'search' ranks 'tps' highest first, the trials' objective lowest first: "
+        "its best would be read as the trials' best, the worst value for it; give both one "
+        "direction"
+    )
+    top_k_min["stages"]["execute"][0]["parameters"]["objective"]["direction"] = "min"
+    assert problem(top_k_min).startswith("hook job 'best' ranks 'tps' highest first")
+    assert problem(untried, objective=Objective(property="loss", direction="min")) is None
+    assert problem(GOOD, objective=minimising) is None  # trials rank the pipeline's trials
+
+
+def test_a_pipeline_job_without_options_is_refused_at_the_door() -> None:
+    """It failed when its turn came ('pipeline: stages: is required'), after the probe."""
+    options = copy.deepcopy(GOOD)
+    options["stages"]["execute"].append(
+        {"name": "inner", "kind": "operation", "operator": "pipeline"}
+    )
+
+    assert problem(options) == "pipeline job 'inner': pipeline: stages: is required"
+
+
+def test_a_count_its_jobs_counts_do_not_hold_is_refused() -> None:
+    """Only the first key was checked: `${probe.counts.nope}` failed after the probe ran."""
+    options = changed("stages.execute.0.parameters.number_entities", "${probe.counts.nope}")
+
+    assert problem(options) == (
+        "job 'search' reads ${probe.counts.nope}, but the counts of job 'probe' are numbers "
+        "named requested, measured, reused, failed, invalid"
+    )
+    assert (
+        problem(changed("stages.execute.0.parameters.number_entities", "${probe.counts.measured}"))
+        is None
+    )
+
+
+def test_the_count_keys_are_the_counts_an_operation_reports() -> None:
+    from discospace.events import OperationCounts
+
+    assert set(COUNT_KEYS) == set(OperationCounts.model_fields)

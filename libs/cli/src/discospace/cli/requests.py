@@ -131,10 +131,22 @@ _SANDBOX_KEYS = (
 
 
 def _sandbox_keys(document: object) -> list[str]:
-    """The sandbox config keys `document` has at its top, when it has no `operator`."""
+    """The sandbox config keys `document` has at its top, when it has no `operator`; and
+    `pipelines` when it is a list of named pipelines holding them (Data-Juicer's
+    `SandBoxExecutor.parse_pipelines` reads both forms)."""
     if not isinstance(document, dict) or "operator" in document:
         return []
-    return [key for key in _SANDBOX_KEYS if key in document]
+    found = [key for key in _SANDBOX_KEYS if key in document]
+    named = document.get("pipelines")
+    stages = (
+        stage
+        for entry in (named if isinstance(named, list) else [])
+        if isinstance(entry, dict)
+        for stage in entry.values()
+    )
+    if any(isinstance(stage, dict) and _sandbox_keys(stage) for stage in stages):
+        found.append("pipelines")
+    return found
 
 
 def answer_to(submission: SpaceSubmitted, space_id: str) -> Callable[[Event], SpaceAnswer | None]:
@@ -289,6 +301,7 @@ def _core_problem(request: OperationRequested, registered: SpaceRegistered) -> s
             catalog=catalog,
             operators=OPERATORS,
             parameters=parameters_problem,
+            objective=parameters.objective,
         )
     return problem
 

@@ -489,6 +489,7 @@ def pipeline_problem(
     catalog: ExperimentCatalog | None = None,
     operators: Collection[str] | None = None,
     parameters: ParametersCheck | None = None,
+    objective: Objective | None = None,
 ) -> str | None:
     """Why the pipeline cannot run on `space`, in one sentence; None when it can.
 
@@ -498,7 +499,7 @@ def pipeline_problem(
     job that names no other job's result. The rules that need no space come first
     (:func:`pipeline_shape_problem`).
     """
-    problem = pipeline_shape_problem(spec_options, hooks, operators, parameters)
+    problem = pipeline_shape_problem(spec_options, hooks, operators, parameters, objective)
     if problem is not None:
         return problem
     try:
@@ -520,11 +521,13 @@ def pipeline_shape_problem(
     hooks: Collection[str],
     operators: Collection[str] | None = None,
     parameters: ParametersCheck | None = None,
+    objective: Objective | None = None,
 ) -> str | None:
     """Why the pipeline is malformed whatever its space, in one sentence, or None: its shape,
     unknown hooks (and operators, when given), references to no job, itself or a later job,
-    args a shipped hook would refuse, and (with `parameters`, the operation parameters' own
-    check) a job's parameters no operation could run with."""
+    args a shipped hook would refuse, a job ranking the other way from what reads its best
+    (the pipeline's `objective`, when given, or its trials'), and (with `parameters`, the
+    operation parameters' own check) a job's parameters no operation could run with."""
     try:
         spec = parse_pipeline(spec_options)
         return (
@@ -533,6 +536,7 @@ def pipeline_shape_problem(
             or _order_problem(spec)
             or _hook_args_problem(spec)
             or _child_id_problem(spec)
+            or _directions_problem(spec, objective)
             or (_job_parameters_problem(spec, parameters) if parameters else None)
             or _nested_problem(spec, hooks, operators, parameters)
         )
@@ -562,12 +566,73 @@ def _nested_problem(
     said when that job's turn came, after the jobs before it had spent their measurements."""
     for _, job in ordered_jobs(spec):
         nested = nested_options(job)
+        written = job.parameters.get("options") if job.operator == "pipeline" else None
+        if job.operator == "pipeline" and nested is None and not references(written):
+            # no options, or options that are no mapping: refused when its turn came
+            return f"pipeline job '{job.name}': {_unreadable_pipeline(written)}"
         outer = nested is not None and bool(nested_trial_references(nested))
         if nested is not None and not outer:  # a trial's values come first: checked then
-            problem = pipeline_shape_problem(nested, hooks, operators, parameters)
+            own = written_objective(job.parameters.get("objective"))
+            problem = pipeline_shape_problem(nested, hooks, operators, parameters, own)
             if problem is not None:
                 return f"pipeline job '{job.name}': {problem}"
     return None
+
+
+def written_objective(written: object) -> Objective | None:
+    """The objective `{property, direction}` a job's parameters or a hook's args write out;
+    None when absent, a reference (known when the job runs) or malformed (said elsewhere)."""
+    if not isinstance(written, dict) or references(written):
+        return None
+    prop, direction = written.get("property"), written.get("direction")
+    if not isinstance(prop, str) or not prop or direction not in _DIRECTIONS:
+        return None
+    return as_objective(prop, str(direction))
+
+
+_DIRECTIONS = ("min", "max", "minimize", "maximize")
+
+
+def _directions_problem(spec: PipelineSpec, objective: Objective | None) -> str | None:
+    """A job whose best is read as the best of what ranks the other way on the same property:
+    an execute or evaluate job's (the pipeline's best; with trials, each trial's) against the
+    pipeline's objective, and the job the trials read (a search's best, a top_k job's ranking)
+    against the trials': the worst value measured was reported as the best."""
+    judged = spec.trials.objective.objective() if spec.trials else objective
+    reads = spec.trials.objective.job if spec.trials else None
+    for stage, job in ordered_jobs(spec):
+        if job.kind == "operation":
+            own = written_objective(job.parameters.get("objective"))
+        elif job.kind == "hook" and job.hook == "top_k":
+            own = written_objective(job.args.get("objective"))
+        else:
+            continue
+        read = job.name == reads or (stage in RESULT_STAGES and job.kind == "operation")
+        if own is None or judged is None or not read or not _opposite(own, judged):
+            continue
+        whose = "the trials'" if spec.trials else "the pipeline's"
+        return (
+            f"{job.kind} job '{job.name}' ranks '{own.property}' {_WORDS[own.direction]}, "
+            f"{whose} objective {_WORDS[judged.direction]}: its best would be read as "
+            f"{whose} best, the worst value for it; give both one direction"
+        )
+    return None
+
+
+_WORDS = {"min": "lowest first", "max": "highest first"}
+
+
+def _opposite(one: Objective, other: Objective) -> bool:
+    return target_of(one.property) == target_of(other.property) and (
+        one.direction != other.direction
+    )
+
+
+def _unreadable_pipeline(written: JsonValue) -> str:
+    """Why a pipeline job's `options`, absent or no mapping, are no pipeline."""
+    if written is None:
+        return "pipeline: stages: is required"
+    return f"pipeline: its options are {type(written).__name__}, not a mapping of stages"
 
 
 def _job_parameters_problem(spec: PipelineSpec, check: ParametersCheck) -> str | None:
@@ -672,6 +737,8 @@ OPERATION_RESULT = (
     "counts",
 )
 """The keys of an `operation` job's result (the explorer's `results.operation_result`)."""
+COUNT_KEYS = ("requested", "measured", "reused", "failed", "invalid")
+"""The keys of a result's `counts` (the events' `OperationCounts`)."""
 MEASURE_RESULT = (*OPERATION_RESULT, "experiment", "entities", "entity_ids", "rows")
 """The keys of a `measure` job's result (the explorer's `results.measure_result`)."""
 SHIPPED_HOOK_RESULTS: dict[str, tuple[str, ...]] = {
@@ -693,15 +760,24 @@ def result_keys(job: JobSpec) -> tuple[str, ...] | None:
 
 
 def _key_problem(reader: str, reference: Reference, jobs: Mapping[str, JobSpec]) -> str | None:
-    """A reference to a key its job's result will not have (`${narrowed.spaceid}`)."""
+    """A reference to a key its job's result will not have (`${narrowed.spaceid}`, and a
+    count its `counts` do not hold: `${probe.counts.nope}`)."""
     job = jobs.get(reference.job)
     keys = None if job is None or not reference.path else result_keys(job)
-    if keys is None or reference.path[0] in keys:
+    if keys is None:
         return None
-    return (
-        f"job '{reader}' reads {reference.text}, but the result of job '{job.name}' "  # type: ignore[union-attr]
-        f"has no '{reference.path[0]}': it has {', '.join(keys)}"
-    )
+    path = reference.path
+    if path[0] not in keys:
+        return (
+            f"job '{reader}' reads {reference.text}, but the result of job '{job.name}' "  # type: ignore[union-attr]
+            f"has no '{path[0]}': it has {', '.join(keys)}"
+        )
+    if path[0] == "counts" and len(path) > 1 and (path[1] not in COUNT_KEYS or len(path) > 2):
+        return (
+            f"job '{reader}' reads {reference.text}, but the counts of job '{job.name}' "  # type: ignore[union-attr]
+            f"are numbers named {', '.join(COUNT_KEYS)}"
+        )
+    return None
 
 
 def _order_problem(spec: PipelineSpec) -> str | None:

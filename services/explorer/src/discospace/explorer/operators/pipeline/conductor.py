@@ -83,6 +83,7 @@ class Pipeline:
             catalog,
             self.operators or None,
             parameters_problem,
+            parameters.objective,
         )
 
     def conduct(self, view: ConductorView) -> Conduct:
