@@ -395,14 +395,18 @@ acl() { printf 'User:%s %s %s %s %s\n' "$1" "$2" "$3" "$4" "$5"; }
 reads() {
   local user="$1" topic
   shift
-  for topic in "$@"; do acl "$user" READ TOPIC LITERAL "$TOPIC_PREFIX.$topic"; acl "$user" CREATE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; done
+  for topic in "$@"; do acl "$user" READ TOPIC LITERAL "$TOPIC_PREFIX.$topic"; acl "$user" CREATE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; configs "$user" LITERAL "$TOPIC_PREFIX.$topic"; done
 }
 
 writes() {
   local user="$1" topic
   shift
-  for topic in "$@"; do acl "$user" WRITE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; acl "$user" CREATE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; done
+  for topic in "$@"; do acl "$user" WRITE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; acl "$user" CREATE TOPIC LITERAL "$TOPIC_PREFIX.$topic"; configs "$user" LITERAL "$TOPIC_PREFIX.$topic"; done
 }
+
+# A service reads the configs of the topics it creates when they exist already, to warn about
+# one that deletes old events (DescribeConfigs: READ does not imply DESCRIBE_CONFIGS).
+configs() { acl "$1" DESCRIBE_CONFIGS TOPIC "$2" "$3"; }
 
 # Each principal's topics, as its code reads and writes them (the `service.consumer`,
 # `service.follow` and `service.publisher` calls of each app, and the AsyncAPI documents in
@@ -423,12 +427,14 @@ acl_spec() {
   acl sampler READ TOPIC PREFIXED "$measure"
   acl sampler WRITE TOPIC PREFIXED "$measure"
   acl sampler CREATE TOPIC PREFIXED "$measure"
+  configs sampler PREFIXED "$measure"
   acl sampler READ GROUP LITERAL "$TOPIC_PREFIX.sampler"
 
   # A worker reads its pool's requests and the operations (to stop the work of those that
   # ended), writes measurement events, its catalog and dead letters; its group is per pool.
   acl actuator READ TOPIC PREFIXED "$measure"
   acl actuator CREATE TOPIC PREFIXED "$measure"
+  configs actuator PREFIXED "$measure"
   reads actuator operations
   writes actuator measurements actuators dead-letter
   acl actuator READ GROUP PREFIXED "$TOPIC_PREFIX.actuator."

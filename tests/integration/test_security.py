@@ -9,6 +9,7 @@ plain aiokafka clients logged in as each principal.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from discospace.events import (
     encode,
     new_event,
 )
+from discospace.runtime.provisioning import provision_topics
 from discospace.runtime.security import KafkaSecurity, connection_problem, kafka_security
 from discospace.runtime.settings import KafkaSecuritySettings
 from discospace.testing.kafka import free_port
@@ -293,6 +295,22 @@ def test_the_cli_with_a_wrong_password_says_so_in_one_line(
         f"error: Kafka at {secure_broker.bootstrap} refused the login of 'cli' (SCRAM-SHA-512): "
         "check KAFKA_SASL_USERNAME, its password and KAFKA_SASL_MECHANISM.\n"
     )
+
+
+async def test_a_principal_reads_the_configs_of_its_existing_topics(
+    secure_broker: SecureBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its ACLs had READ, WRITE and CREATE only: the broker answered DescribeConfigs with
+    error 29 and an existing topic that deletes old events was never named at start."""
+    topics = secure_broker.topics
+    mine = [topics.spaces, topics.dead_letter]  # the registry writes both
+    for principal, names in [("registry", mine), ("sampler", [topics.measure("p1")])]:
+        security = secure_broker.security_of(principal)
+        with caplog.at_level(logging.WARNING, logger="discospace.runtime.provisioning"):
+            for _ in range(2):  # the second start finds them made
+                await provision_topics(secure_broker.bootstrap, names, topics, security=security)
+
+    assert "could not read the configs" not in caplog.text
 
 
 async def test_a_principal_writing_a_topic_outside_its_acl_is_refused(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -185,3 +186,39 @@ async def test_a_topic_the_broker_refuses_as_asked_stops_the_start(monkeypatch, 
     monkeypatch.setattr(_Refusing, "code", 29)  # not allowed to: an administrator made them
     await provisioning.provision_topics("localhost:1", [topics.spaces], topics)
     assert f"could not create topic {topics.spaces} (Kafka error 29" in caplog.text
+
+
+class _Unreadable(_Refusing):
+    """A cluster where the topics exist and this principal may not read their configs: the
+    broker answers DescribeConfigs with error 29 per topic (no exception)."""
+
+    code = 36  # TopicAlreadyExists
+
+    async def describe_configs(self, resources: list[Any]) -> list[Any]:
+        response = SimpleNamespace(
+            resources=[(29, "Topic authorization failed.", 2, r.name, []) for r in resources]
+        )
+        return [response]
+
+
+async def test_an_existing_topic_whose_configs_cannot_be_read_is_said_at_start(
+    monkeypatch, caplog
+) -> None:
+    """kafka.sh's principals had READ, WRITE and CREATE only: every topic was answered with
+    error 29 and skipped, so no topic was ever named as deleting events, and nothing said the
+    check had not run."""
+    from discospace.runtime import provisioning
+
+    topics = TopicNames.unique("unread")
+    monkeypatch.setattr(provisioning, "AIOKafkaAdminClient", _Unreadable)
+    with caplog.at_level(logging.WARNING, logger="discospace.runtime.provisioning"):
+        await provisioning.provision_topics(
+            "localhost:1", [topics.spaces, topics.operations], topics
+        )
+
+    [warning] = [r.getMessage() for r in caplog.records if "configs" in r.getMessage()]
+    assert warning == (
+        f"could not read the configs of topics {topics.operations}, {topics.spaces} (Kafka error "
+        "29): whether they delete old events is not checked; grant this principal "
+        "DESCRIBE_CONFIGS on them to have it checked at start"
+    )

@@ -178,12 +178,23 @@ async def _warn_about_deleting(
         logger.info("could not read the configs of topics %s: %s", names, error)
         return
     deleting: dict[str, dict[str, str | None]] = {}
+    unread: dict[str, int] = {}
     for response in responses:
         for resource in response.resources:
             error_code, _, _, name, entries = resource[:5]
             configs = {entry[0]: entry[1] for entry in entries}
-            if error_code == _NO_ERROR and deletes_events(configs):
+            if error_code != _NO_ERROR:
+                unread[name] = error_code
+            elif deletes_events(configs):
                 deleting[name] = configs
+    if unread:  # a principal without DESCRIBE_CONFIGS: the broker answers each topic with 29
+        logger.warning(
+            "could not read the configs of topics %s (Kafka error %s): whether they delete old "
+            "events is not checked; grant this principal DESCRIBE_CONFIGS on them to have it "
+            "checked at start",
+            ", ".join(sorted(unread)),
+            ", ".join(str(code) for code in sorted(set(unread.values()))),
+        )
     for name, configs in sorted(deleting.items()):
         logger.warning(
             "topic %s deletes old events (retention.ms=%s, retention.bytes=%s): services that "
