@@ -74,6 +74,8 @@ def test_a_number_that_is_not_finite_is_refused(monkeypatch, variable: str, valu
         ("user:s3cretpw@kafka:9092", "'user:***@kafka:9092' is not host:port"),
         ("user:s3cret,pw@kafka:9092", "'user:***@kafka:9092' is not host:port"),  # whole
         ("SSL://kafka:9093", "'SSL://kafka:9093' is not host:port"),
+        ("kafka:\u00b2", "'kafka:\u00b2' is not host:port"),  # a digit to str.isdigit: int() failed
+        ("kafka:\u0669\u0660\u0669\u0662", "'kafka:\u0669\u0660\u0669\u0662' is not host:port"),
     ],
 )
 def test_a_bootstrap_address_that_is_not_host_and_port_is_refused(
@@ -122,3 +124,21 @@ def test_the_idle_wait_is_none_when_the_environment_says_so(monkeypatch, written
     assert ToySettings().fetch_idle_wait_ms is None
     monkeypatch.setenv("DISCOSPACE_TOY_FETCH_IDLE_WAIT_MS", "250")
     assert ToySettings().fetch_idle_wait_ms == 250
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("DISCOSPACE_TOY_TOPIC_REPLICATION", "40000"),
+        ("DISCOSPACE_TOY_TOPIC_PARTITIONS", "3000000000"),
+        ("DISCOSPACE_TOY_FETCH_MIN_BYTES", "3000000000"),
+    ],
+)
+def test_a_count_beyond_what_kafka_s_request_holds_is_refused(
+    monkeypatch, variable: str, value: str
+):
+    """Replication is an Int16 in CreateTopics, partitions and fetch bytes Int32: the request
+    could not be written, a traceback at start."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValidationError, match="less than or equal to"):
+        ToySettings()

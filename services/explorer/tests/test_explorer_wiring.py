@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from faststream.kafka import TestKafkaBroker
 from faststream.message import StreamMessage
+from pydantic import ValidationError
 
 from discospace.events import (
     Event,
@@ -121,3 +122,17 @@ def test_the_explorer_settings_give_the_engine_its_waits(monkeypatch: pytest.Mon
     timing = ExplorerSettings().timing
 
     assert (timing.cancel_wait_s, timing.space_wait_s) == (42.0, 7.0)
+
+
+@pytest.mark.parametrize(
+    "variable", ["SPACE_WAIT_S", "CANCEL_WAIT_S", "MEASUREMENT_RETRY_BACKOFF_MAX_S"]
+)
+def test_a_wait_no_date_can_hold_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """1e12 s was accepted: every operation request then raised OverflowError in the decision
+    (never started, never failed), and a cancelled operation failed instead of completing."""
+    monkeypatch.setenv(f"DISCOSPACE_EXPLORER_{variable}", "1e12")
+
+    with pytest.raises(ValidationError, match="less than or equal to 1000000000"):
+        ExplorerSettings()

@@ -184,10 +184,16 @@ class ServiceSettings(BaseSettings):
         "failure is tried again without bound.",
     )
     topic_partitions: int = Field(
-        default=3, ge=1, description="Partitions of the topics this service creates."
+        default=3,
+        ge=1,
+        le=2**31 - 1,  # Kafka's Int32: beyond it the request could not be written (a traceback)
+        description="Partitions of the topics this service creates.",
     )
     topic_replication: int = Field(
-        default=1, ge=1, description="Replication factor of the topics this service creates."
+        default=1,
+        ge=1,
+        le=2**15 - 1,  # Kafka's Int16
+        description="Replication factor of the topics this service creates.",
     )
     fetch_max_wait_ms: int = Field(
         default=5,
@@ -205,6 +211,7 @@ class ServiceSettings(BaseSettings):
     fetch_min_bytes: int = Field(
         default=4096,
         ge=1,
+        le=2**31 - 1,  # Kafka's Int32
         description="Bytes a consumer's fetch asks the broker to gather (about six events), or "
         "fetch_max_wait_ms, while records flow; an idle consumer's fetch asks for one byte, so "
         "the first record after a quiet spell is answered at once (discospace.runtime.fetching). "
@@ -314,7 +321,8 @@ def is_kafka_address(address: str) -> bool:
     and the CLI's `--kafka` check it alike). A URL (`SASL_SSL://...`) or user info
     (`user:password@host`) is not one: Kafka takes neither, and a message would show it."""
     host, _, port = address.rpartition(":")
-    return bool(_HOST.fullmatch(host)) and port.isdigit() and 0 < int(port) < 65536
+    digits = port.isascii() and port.isdigit()  # "²" and "٨" are digits to str.isdigit
+    return bool(_HOST.fullmatch(host)) and digits and 0 < int(port) < 65536
 
 
 def blank_is_unset(value: object) -> object:

@@ -10,6 +10,10 @@ from pydantic_settings import SettingsConfigDict
 from discospace.explorer.domain.decide import Timing
 from discospace.runtime.settings import ServiceSettings
 
+MAX_WAIT_S = 10**9
+"""The longest wait a setting may give (about 31 years): it is added to the time of an event,
+and a date past the year 9999 (1e12 s) failed every operation it applied to."""
+
 
 class ExplorerSettings(ServiceSettings):
     """The explorer's settings; every field of `ServiceSettings`, prefixed."""
@@ -26,17 +30,19 @@ class ExplorerSettings(ServiceSettings):
         "it doubles with each further attempt.",
     )
     measurement_retry_backoff_max_s: float = Field(
-        default=300.0, ge=0, description="The longest wait before a retry."
+        default=300.0, ge=0, le=MAX_WAIT_S, description="The longest wait before a retry."
     )
     space_wait_s: float = Field(
         default=60.0,
         ge=0,
+        le=MAX_WAIT_S,
         description="How long an operation on a space not read yet waits for it before it "
         "fails as not registered.",
     )
     cancel_wait_s: float = Field(
         default=600.0,
         ge=0,
+        le=MAX_WAIT_S,
         description="How long a cancelled operation waits for the measurements it had in "
         "flight to land before it completes anyway (those still land in the store later).",
     )
