@@ -399,6 +399,8 @@ def test_a_time_over_its_total_times_the_total_is_the_time_again() -> None:
     assert Time(0.3, "dur") / Time(0.1, "dur") == Time(3, "dur")
     with pytest.raises(TimeError, match="not a whole number of ep"):
         total * 0.5  # a real fraction of a count is still refused
+    with pytest.raises(TimeError, match=r"500000000000\.5tok is not a whole number"):
+        Time(10**12 + 1, "tok") * 0.5  # a half, however large the count: as `/ 2` says
 
 
 def test_the_schema_pattern_takes_the_white_space_the_parser_takes() -> None:

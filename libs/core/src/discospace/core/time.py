@@ -53,6 +53,10 @@ SNAP = Decimal("1e-9")
 """A count this close to a whole number (relative) is that number: a share such as 1/3 is a
 float a little below it (1/3 of 3ep came back as 0ep, not 1ep; 3ep * (1ep / 3ep) was refused as
 0.9999999999999999ep)."""
+FLOAT_NOISE = Decimal("1e-15")
+"""A product this close to a whole number (relative) is that number: a few units in the last
+place of a float factor (1/3 is 0.3333333333333333), where a real half (10^12 + 1 times 0.5) is
+refused as `/ 2` refuses it."""
 _ASCII_SPACE = " \t\n\r\f\v"
 """The white space a time may have around it, as `TIME_PATTERN` takes it."""
 
@@ -215,7 +219,7 @@ class Time:
         number = _factor(factor, "multiply")
         product = _EXACT.multiply(_decimal(repr(self.value)), _decimal(repr(number)))
         if self.unit is not TimeUnit.DURATION:
-            product = snapped(product)
+            product = snapped(product, FLOAT_NOISE)  # 3ep * (1 / 3): float noise, not a half
         shown = f"{self} * {number} = {product.normalize():f}{self.unit.value}"
         return Time(_whole_or_fraction(product, self.unit, shown), self.unit)
 
@@ -325,10 +329,10 @@ _EXPONENT = re.compile(
 _MAX_EXPONENT = 999_999_999
 
 
-def snapped(count: Decimal) -> Decimal:
-    """`count`, or the whole number within `SNAP` of it (relative)."""
+def snapped(count: Decimal, within: Decimal = SNAP) -> Decimal:
+    """`count`, or the whole number `within` of it (relative)."""
     whole = count.to_integral_value()
-    return whole if abs(count - whole) <= SNAP * max(Decimal(1), abs(count)) else count
+    return whole if abs(count - whole) <= within * max(Decimal(1), abs(count)) else count
 
 
 def _number(exact: Decimal) -> int | float:
