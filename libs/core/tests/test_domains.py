@@ -372,6 +372,16 @@ def test_a_whole_number_written_with_a_point_or_an_exponent_is_read_exactly(text
 def test_a_fraction_no_float_holds_is_no_whole_point(text: str) -> None:
     """The float read it as a whole number: a fraction was a point of a whole-number grid."""
     assert domain(range=[2**53 - 8, 2**53 + 8], interval=1).normalise(text) is None
+    assert domain(values=[2**53 + 2, 2**53 + 4]).normalise(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1.00000000000000001", 1), ("0.99999999999999999", 1), ("1e-400", 0), ("1.5", 1.5)],
+)
+def test_a_continuous_domain_reads_written_numbers_as_the_nearest_float(text, value) -> None:
+    """Only a domain of whole numbers refuses a fraction whose float is whole."""
+    assert domain(range=[0, 2], type="continuous").normalise(text) == value
 
 
 @pytest.mark.parametrize(

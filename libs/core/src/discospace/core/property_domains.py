@@ -67,25 +67,30 @@ def _to_number(value: object) -> int | float | None:
             number = int(text)
         except ValueError:
             number = _written_number(text)
-            if number is None:
-                return None
     else:
         return None
     return number if isinstance(number, int) or math.isfinite(number) else None
 
 
-def _written_number(text: str) -> int | float | None:
+def _written_number(text: str) -> int | float:
     """A number written with a point or an exponent: exactly the whole number it is, as
     `int()` reads one without ("9007199254740993.0" and "9.007199254740993e15" are 2^53 + 1,
-    which the float read them as 2^53, another entity); None for a fraction no float holds as
-    one ("9007199254740993.5" read as the whole number 9007199254740994)."""
+    which the float read them as 2^53, another entity); else the nearest float."""
     exact = Decimal(text)  # NUMBER_TEXT matched: Decimal reads it, inf and nan too
-    number = normalise_number(float(text))
-    if not exact.is_finite() or exact.adjusted() >= _EXACT_DIGITS:
-        return number  # infinite, or beyond 64 bits: refused where the value is read
-    if exact == exact.to_integral_value():
+    small = exact.is_finite() and exact.adjusted() < _EXACT_DIGITS
+    if small and exact == exact.to_integral_value():
         return int(exact)
-    return None if float(number).is_integer() else number
+    return normalise_number(float(text))  # beyond 64 bits or infinite: refused where read
+
+
+def _fraction_lost(value: object) -> bool:
+    """Whether `value` is text of a fraction whose nearest float is a whole number
+    ("9007199254740993.5" is the float 9007199254740994.0): no point of a domain of whole
+    numbers, which the float would have matched."""
+    if not isinstance(value, str) or not NUMBER_TEXT.fullmatch(text := value.strip()):
+        return False
+    exact = Decimal(text)
+    return exact.is_finite() and exact != exact.to_integral_value() and float(text).is_integer()
 
 
 _EXACT_DIGITS = 19
@@ -228,7 +233,7 @@ class PropertyDomain:
         if self.explicit_values is not None:
             return self._normalise_explicit(value)
         number = None if isinstance(value, bool) else _to_number(value)
-        if number is None:
+        if number is None or (self._whole_grid and _fraction_lost(value)):
             return None
         if self.kind == "continuous":
             return number if self.low <= number <= self.high else None  # type: ignore[operator]
@@ -244,9 +249,14 @@ class PropertyDomain:
 
     def _normalise_explicit(self, value: object) -> Value | None:
         candidate = _coerce_to_kind(value, self.explicit_values[0])  # type: ignore[index]
-        if candidate is None:
+        if candidate is None or (type(candidate) is int and _fraction_lost(value)):
             return None
         return candidate if candidate in self._index else None
+
+    @cached_property
+    def _whole_grid(self) -> bool:
+        """A range of whole numbers by a whole interval: a fraction is none of its points."""
+        return self.is_range and type(self.low) is int and type(self.interval) is int
 
     def _normalise_on_grid(self, number: int | float) -> Value | None:
         offset = (_decimal(number) - _decimal(self.low)) / _decimal(self.interval)  # type: ignore[arg-type]
