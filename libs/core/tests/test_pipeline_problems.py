@@ -652,6 +652,34 @@ def test_a_job_ranking_the_other_way_from_what_reads_its_best_is_refused() -> No
     assert problem(GOOD, objective=minimising) is None  # trials rank the pipeline's trials
 
 
+def test_a_nested_pipeline_inheriting_an_objective_it_ranks_the_other_way_is_refused() -> None:
+    """The nested pipeline takes the outer objective when its job gives none, and its own
+    check refused it when the job's turn came, after the probe had measured."""
+    inner = {"stages": {"execute": [copy.deepcopy(GOOD["stages"]["execute"][0])]}}
+    inner["stages"]["execute"][0]["space"] = None
+    del inner["stages"]["execute"][0]["space"]
+    options = copy.deepcopy(GOOD)
+    del options["trials"]
+    options["stages"]["execute"][0]["parameters"]["objective"]["direction"] = "min"
+    options["stages"]["evaluate"] = [
+        {
+            "name": "inner",
+            "kind": "operation",
+            "operator": "pipeline",
+            "parameters": {"options": inner},
+        }
+    ]
+    minimising = Objective(property="tps", direction="min")
+
+    assert problem(options, objective=minimising) == (
+        "pipeline job 'inner': operation job 'search' ranks 'tps' highest first, the pipeline's "
+        "objective lowest first: its best would be read as the pipeline's best, the worst "
+        "value for it; give both one direction"
+    )
+    inner["stages"]["execute"][0]["parameters"]["objective"]["direction"] = "min"
+    assert problem(options, objective=minimising) is None
+
+
 def test_a_pipeline_job_without_options_is_refused_at_the_door() -> None:
     """It failed when its turn came ('pipeline: stages: is required'), after the probe."""
     options = copy.deepcopy(GOOD)

@@ -538,7 +538,7 @@ def pipeline_shape_problem(
             or _child_id_problem(spec)
             or _directions_problem(spec, objective)
             or (_job_parameters_problem(spec, parameters) if parameters else None)
-            or _nested_problem(spec, hooks, operators, parameters)
+            or _nested_problem(spec, hooks, operators, parameters, objective)
         )
     except DiscospaceError as error:
         return str(error)
@@ -561,9 +561,12 @@ def _nested_problem(
     hooks: Collection[str],
     operators: Collection[str] | None,
     parameters: ParametersCheck | None,
+    objective: Objective | None = None,
 ) -> str | None:
     """The first problem of a pipeline a job runs (written out, without references): it was
-    said when that job's turn came, after the jobs before it had spent their measurements."""
+    said when that job's turn came, after the jobs before it had spent their measurements. Its
+    objective is its own, else the one it inherits (the trials', else `objective`)."""
+    inherited = spec.trials.objective.objective() if spec.trials else objective
     for _, job in ordered_jobs(spec):
         nested = nested_options(job)
         written = job.parameters.get("options") if job.operator == "pipeline" else None
@@ -573,7 +576,9 @@ def _nested_problem(
         outer = nested is not None and bool(nested_trial_references(nested))
         if nested is not None and not outer:  # a trial's values come first: checked then
             own = written_objective(job.parameters.get("objective"))
-            problem = pipeline_shape_problem(nested, hooks, operators, parameters, own)
+            sets = "objective" in job.parameters or "objectives" in job.parameters
+            given = own if sets else inherited
+            problem = pipeline_shape_problem(nested, hooks, operators, parameters, given)
             if problem is not None:
                 return f"pipeline job '{job.name}': {problem}"
     return None
