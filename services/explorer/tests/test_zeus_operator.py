@@ -234,6 +234,7 @@ def test_an_option_no_decision_could_use_is_refused(space, option, value, senten
         (PropertySpec(name="recurrence", range=(-3, 2), interval=1), 2),
         (PropertySpec(name="recurrence", range=(1, 100), interval=1), 0),
         (PropertySpec(name="recurrence", range=(0, 100), interval=2), 1),
+        (PropertySpec(name="recurrence", range=(-5, -2), interval=1), 0),
     ],
 )
 def test_a_recurrence_domain_too_short_for_the_runs_is_refused(make_space, recurrence, missing):

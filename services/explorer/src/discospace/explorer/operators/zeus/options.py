@@ -172,9 +172,9 @@ def _first_missing_run(domain: PropertyDomain, recurrences: int) -> int | None:
     them (checked at every decision, one by one the runs cost 1.7 s at 10^6 recurrences)."""
     low, interval = domain.low, domain.interval
     if domain.is_range and type(low) is int and type(interval) is int and interval == 1:
-        if low > 0:
-            return 0 if recurrences > 0 else None
         after = low + int(domain.size)  # the first whole number past its last point
+        if low > 0 or after <= 0:  # it lacks 0
+            return 0 if recurrences > 0 else None
         return after if after < recurrences else None
     return next((run for run in range(recurrences) if domain.normalise(run) is None), None)
 
