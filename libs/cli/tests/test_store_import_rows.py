@@ -380,8 +380,24 @@ def test_a_row_with_more_fields_than_the_header_is_refused(tmp_path: Path) -> No
 
     assert str(refused.value) == (
         f"{path}: a row holds more fields than the header names columns; nothing was imported: "
-        "give every extra field a column name, or remove it"
+        "give every extra field a column name, or remove it (R's write.table writes row names "
+        "without a header: write with row.names = FALSE)"
     )
+
+
+def test_a_parquet_key_written_as_the_index_and_kept_as_a_column_is_read_once(
+    tmp_path: Path,
+) -> None:
+    """`set_index("batch_size", drop=False)`: inserting the index as a column again failed
+    ('cannot insert batch_size, already exists')."""
+    path = tmp_path / "runs.parquet"
+    frame = pd.DataFrame({"batch_size": [8, 4], "throughput": [300.0, 200.0]})
+    frame.set_index("batch_size", drop=False).to_parquet(path)
+
+    read = read_table(path).frame
+
+    assert list(read.columns) == ["batch_size", "throughput"]
+    assert read["batch_size"].tolist() == [8, 4]
 
 
 def test_a_second_row_of_one_entity_is_refused_naming_the_first(

@@ -183,15 +183,14 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
         data = _gunzipped(path, data, max_bytes)
     try:
         if suffix in _PARQUET_SUFFIXES:
-            from discospace.traces.cells import decimal_floats
+            from discospace.traces.cells import decimal_floats, index_as_columns
 
             # whole-number columns stay whole where a cell is null (pandas made them float64:
             # 2^53 + 1 was filed as 2^53, another entity than the same row from a CSV)
             frame = _parquet_rows(path, data, max_bytes).to_pandas(types_mapper=_exact_integers)
-            # a column pandas wrote as the index (to_parquet after set_index) is a column here
-            named = any(name is not None for name in frame.index.names)
+            # a column pandas wrote as the index (to_parquet after set_index) is a column here;
             # float32 cells as the decimals they print as: its 0.1 is no other entity
-            return decimal_floats(frame.reset_index() if named else frame)
+            return decimal_floats(index_as_columns(frame))
         csv: dict[str, Any] = {
             "sep": _CSV_SUFFIXES[suffix],
             "compression": None,
@@ -213,7 +212,8 @@ def _parse(path: Path, data: bytes, max_bytes: int = MAX_TABLE_BYTES) -> pd.Data
     except pd.errors.ParserWarning:
         raise CliError(
             f"{path}: a row holds more fields than the header names columns; nothing was "
-            "imported: give every extra field a column name, or remove it"
+            "imported: give every extra field a column name, or remove it (R's write.table "
+            "writes row names without a header: write with row.names = FALSE)"
         ) from None
     except Exception as error:  # pandas and pyarrow raise many kinds
         kind = "Parquet" if suffix in _PARQUET_SUFFIXES else "CSV"

@@ -192,6 +192,20 @@ def decimal_value(cell: Decimal) -> int | float:
     return float(cell)
 
 
+def index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with the named levels of its index as columns (a Parquet file written by
+    `to_parquet` after `set_index`), but those already columns (`set_index(..., drop=False)`:
+    inserting them again failed)."""
+    names = list(frame.index.names)
+    if all(name is None for name in names):
+        return frame
+    moved = [name for name in names if name is not None and name not in frame.columns]
+    if not moved:
+        return frame.reset_index(drop=True)
+    frame = frame.reset_index(level=moved)
+    return frame.reset_index(drop=True) if len(moved) < len(names) else frame
+
+
 def decimal_floats(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with its float32 (and float16) columns as the decimals they print as.
 

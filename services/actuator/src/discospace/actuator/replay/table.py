@@ -46,7 +46,7 @@ from discospace.core.canonical import (
 )
 from discospace.core.errors import SpecError
 from discospace.core.measurement import InvalidMeasurement, ValidMeasurement
-from discospace.traces.cells import decimal_floats, decimal_value
+from discospace.traces.cells import decimal_floats, decimal_value, index_as_columns
 
 NO_ROW = "no recorded measurement"
 Row = Mapping[str, Any]
@@ -71,10 +71,8 @@ def read_table(path: Path, fmt: str | None, texts: Sequence[str] = ()) -> pd.Dat
         raise SpecError(f"table.file: the table {path} does not exist")
     try:
         if kind == "parquet":
-            frame = pd.read_parquet(path)
             # a column pandas wrote as the index (to_parquet after set_index) is a column here
-            named = any(name is not None for name in frame.index.names)
-            return frame.reset_index() if named else frame
+            return index_as_columns(pd.read_parquet(path))
         with warnings.catch_warnings():
             # a row with more fields than the header: pandas would make the first column the
             # index and shift every other one onto its neighbour's name (index_col=False)
@@ -101,7 +99,8 @@ def read_table(path: Path, fmt: str | None, texts: Sequence[str] = ()) -> pd.Dat
     except pd.errors.ParserWarning:
         raise SpecError(
             f"table.file: {path} has a row holding more fields than the header names columns: "
-            "give every extra field a column name, or remove it"
+            "give every extra field a column name, or remove it (R's write.table writes row "
+            "names without a header: write with row.names = FALSE)"
         ) from None
     except (OSError, ValueError) as error:
         raise SpecError(f"table.file: {path} cannot be read as {kind} ({error})") from None
