@@ -385,6 +385,33 @@ def test_an_entity_measured_by_two_operations_shows_the_value_the_store_keeps(
     assert row["train_tokens_per_second"] == 7.0
 
 
+def test_a_retry_completing_before_its_redelivered_first_attempt_is_the_value_shown(
+    store_client,
+) -> None:
+    """Attempt 1 failed (retryably), attempt 2 completed, then attempt 1's redelivered request
+    completed too, later: the view ordered the rows attempt by attempt and showed attempt 1's
+    later value, where the store, the operation's best and every other space keep the
+    earliest."""
+    from .conftest import History, space_spec
+
+    history = History()
+    history.actuator()
+    space = history.register(space_spec())
+    operation = history.start(space, "op", number_entities=1, max_retries=3)
+    entity = point("llama-7b", 1, 1)
+    first = operation.request(entity)
+    operation.fail(first, "worker lost", retryable=True)
+    operation.complete(
+        operation.request(entity, attempt=2),
+        {"train_tokens_per_second": 2000.0, "peak_gpu_memory_mib": 1},
+    )
+    operation.complete(first, {"train_tokens_per_second": 9999.0, "peak_gpu_memory_mib": 1})
+    Projection(store_client, CONSUMER).write(history.read())
+
+    [row] = StoreViews(store_client).entities(space.space_id, ("measured",)).to_dict("records")
+    assert (row["train_tokens_per_second"], row["reason"]) == (2000.0, "")
+
+
 def test_a_pair_measured_twice_elsewhere_shows_the_result_the_sampler_reuses(store_client):
     """Two other spaces of the store measured a pair (1000, then 9000 tokens/s) and this
     space's operation reused the first, as the sampler's memo does: the row showed the latest,

@@ -33,7 +33,7 @@ import pandas as pd
 from discospace.core import Entity
 from discospace.core.canonical import Value, beyond_64_bits, float_holds
 from discospace.core.experiment import split_observed_property_id
-from discospace.core.results import gives_up
+from discospace.core.results import gives_up, kept_rank
 from discospace.projector.errors import ViewError, quoted
 from discospace.projector.queries import STAGE, MeasurementRow, ResultRow
 from discospace.projector.spaces import ID_COLUMN, REASON_COLUMN, STATUS_COLUMN, SpaceLayout
@@ -183,10 +183,22 @@ def _measurement_pairs(
     """(entity id, entity values, experiment, valid values or None, problem) per event.
 
     Only a completion through this space gives values: a reused result was measured through
-    another space of the store (see `_reused_pairs`).
+    another space of the store (see `_reused_pairs`); of a pair's valid completions, the one
+    the store keeps (`kept_rank`: the earliest), wherever the causal order puts it (a
+    redelivered attempt 1 completing after its retry came first, and showed its later value).
     """
+    kept: dict[tuple[str, str], tuple[tuple[bool, datetime, str], str]] = {}
+    for row in rows:
+        if row.is_valid is True and row.kind == "completed":
+            pair, rank = (
+                (row.entity_id, row.experiment_id),
+                kept_rank(True, row.occurred_at, row.event_id),
+            )
+            if pair not in kept or rank < kept[pair][0]:
+                kept[pair] = (rank, row.event_id)
     for row in in_causal_order(rows):
-        valid = row.is_valid is True and row.kind == "completed"
+        chosen = kept.get((row.entity_id, row.experiment_id))
+        valid = row.kind == "completed" and chosen is not None and chosen[1] == row.event_id
         values = json.loads(row.values) if valid else None
         problem = _problem(row, retries.get(row.operation_id))
         yield row.entity_id, row.entity_values, row.experiment_id, values, problem
