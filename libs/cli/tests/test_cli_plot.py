@@ -200,6 +200,24 @@ def test_a_plot_under_a_file_names_the_file_in_the_way(tmp_path: Path):
     )
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy, on the way
+def test_values_no_axis_can_span_are_said_in_one_sentence(tmp_path: Path):
+    """1.7e308 beside -1.7e308 (a store import takes both): matplotlib's ticker raised
+    ValueError, a traceback of 89 lines and exit 1."""
+    huge = [
+        Result("e1", "bench", True, {"tps": 1.7e308, "joules": 1.0}),
+        Result("e2", "bench", True, {"tps": -1.7e308, "joules": 2.0}),
+    ]
+    output = tmp_path / "a.png"
+
+    with pytest.raises(CliError) as refused:
+        plot_operation(Projector({"objective": MAX_TPS}, huge), "op-1", output)
+
+    assert str(refused.value).startswith(
+        f"cannot draw the plot for {output}: its axes cannot span the values ("
+    )
+
+
 def test_the_command_prints_the_file_it_wrote(monkeypatch, tmp_path: Path):
     progress = {
         "operation_id": "op-1",

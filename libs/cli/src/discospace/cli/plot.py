@@ -443,6 +443,12 @@ def save_figure(draw: Callable[[Axes], None], title: str, output: Path) -> Path:
         existing = nearest_existing(output.parent)
         why = error.strerror if existing.is_dir() else f"{existing} is a file, not a folder"
         raise CliError(f"cannot write the plot to {output}: {why}") from None
+    except (ValueError, OverflowError) as error:  # matplotlib's ticks over values near 1e308
+        said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CliError(
+            f"cannot draw the plot for {output}: its axes cannot span the values ({said}); "
+            "values near the largest float (1e308) span more than a float holds"
+        ) from None
     finally:
         pyplot.close(figure)
     return output
