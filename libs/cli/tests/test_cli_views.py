@@ -19,6 +19,7 @@ import discospace.client
 import discospace.client.client
 from discospace.cli.errors import CliError
 from discospace.cli.main import app
+from discospace.cli.space_views import MAX_ROWS
 from discospace.client import (
     ActuatorPool,
     BestSoFar,
@@ -738,3 +739,23 @@ def test_space_plot_draws_whole_numbers_with_a_gap_on_a_log_axis() -> None:
     integers: they were not counted as numbers, and the axis stayed linear."""
     xs = list(pd.array([128, 8192], dtype="Int64"))
     assert _drawn({"all": (xs, [1.0, 2.0], 2)}).get_xscale() == "log"
+
+
+def test_space_show_ascending_without_sort_is_refused() -> None:
+    """It was ignored in silence: the rows came in the store's order."""
+    result = cli("space", "show", SPACE_ID, "--ascending")
+
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --ascending orders by --sort: give --sort COLUMN too"
+
+
+def test_space_show_limit_is_refused_above_what_the_projector_serves() -> None:
+    """2,000,000 passed the CLI and was refused by the projector ('a whole number from 0 to
+    1,000,000'), in other words than the CLI's own refusal of 0."""
+    from discospace.projector.routes import MAX_COUNT
+
+    result = cli("space", "show", SPACE_ID, "--limit", str(MAX_COUNT + 1))
+
+    assert MAX_COUNT == MAX_ROWS
+    assert result.exit_code == 2
+    assert "--limit" in result.stderr

@@ -120,6 +120,10 @@ def _write(data: bytes, output: Path | None, fmt: Format) -> None:
     sys.stdout.flush()
 
 
+MAX_ROWS = 1_000_000
+"""The most rows the projector serves at once (its `MAX_COUNT`)."""
+
+
 def show(
     ctx: typer.Context,
     space_id: Annotated[str, typer.Argument(help="The space id (space-...).", show_default=False)],
@@ -129,7 +133,8 @@ def show(
         Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="At most this many rows.")
+        int | None,
+        typer.Option("--limit", min=1, max=MAX_ROWS, help="At most this many rows."),
     ] = None,
     sort: Annotated[
         str | None,
@@ -142,6 +147,8 @@ def show(
     """Show a space's entities: one column per constitutive and per observed property."""
     if sort is not None and fmt is not Format.table:
         raise CliError("--sort orders the table format; exports keep the store's order")
+    if ascending and sort is None:
+        raise CliError("--ascending orders by --sort: give --sort COLUMN too")
     with projector_client(settings_of(ctx)) as client:
         if fmt is not Format.table:
             _write(client.export(space_id, include.value, fmt.value, limit), output, fmt)
