@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -26,10 +27,13 @@ from discospace.cli.import_rows import (
     split_stored,
 )
 from discospace.cli.import_table import (
+    CellError,
     ColumnPlan,
+    duration,
     parse_renames,
     plan_columns,
     read_table,
+    target_value,
 )
 from discospace.core import ExperimentRef, entity_id
 from discospace.events import MeasurementCompleted, SpaceRegistered, decode, encode
@@ -700,3 +704,21 @@ def test_columns_without_a_name_are_ignored_and_zero_padded_whole_numbers_read(
     frame = csv(tmp_path, "batch_size,model_name,throughput,,\n4,llama-7b,00000000000000000042,,\n")
     [event] = events_of(frame, target())
     assert event.values == {"throughput": 42}
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        ("1e400", "'1e400' is too large for a number (a float holds about 1.8e308)"),
+        ("-1e400", "'-1e400' is too large for a number (a float holds about 1.8e308)"),
+        ("1e-400", "'1e-400' is too near 0 for a number (a float holds about 5e-324)"),
+    ],
+)
+def test_a_number_no_float_holds_is_refused_as_written(text: str, sentence: str) -> None:
+    """1e400 said 'inf is not a finite number' (the cell as read, not as written), 1e-400 was
+    imported as 0.0; and a duration's refusal did not name its column."""
+    with pytest.raises(CellError, match=re.escape(sentence)):
+        target_value(text)
+    with pytest.raises(CellError, match=re.escape(f"duration_seconds {sentence}")):
+        duration(text)
+    assert target_value("0e-400") == 0.0

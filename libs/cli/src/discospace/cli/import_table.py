@@ -406,9 +406,22 @@ def _value_of_text(text: str) -> Value | None:
             raise CellError(f"{text[:12]}... ({digits} digits) is beyond a 64-bit whole number")
         return _finite(int(text))
     if NUMBER_TEXT.fullmatch(text):
-        return _finite(float(text))
+        return _finite(_float_of(text))
     lowered = text.lower()
     return lowered == "true" if lowered in ("true", "false") else text
+
+
+def _float_of(text: str) -> float:
+    """The float a number's text spells; a `CellError` when it is beyond what a float holds
+    (1e400 read as inf: "inf is not a finite number", the cell unnamed) or so near 0 that it
+    reads as 0 (1e-400 was imported as 0.0)."""
+    number = float(text)
+    spelled = text.lower().lstrip("+-") in ("inf", "infinity", "nan")
+    if math.isinf(number) and not spelled:
+        raise CellError(f"{text!r} is too large for a number (a float holds about 1.8e308)")
+    if number == 0 and not spelled and Decimal(text) != 0:
+        raise CellError(f"{text!r} is too near 0 for a number (a float holds about 5e-324)")
+    return number
 
 
 def _finite(number: int | float) -> int | float:
@@ -439,7 +452,10 @@ def duration(cell: Any) -> float:
     """A ``duration_seconds`` cell: seconds, not negative; 0 when empty."""
     if is_missing(cell):
         return 0.0
-    value = target_value(cell)
+    try:
+        value = target_value(cell)
+    except CellError as error:
+        raise CellError(f"duration_seconds {error}") from None
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         raise CellError(f"duration_seconds {cell!r} is not a number of seconds")
     return float(value)
