@@ -56,3 +56,15 @@ def test_a_folder_given_that_is_not_a_trace_folder_is_named_without_the_variable
         f"{tmp_path} is neither a zeus-nsdi23-trace trace folder nor a folder that holds "
         "zeus-nsdi23-trace/; give one of those."
     )
+
+
+def test_a_file_named_as_the_data_folder_is_said_to_be_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was said not to exist."""
+    table = tmp_path / "a100_80gb.csv"
+    table.write_text("model_name_or_path\n")
+    monkeypatch.setenv(DATA_DIR_ENV, str(table))
+
+    with pytest.raises(TraceDataMissingError, match=f"{table} is a file, not a folder; set "):
+        data_dir()

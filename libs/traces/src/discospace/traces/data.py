@@ -37,8 +37,9 @@ def data_dir() -> Path:
     configured = os.environ.get(DATA_DIR_ENV)
     folder = Path(configured) if configured else repo_root().parent / "shared" / "data"
     if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise TraceDataMissingError(
-            f"The trace data folder {folder} does not exist; set {DATA_DIR_ENV} to the folder "
+            f"The trace data folder {folder} {what}; set {DATA_DIR_ENV} to the folder "
             f"that holds {ZEUS_FOLDER}/ and {FMS_FOLDER}/."
         )
     return folder
