@@ -60,3 +60,33 @@ def test_regenerating_repairs_what_check_found(tmp_path):
 
 def test_the_committed_proto_directory_is_current():
     assert differences(REPO / "proto", generate()) == [], "run `make schemas`"
+
+
+def test_every_message_of_every_asyncapi_document_requires_type_and_schema_version():
+    """The AsyncAPI schemas took an event without them (pydantic gives both defaults), which
+    every consumer then dead-letters: 'not an event: it has no type'."""
+    from discospace.runtime.contracts import asyncapi_document
+
+    for service in SERVICES:
+        schemas = asyncapi_document(service)["components"]["schemas"]
+        events = {
+            name: schema
+            for name, schema in schemas.items()
+            if "event_id" in schema.get("properties", {})
+        }
+        assert events, service
+        for name, schema in events.items():
+            assert schema["required"][:2] == ["type", "schema_version"], (service, name)
+
+
+def test_the_documents_do_not_depend_on_the_shells_kafka_login(monkeypatch):
+    """A shell holding a principal's credentials (the README's `. cli.env`) wrote a secure
+    server into every document; a half-set one raised KafkaSecurityError."""
+    plain = generate()
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
+    monkeypatch.setenv("KAFKA_SASL_USERNAME", "cli")
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", "secret-password")
+
+    assert generate() == plain
+    monkeypatch.delenv("KAFKA_SASL_PASSWORD")
+    assert generate() == plain

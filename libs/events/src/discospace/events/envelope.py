@@ -85,6 +85,15 @@ class Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
+def _envelope_required(schema: dict[str, Any]) -> None:
+    """`type` and `schema_version` are required of a writer, though a Python event has them by
+    default: every generated schema says so (the AsyncAPI documents took messages without
+    them, which every consumer refused)."""
+    schema["required"] = list(
+        dict.fromkeys(["type", "schema_version", *schema.get("required", [])])
+    )
+
+
 class Event(Record):
     """Base of every event: an immutable fact with its envelope.
 
@@ -94,6 +103,8 @@ class Event(Record):
     """
 
     TOPIC: ClassVar[Topic]
+
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _envelope_required(schema))
 
     event_id: str = Field(
         min_length=1,

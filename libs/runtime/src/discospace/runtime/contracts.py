@@ -11,11 +11,13 @@ With `--check` nothing is written: the command lists what differs and exits 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +53,26 @@ def settings_class(service: str) -> type[ServiceSettings]:
 
 
 def asyncapi_document(service: str) -> Any:
-    """The AsyncAPI document of `service`, wired with its default settings."""
+    """The AsyncAPI document of `service`, wired with its default settings: built without
+    this process's `KAFKA_*` and `DISCOSPACE_*` variables (a shell holding a principal's
+    credentials wrote a secure server into every document, and `--check` failed)."""
     defaults = settings_class(service).model_construct()
     app_module = importlib.import_module(f"discospace.{service}.app")
-    built = app_module.create_app(defaults)
+    with _environment_without(("KAFKA_", "DISCOSPACE_")):
+        built = app_module.create_app(defaults)
     return built.app.schema.to_specification().to_jsonable()
+
+
+@contextlib.contextmanager
+def _environment_without(prefixes: tuple[str, ...]) -> Iterator[None]:
+    """The process environment without the variables starting with `prefixes`, for a while."""
+    kept = {name: value for name, value in os.environ.items() if name.startswith(prefixes)}
+    for name in kept:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        os.environ.update(kept)
 
 
 def asyncapi_documents(services: Sequence[str] = SERVICES) -> dict[str, str]:
