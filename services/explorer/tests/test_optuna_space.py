@@ -82,6 +82,42 @@ def test_a_range_of_whole_numbers_beyond_floats_is_searched_by_index():
     assert dimension.param(2**60 + 1 + 7 * 1001) == 7
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        PropertySpec(name="x", range=(1_000_000.0, 1_000_001.0), interval=0.001),
+        PropertySpec(name="x", values=tuple(1_000_000 + k / 1000 for k in range(40))),
+    ],
+    ids=["range", "listed"],
+)
+def test_a_float_grid_optuna_cannot_hold_is_searched_by_index(written: PropertySpec):
+    """Optuna's FloatDistribution refused the point 1000000.936 of [1e6, 1e6 + 1] by 0.001
+    (float error over 1e-8 steps): told back after the start-up, it failed every search."""
+    grid = space(written)
+    search = SearchSpace.of(grid)
+    [dimension] = search.dimensions
+    distribution = search.distributions["x"]
+
+    assert isinstance(distribution, IntDistribution)
+    for entity in list(grid.sequential())[::7]:
+        param = dimension.param(entity["x"])
+        assert distribution._contains(distribution.to_internal_repr(param))
+        assert search.entity({"x": param}) == entity
+
+
+def test_a_continuous_range_of_whole_bounds_no_float_holds_is_searched_inside_them():
+    """2^53 + 1 became the float 2^53, below the domain: the search failed on its first
+    suggestion there."""
+    bounds = space(PropertySpec(name="x", range=(2**53 + 1, 2**53 + 9), type="continuous"))
+    distribution = SearchSpace.of(bounds).distributions["x"]
+
+    assert isinstance(distribution, FloatDistribution)
+    assert 2**53 + 1 <= distribution.low <= distribution.high <= 2**53 + 9
+    narrow = space(PropertySpec(name="x", range=(2**54 + 1, 2**54 + 2), type="continuous"))
+    with pytest.raises(SearchSpaceError, match="holds no float between its bounds"):
+        SearchSpace.of(narrow)
+
+
 def test_a_numbers_only_sampler_gets_uneven_values_as_their_rank_and_refuses_categories():
     numeric = space(PropertySpec(name="batch_size", values=(8, 2, 4)))
     search = SearchSpace.of(numeric, numeric_only=True)

@@ -211,7 +211,9 @@ def test_the_random_start_is_the_square_root_of_the_space_between_2_and_10(size,
     assert default_startup(size) == startup
 
 
-def _first_points(loop, *, seed: int, transfer: bool, count: int = 3) -> list[dict[str, Any]]:
+def _first_points(
+    loop, *, seed: int, transfer: bool, count: int = 3, batch_size: int = 1
+) -> list[dict[str, Any]]:
     space = space_registered(SMALL_MODEL)
     sim = loop(space)
     sim.engine = Engine(known_operators(), sim.timing)
@@ -225,7 +227,7 @@ def _first_points(loop, *, seed: int, transfer: bool, count: int = 3) -> list[di
             space,
             "op-small",
             operator="optuna_tpe",
-            batch_size=1,
+            batch_size=batch_size,
             seed=seed,
             objective=MAX_TPS,
             options=options,
@@ -249,3 +251,17 @@ def test_without_transfer_the_first_points_are_random(loop):
 
 def test_the_same_seed_transfers_the_same_points(loop):
     assert _first_points(loop, seed=7, transfer=True) == _first_points(loop, seed=7, transfer=True)
+
+
+def test_a_first_request_wider_than_the_transferred_share_draws_the_rest_at_random(loop):
+    """24 points: a start-up of 5, of which 4 transferred. A request of 10 took all 10 from
+    the transfer's ranking, none at random (the check a misleading task gets)."""
+    first = _first_points(loop, seed=3, transfer=True, count=10, batch_size=10)
+    grid = [{"batch_size": b, "number_gpus": g} for b in (1, 2, 4, 8, 16, 32) for g in (1, 2, 4, 8)]
+    ranked = sorted(
+        (_tps(p) for p in grid if p["batch_size"] * p["number_gpus"] < 256), reverse=True
+    )
+
+    assert len(first) == 10
+    assert [_tps(p) for p in first[:4]] == ranked[:4]
+    assert sorted((_tps(p) for p in first[4:]), reverse=True) != ranked[4:10]

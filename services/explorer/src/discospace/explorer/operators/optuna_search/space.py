@@ -134,8 +134,7 @@ def _dimension(name: str, domain: PropertyDomain, numeric_only: bool) -> Dimensi
             f"property '{name}' is an identifier: it has no values an optimizer could suggest"
         )
     if domain.kind == "continuous":
-        distribution = FloatDistribution(float(domain.low), float(domain.high))
-        return Dimension(name, domain, distribution)
+        return Dimension(name, domain, _continuous(name, domain))
     if domain.is_range:
         return _range_dimension(name, domain)
     values = domain.values
@@ -147,8 +146,10 @@ def _dimension(name: str, domain: PropertyDomain, numeric_only: bool) -> Dimensi
             )
         return Dimension(name, domain, CategoricalDistribution(values))
     stepped = _as_range(values)
-    if stepped is not None:
+    if stepped is not None and stepped is not _BY_INDEX:
         return Dimension(name, domain, stepped)
+    if stepped is _BY_INDEX:  # evenly spaced, but not a grid Optuna's floats can hold
+        return Dimension(name, domain, IntDistribution(0, len(values) - 1), ordinal=True)
     if numeric_only:
         return Dimension(name, domain, IntDistribution(0, len(values) - 1), ordinal=True)
     return Dimension(name, domain, CategoricalDistribution(values))
@@ -163,8 +164,11 @@ def _range_dimension(name: str, domain: PropertyDomain) -> Dimension:
     numbers beyond 2^53, which Optuna's float arithmetic cannot tell apart (it suggested values
     off the grid and the search failed with a bare ValueError), as their index in the range."""
     low, last, step = domain.value_at(0), domain.value_at(int(domain.size) - 1), domain.interval
-    if not (isinstance(low, int) and isinstance(last, int) and isinstance(step, int)):
+    whole = isinstance(low, int) and isinstance(last, int) and isinstance(step, int)
+    if not whole and _float_grid_holds(low, last, step):
         return Dimension(name, domain, FloatDistribution(float(low), float(last), step=float(step)))
+    if not whole:  # Optuna would refuse its own grid's points: searched by index
+        return Dimension(name, domain, IntDistribution(0, int(domain.size) - 1), ordinal=True)
     if max(abs(low), abs(last)) <= FLOAT_EXACT:
         return Dimension(name, domain, IntDistribution(low, last, step=step))
     # a range holds at most 2^53 values (`properties`): their indices are floats exactly
@@ -187,4 +191,40 @@ def _as_range(values: Sequence[Value]) -> BaseDistribution | None:
         if max(abs(int(ordered[0])), abs(int(ordered[-1]))) > FLOAT_EXACT:
             return None  # Optuna computes in floats: searched as categories, or by rank
         return IntDistribution(int(ordered[0]), int(ordered[-1]), step=int(step))
+    if not _float_grid_holds(ordered[0], ordered[-1], float(step)):
+        return _BY_INDEX
     return FloatDistribution(float(ordered[0]), float(ordered[-1]), step=float(step))
+
+
+_BY_INDEX = IntDistribution(0, 1)
+"""`_as_range`'s answer for evenly spaced values Optuna's float grid cannot hold: by index."""
+
+GRID_TOLERANCE = 1e-9
+"""How far (in steps) float error may move a grid point before Optuna refuses it: its
+`FloatDistribution` takes a value whose `(value - low) / step` is within 1e-8 of a whole
+number; a tenth of that, for the error of the subtraction and the division."""
+
+
+def _float_grid_holds(low: float, high: float, step: float) -> bool:
+    """Whether every point of the float grid `low`, `low + step`, ... `high` is one Optuna's
+    `FloatDistribution` contains: an error of an ulp of the widest bound is under
+    `GRID_TOLERANCE` steps ([1e6, 1e6 + 1] by 0.001 is not: Optuna refused the measured point
+    1000000.936 and the search failed after its start-up)."""
+    widest = max(abs(float(low)), abs(float(high)))
+    return math.ulp(widest) / float(step) < GRID_TOLERANCE
+
+
+def _continuous(name: str, domain: PropertyDomain) -> FloatDistribution:
+    """A continuous domain's bounds as the floats inside it (a whole bound beyond 2^53 is no
+    float: 2^53 + 1 was 2^53, below the domain, and its suggestion failed the search)."""
+    low, high = float(domain.low), float(domain.high)
+    if low < domain.low:
+        low = math.nextafter(low, math.inf)
+    if high > domain.high:
+        high = math.nextafter(high, -math.inf)
+    if low > high:
+        raise SearchSpaceError(
+            f"property '{name}' holds no float between its bounds {domain.describe()}: a "
+            "search suggests floats"
+        )
+    return FloatDistribution(low, high)

@@ -146,9 +146,11 @@ def told_as_of(history: History, results: int, chosen: Sequence[Entity] = ()) ->
 def _suggest(search: Search, history: History, count: int) -> list[Entity]:
     if _starting(search, history):
         transferred = _transferred(search, history, count)
-        if transferred is not None:
-            return transferred
-        return _uniform_free(search, len(history.requested), history.taken, count)
+        if transferred is None:
+            return _uniform_free(search, len(history.requested), history.taken, count)
+        rest = count - len(transferred)  # past the transferred share: random, as documented
+        taken = history.taken | {entity.id for entity in transferred}
+        return transferred + _uniform_free(search, len(history.requested), taken, rest)
     study = build_study(search, history)
     taken = history.taken
     chosen: list[Entity] = []
@@ -186,11 +188,14 @@ def _uniform_free(search: Search, ask: int, taken: set[str], count: int) -> list
 
 
 def _transferred(search: Search, history: History, count: int) -> list[Entity] | None:
-    """The `count` free listed points other spaces' results rank best (ties: seeded order);
-    None when there is nothing to transfer."""
+    """The free listed points other spaces' results rank best (ties: seeded order), `count`
+    of them or what is left of the transferred share of the start-up if fewer (a batch as wide
+    as the start-up took every point from the transfer); None when there is nothing to
+    transfer."""
     share = math.ceil(TRANSFERRED * search.startup)
     if search.transfer is None or len(history.requested) >= share:
         return None
+    count = min(count, share - len(history.requested))
     assert isinstance(search.pool, ListedPool)
     free = search.pool.free(history.taken)
     random.Random(ask_seed(search.seed, len(history.requested))).shuffle(free)
