@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -263,7 +263,6 @@ class Client:
         wanted = _objective(objective, direction, pipeline_objective(progress))
         children = [job.child_operation_id for _, jobs in runs for job in jobs]
         results = {child: self._results_of(child) for child in children if child}
-        _check_measured(operation_id, wanted, results)
         return compare_pipeline(progress, runs, results, wanted, baseline, pairs)
 
     def _runs(self, progress: OperationProgress) -> list[Run]:
@@ -356,24 +355,6 @@ def _check_jobs(operation_id: str, names: Sequence[str], runs: Sequence[Run]) ->
                 f"pipeline {operation_id} has no job '{name}'; its jobs are: "
                 f"{', '.join(known) or 'none yet'}."
             )
-
-
-def _check_measured(
-    operation_id: str,
-    objective: Objective | None,
-    results: Mapping[str, Sequence[OperationResult]],
-) -> None:
-    """A `ClientError` when the pipeline's jobs have results and none holds the objective's
-    target (a misspelt property was told as the probe stage's fault)."""
-    if objective is None:
-        return
-    held = {name for rows in results.values() for row in rows for name in row.values}
-    wanted = target_of(objective.property)
-    if held and wanted not in held:
-        raise ClientError(
-            f"no job of pipeline {operation_id} measured '{objective.property}'; its results "
-            f"hold {', '.join(sorted(held))}."
-        )
 
 
 def _objective(
