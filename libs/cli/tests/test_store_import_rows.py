@@ -712,6 +712,10 @@ def test_columns_without_a_name_are_ignored_and_zero_padded_whole_numbers_read(
         ("1e400", "'1e400' is too large for a number (a float holds about 1.8e308)"),
         ("-1e400", "'-1e400' is too large for a number (a float holds about 1.8e308)"),
         ("1e-400", "'1e-400' is too near 0 for a number (a float holds about 5e-324)"),
+        (
+            "1e-99999999999999999999",
+            "'1e-99999999999999999999' is too near 0 for a number (a float holds about 5e-324)",
+        ),
     ],
 )
 def test_a_number_no_float_holds_is_refused_as_written(text: str, sentence: str) -> None:
@@ -721,4 +725,4 @@ def test_a_number_no_float_holds_is_refused_as_written(text: str, sentence: str)
         target_value(text)
     with pytest.raises(CellError, match=re.escape(f"duration_seconds {sentence}")):
         duration(text)
-    assert target_value("0e-400") == 0.0
+    assert target_value("0e-400") == target_value("-0.00e-99999999999999999999") == 0.0

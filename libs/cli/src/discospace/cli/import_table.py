@@ -419,7 +419,8 @@ def _float_of(text: str) -> float:
     spelled = text.lower().lstrip("+-") in ("inf", "infinity", "nan")
     if math.isinf(number) and not spelled:
         raise CellError(f"{text!r} is too large for a number (a float holds about 1.8e308)")
-    if number == 0 and not spelled and Decimal(text) != 0:
+    mantissa = re.split("[eE]", text.lstrip("+-"))[0]
+    if number == 0 and not spelled and mantissa.strip("0.") != "":  # no Decimal: 1e-999...9
         raise CellError(f"{text!r} is too near 0 for a number (a float holds about 5e-324)")
     return number
 

@@ -446,8 +446,9 @@ def save_figure(draw: Callable[[Axes], None], title: str, output: Path) -> Path:
     except (ValueError, OverflowError) as error:  # matplotlib's ticks over values near 1e308
         said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise CliError(
-            f"cannot draw the plot for {output}: its axes cannot span the values ({said}); "
-            "values near the largest float (1e308) span more than a float holds"
+            f"cannot draw the plot for {output}: matplotlib refused it ({said}); values near "
+            "the largest float (1e308) span more than an axis can, and a '$' in a name is read "
+            "as mathematics"
         ) from None
     finally:
         pyplot.close(figure)
