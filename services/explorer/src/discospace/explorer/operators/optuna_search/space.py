@@ -18,8 +18,10 @@ the value itself (categories), from which `candidates.py` finds the nearest free
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -165,7 +167,7 @@ def _range_dimension(name: str, domain: PropertyDomain) -> Dimension:
     off the grid and the search failed with a bare ValueError), as their index in the range."""
     low, last, step = domain.value_at(0), domain.value_at(int(domain.size) - 1), domain.interval
     whole = isinstance(low, int) and isinstance(last, int) and isinstance(step, int)
-    if not whole and _float_grid_holds(low, last, step):
+    if not whole and _range_holds(domain):
         return Dimension(name, domain, FloatDistribution(float(low), float(last), step=float(step)))
     if not whole:  # Optuna would refuse its own grid's points: searched by index
         return Dimension(name, domain, IntDistribution(0, int(domain.size) - 1), ordinal=True)
@@ -191,7 +193,7 @@ def _as_range(values: Sequence[Value]) -> BaseDistribution | None:
         if max(abs(int(ordered[0])), abs(int(ordered[-1]))) > FLOAT_EXACT:
             return None  # Optuna computes in floats: searched as categories, or by rank
         return IntDistribution(int(ordered[0]), int(ordered[-1]), step=int(step))
-    if not _float_grid_holds(ordered[0], ordered[-1], float(step)):
+    if not _float_grid_holds(ordered[0], ordered[-1], float(step), [float(v) for v in ordered]):
         return _BY_INDEX
     return FloatDistribution(float(ordered[0]), float(ordered[-1]), step=float(step))
 
@@ -199,19 +201,52 @@ def _as_range(values: Sequence[Value]) -> BaseDistribution | None:
 _BY_INDEX = IntDistribution(0, 1)
 """`_as_range`'s answer for evenly spaced values Optuna's float grid cannot hold: by index."""
 
-GRID_TOLERANCE = 1e-9
-"""How far (in steps) float error may move a grid point before Optuna refuses it: its
-`FloatDistribution` takes a value whose `(value - low) / step` is within 1e-8 of a whole
-number; a tenth of that, for the error of the subtraction and the division."""
+GRID_CHECKED = 200_000
+"""Points of a float grid checked one by one against Optuna's distribution (all of a grid up
+to this size; of a larger one, its first and last points and an even sample between)."""
 
 
-def _float_grid_holds(low: float, high: float, step: float) -> bool:
-    """Whether every point of the float grid `low`, `low + step`, ... `high` is one Optuna's
-    `FloatDistribution` contains: an error of an ulp of the widest bound is under
-    `GRID_TOLERANCE` steps ([1e6, 1e6 + 1] by 0.001 is not: Optuna refused the measured point
-    1000000.936 and the search failed after its start-up)."""
-    widest = max(abs(float(low)), abs(float(high)))
-    return math.ulp(widest) / float(step) < GRID_TOLERANCE
+def _float_grid_holds(low: float, high: float, step: float, points: Sequence[float]) -> bool:
+    """Whether Optuna's `FloatDistribution(low, high, step)` contains each of the grid's
+    `points` (its `_contains`: `(value - low) / step` within 1e-8 of a whole number; and its
+    high, lowered where the decimals of the bounds do not divide by the step): [1e6, 1e6 + 1]
+    by 0.001 and [0.1, 1.0) by 1/30 are not, and their searches failed when a measured point
+    was told back. Asked of Optuna itself, once per grid (`_checked_grid`)."""
+    return _checked_grid(float(low), float(high), float(step), tuple(points))
+
+
+@functools.lru_cache(maxsize=256)
+def _checked_grid(low: float, high: float, step: float, points: tuple[float, ...]) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Optuna's warning that it lowered high: checked below
+        distribution = FloatDistribution(low, high, step=step)
+    return all(distribution._contains(point) for point in points)
+
+
+_RANGES: dict[tuple[object, ...], bool] = {}
+"""`_range_holds` by the range's (low, interval, size): the same at every decision."""
+
+
+def _range_holds(domain: PropertyDomain) -> bool:
+    """`_float_grid_holds` of a float range's points (computed once per range)."""
+    key = (repr(domain.low), repr(domain.interval), domain.size)
+    if key not in _RANGES:
+        size = int(domain.size)
+        points = [float(domain.value_at(i)) for i in _sample(size)]
+        last = domain.value_at(size - 1)
+        if len(_RANGES) >= 256:
+            _RANGES.clear()
+        _RANGES[key] = _float_grid_holds(domain.low, last, domain.interval, points)
+    return _RANGES[key]
+
+
+def _sample(count: int) -> list[int]:
+    """Indices of a grid of `count` points to check (all, up to `GRID_CHECKED`)."""
+    if count <= GRID_CHECKED:
+        return list(range(count))
+    edge = GRID_CHECKED // 4
+    stride = max(1, (count - 2 * edge) // (GRID_CHECKED // 2))
+    return [*range(edge), *range(edge, count - edge, stride), *range(count - edge, count)]
 
 
 def _continuous(name: str, domain: PropertyDomain) -> FloatDistribution:
