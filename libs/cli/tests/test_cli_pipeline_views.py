@@ -633,3 +633,38 @@ def test_a_hooks_bar_is_full_only_when_it_ran_to_its_end(status: str, full: bool
 
     done, total = _job_done(job("refine", "prune", status, kind="hook"))
     assert (done == total) is full
+
+
+def test_compare_counts_one_result_per_pair_the_one_the_store_keeps() -> None:
+    """A redelivered attempt completing after its retry came as a second result of the pair:
+    it was counted, averaged, and taken as the baseline's best (1.0), where the operation's
+    counts, its plot and the store keep the first (3.0)."""
+    from discospace.client.pipelines import compare_pipeline
+
+    first = result("op-p-probe_walk", 1, loss(3.0, 0.9, 40.0))
+    again = first.model_copy(
+        update={"occurred_at": AT + timedelta(minutes=5), "values": loss(1.0, 0.9, 40.0)}
+    )
+    results = {
+        "op-p-probe_walk": [first, result("op-p-probe_walk", 2, loss(3.2, 0.9, 41.0)), again],
+        "op-p-search": [result("op-p-search", 3, loss(2.6, 0.8, 50.0))],
+    }
+    runs = [(None, PIPELINE.jobs)]
+
+    compared = compare_pipeline(PIPELINE, runs, results, baseline=())
+
+    [probe] = [j for j in compared.jobs if j.job == "probe_walk"]
+    assert (probe.results, probe.valid) == (2, 2)
+    assert probe.statistics["held_out_loss"].mean == pytest.approx(3.1)
+    assert compared.objective is not None
+    assert compared.objective.baseline.value == 3.0
+
+
+def test_statistics_of_values_near_the_largest_float_do_not_overflow() -> None:
+    """1.5e308 beside 1.6e308: their sum overflowed, a traceback out of `pipeline compare`."""
+    from discospace.client.pipelines import TargetStatistics
+
+    stats = TargetStatistics.of([1.5e308, 1.6e308])
+
+    assert stats.mean == pytest.approx(1.55e308)
+    assert stats.std == pytest.approx(0.1e308 / 2**0.5)

@@ -28,6 +28,7 @@ results, for any targets, whatever the actuator:
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Literal
@@ -78,13 +79,27 @@ class TargetStatistics(_Model):
 
     @classmethod
     def of(cls, values: Sequence[float]) -> TargetStatistics:
+        """Computed on the values scaled by the power of two of the largest (exactly, the
+        same figures): 1.5e308 beside 1.6e308 made their sum overflow (a traceback out of
+        `pipeline compare`)."""
+        power = math.frexp(max(abs(value) for value in values))[1]
+        scaled = [math.ldexp(value, -power) for value in values]
+        spread = _unscaled(statistics.stdev(scaled), power) if len(values) > 1 else None
         return cls(
             count=len(values),
-            mean=statistics.fmean(values),
-            std=statistics.stdev(values) if len(values) > 1 else None,
+            mean=_unscaled(statistics.fmean(scaled), power),
+            std=spread,
             min=min(values),
             max=max(values),
         )
+
+
+def _unscaled(value: float, power: int) -> float:
+    """`value` times 2 ** `power`; infinite beyond a float (the sigma of 1.5e308 and -1.5e308)."""
+    try:
+        return math.ldexp(value, power)
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 class JobMeasurements(_Model):
@@ -235,6 +250,23 @@ def measured_jobs(
     return measured
 
 
+def kept_results(results: Sequence[OperationResult]) -> list[OperationResult]:
+    """One result per entity and experiment, the one the operation counted and the store
+    keeps (a valid one before an invalid one, then the earliest; `kept_rank`): a redelivered
+    attempt completing beside its retry came as a second result, and was counted, averaged
+    and taken as the baseline's best where every other view has one."""
+    kept: dict[tuple[str, str], OperationResult] = {}
+    for result in results:
+        pair = (result.entity_id, result.experiment_id)
+        held = kept.get(pair)
+        if held is None or (not result.is_valid, result.occurred_at) < (
+            not held.is_valid,
+            held.occurred_at,
+        ):
+            kept[pair] = result
+    return list(kept.values())
+
+
 def _numbers(results: Iterable[OperationResult]) -> dict[str, list[float]]:
     """Each numeric target's values over the valid results (booleans are not numbers)."""
     numbers: dict[str, list[float]] = {}
@@ -261,7 +293,9 @@ def compare_pipeline(
     pairs: Sequence[tuple[str, str]] = DEFAULT_PAIRS,
 ) -> PipelineComparison:
     """The pipeline's comparison (see the module doc) from its runs and its children's
-    results (by child operation id)."""
+    results (by child operation id), one per entity and experiment of each child
+    (`kept_results`)."""
+    results = {child: kept_results(rows) for child, rows in results.items()}
     jobs = measured_jobs(runs, results)
     stages = {
         stage: _statistics(_pooled(runs, results, (stage,)))
