@@ -578,3 +578,45 @@ def test_runs_elsewhere_read_after_the_start_are_used_as_a_restarted_explorer_us
     restarted.restart()
     restarted.run()
     assert points(live) == points(restarted)
+
+
+def test_a_run_profiled_when_its_request_asked_it_to_whatever_its_result_names():
+    """The replay actuator names the limit it trained at on every run: every run read as
+    profiled, so a job through the services never counted a size's epoch cost as measured
+    without profiling, and a warm job decided otherwise than in process."""
+    values = {"time_to_accuracy": 1.0, "energy_to_accuracy": 2.0, "converged": 1}
+    run = PairResult(
+        "e", point(32, 200, 3), "train_to_target", True, {**values, "trained_power_limit": 200},
+        None, False,
+    )  # fmt: skip
+
+    assert attempt_of(run, {"max_power": 200.0}).profiled is False
+    assert attempt_of(run, {"profile_power": 1, "max_power": 200.0}).profiled is True
+    assert attempt_of(run).profiled is True  # a view without its requests: as its result says
+
+
+def test_the_engine_tells_the_operator_what_each_run_was_asked(loop, registered, make_request):
+    seen: list[tuple[int, Any]] = []
+
+    class Watching(ZeusBso):
+        def propose(self, view):
+            seen.extend(
+                (o.entity_values["recurrence"], view.request_controls(o.entity_id, o.experiment_id))
+                for o in view.outcomes
+            )
+            return super().propose(view)
+
+    sim = loop(registered, toy_job)
+    sim.engine = Engine(OperatorRegistry([RandomWalk(), Watching()]), sim.timing)
+    sim.send(
+        make_request(
+            registered, operator="zeus_bso", seed=5, single_measurement=False,
+            options={**OPTIONS, "recurrences": 6},
+        )
+    )  # fmt: skip
+    sim.run()
+
+    asked = dict(seen)
+    assert asked[0] == {"profile_power": 1, "max_power": 200.0}  # the default size's first run
+    assert None not in asked.values()
+    assert any("profile_power" not in controls for controls in asked.values())

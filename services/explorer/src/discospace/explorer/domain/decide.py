@@ -384,6 +384,7 @@ class _Running:
             store_results=self._store_results(),
             store_elsewhere=self._store_elsewhere(),
             unsettled=frozenset(self.state.open),
+            request_controls=self._first_inputs,
         )
 
     def _store_results(self) -> tuple[PairResult, ...]:
@@ -424,11 +425,15 @@ class _Running:
 
     def operator_inputs(self, entity: str, experiment: ParameterizedExperiment) -> PropertyValues:
         """The inputs the first request of this pair carried (the operator's run controls)."""
-        facts = self.state.pairs.get((entity, experiment.id))
+        return self._first_inputs(entity, experiment.id) or {}
+
+    def _first_inputs(self, entity: str, experiment_id: str) -> PropertyValues | None:
+        """The inputs the first request of this pair carried; None when it is not known."""
+        facts = self.state.pairs.get((entity, experiment_id))
         first = self.state.requests.get(facts.first_request_index) if facts else None
-        if first is None or not first.inputs:
-            return {}
-        return dict(first.inputs[0])
+        if first is None:
+            return None
+        return dict(first.inputs[0]) if first.inputs else {}
 
     def act(self, proposal: Proposal, free: int) -> int:
         """Request what the operator proposed, within the free slots; entities requested."""

@@ -24,8 +24,8 @@ by operation id and the number of outcomes read, as long as the result stays the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeAlias, runtime_checkable
 
@@ -78,6 +78,13 @@ class OperationView:
     unsettled: frozenset[str] = frozenset()
     """Ids of the entities counted in `in_flight` that a draw named (a result or a retry to
     come): not those that failed for good, which no result will settle."""
+    request_controls: Callable[[str, str], PropertyValues | None] = field(
+        default=lambda entity_id, experiment_id: None, compare=False
+    )
+    """The inputs (run controls) the first request of an (entity id, experiment id) pair
+    carried, `{}` for none; None when the request is not known (a view built by hand): what
+    was asked of a run, where its result may say more (a replayed run names the power limit
+    it trained at whether it profiled or not)."""
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,8 @@ TIME, ENERGY, CONVERGED, TRAINED_LIMIT, EPOCHS = (
     "trained_power_limit",
     "target_epoch",
 )
+PROFILE = "profile_power"
+"""The run control asking a run to profile its power limits during its first epoch."""
 
 
 def _experiment_problem(space: KnownSpace) -> str | None:
@@ -175,7 +177,7 @@ class ZeusBso:
         try:
             options = ZeusOptions.parse(view.parameters.options)
             job = self._knobs(view, options).job
-            attempts = [attempt_of(outcome) for outcome in view.outcomes]
+            attempts = [attempt_of(outcome, _controls(view, outcome)) for outcome in view.outcomes]
             told = summary(options.settings, job, read_history(attempts, options.settings, job))
             chosen = told.choice
             return OperatorChoice(
@@ -218,7 +220,7 @@ class ZeusBso:
         if read is None or read.fold.job != knobs.job or not read.prefix_of(view.outcomes):
             read = _Read(HistoryFold(settings, knobs.job))
             _keep(self._read, view.operation_id, read)
-        read.extend(view.outcomes)
+        read.extend(view)
         return read.fold.history()
 
 
@@ -249,10 +251,10 @@ class _Read:
             count == 0 or outcomes[count - 1].entity_id == self.entity_ids[-1]
         )
 
-    def extend(self, outcomes: Sequence[PairResult]) -> None:
-        for outcome in outcomes[len(self.entity_ids) :]:
+    def extend(self, view: OperationView) -> None:
+        for outcome in view.outcomes[len(self.entity_ids) :]:
             self.entity_ids.append(outcome.entity_id)
-            self.fold.read(attempt_of(outcome))
+            self.fold.read(attempt_of(outcome, _controls(view, outcome)))
 
 
 def _plans(
@@ -302,8 +304,15 @@ def _runs_elsewhere(
     return runs
 
 
-def attempt_of(outcome: PairResult) -> Attempt:
-    """One finished run as the policy reads it."""
+def _controls(view: OperationView, outcome: PairResult) -> PropertyValues | None:
+    return view.request_controls(outcome.entity_id, outcome.experiment_id)
+
+
+def attempt_of(outcome: PairResult, controls: PropertyValues | None = None) -> Attempt:
+    """One finished run as the policy reads it. It profiled when its request asked it to
+    (`controls`, the run controls it was requested with); without them, when its result names
+    the limit it trained at (the replay actuator names it on every run: every run read as
+    profiled, and a warm job through the services decided otherwise than in process)."""
     batch_size = _whole(outcome.entity_values, BATCH_SIZE, "entity")
     requested_limit = _whole(outcome.entity_values, POWER_LIMIT, "entity")
     if not outcome.is_valid:
@@ -316,7 +325,7 @@ def attempt_of(outcome: PairResult) -> Attempt:
         time_s=_number(values, TIME),
         energy_j=_number(values, ENERGY),
         converged=bool(_number(values, CONVERGED)),
-        profiled=limit is not None,
+        profiled=limit is not None if controls is None else controls.get(PROFILE) == 1,
         epochs=as_number(values.get(EPOCHS)),
     )
 
@@ -359,7 +368,7 @@ def run_inputs(plan: Plan, options: ZeusOptions, max_power: float) -> PropertyVa
     if plan.cost_limit is not None or plan.power_limit is None:
         controls["max_power"] = max_power
     if plan.power_limit is None:
-        controls["profile_power"] = 1
+        controls[PROFILE] = 1
     if options.max_epochs is not None:
         controls["max_epochs"] = options.max_epochs
     return controls
