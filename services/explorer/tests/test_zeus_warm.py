@@ -230,3 +230,28 @@ def test_a_warm_job_whose_runs_report_no_epochs_exploits_what_it_measured():
         if (plan := next_plan(settings, job, history, (), decision_rng(1, d))) is not None
     )
     assert picks == {32: 200}
+
+
+def test_a_window_on_a_warm_job_keeps_its_own_most_recent_runs():
+    """The other GPU's runs came after the job's own: a window of 3 kept only those (32 at
+    1000, where it measured 3000 here ten times) and the bandit chose 32 every time."""
+    from discospace.explorer.operators.zeus.policy import (
+        Attempt,
+        Job,
+        ZeusSettings,
+        arm_posteriors,
+        read_history,
+    )
+
+    there = [ElsewhereRun(b, 10.0, True, 1000.0) for b in (32, 64) for _ in range(5)]
+    job = Job((32, 64), 32, (100, 200), 200.0, elsewhere_of(there))
+
+    def run(batch_size: int, cost: float, epochs: float) -> Attempt:
+        return Attempt(batch_size, 200, 0.0, 2 * cost, True, profiled=False, epochs=epochs)
+
+    attempts = [run(32, 3000, 30.0) for _ in range(10)] + [run(64, 2000, 10.0) for _ in range(10)]
+    settings = ZeusSettings(posterior="robust", window_size=3)
+    posteriors = arm_posteriors(settings, job, read_history(attempts, settings, job), (32, 64))
+
+    assert -posteriors[32].mean == pytest.approx(3000)
+    assert -posteriors[64].mean == pytest.approx(2000)

@@ -323,14 +323,16 @@ def _next_batch_size(
 
 
 def _warm_rewards(job: Job, history: History) -> dict[int, list[float]]:
-    """A warm job's arms and their rewards: own ones, then the runs elsewhere at this GPU's
-    epoch cost (measured, or guessed before the arm ran here). As in pruning, a batch size
-    that failed here before it ever converged here is dropped (unless every one is)."""
+    """A warm job's arms and their rewards: the runs elsewhere at this GPU's epoch cost
+    (measured, or guessed before the arm ran here), then its own, the most recent last (a
+    `window_size` keeps the last of the list: own first, it kept only the other GPU's). As in
+    pruning, a batch size that failed here before it ever converged here is dropped (unless
+    every one is)."""
     costs = job.elsewhere.guessed_epoch_costs(history.epoch_costs)
     arms = job.elsewhere.arms(job.batch_sizes)
     kept = [arm for arm in arms if not _failed_first(history, arm)] or list(arms)
     rewards = {
-        arm: _rewards(history, arm) + _prior_rewards(job, history, arm, costs) for arm in kept
+        arm: _prior_rewards(job, history, arm, costs) + _rewards(history, arm) for arm in kept
     }
     return {arm: [] if _worth_a_run(arm, rewards, history) else r for arm, r in rewards.items()}
 
