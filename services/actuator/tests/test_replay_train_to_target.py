@@ -292,3 +292,23 @@ async def test_a_profiled_run_must_still_start_at_a_limit_the_traces_hold(
 
     assert isinstance(outcome, InvalidMeasurement)
     assert "power limit 150 W" in outcome.reason
+
+
+async def test_a_profiled_run_asked_above_every_limit_held_at_its_size_starts_at_the_highest(
+    tmp_path: Path,
+) -> None:
+    """The operator asks a profiled run at the space's highest limit: a size whose trace lacks
+    that row was invalid (pruning ended there, and the limit was kept for the size), where
+    Zeus's simulator profiles from the highest limit the trace holds at the size."""
+    (tmp_path / "summary_train.csv").write_text(TRAIN)
+    (tmp_path / "summary_power_v100.csv").write_text(
+        POWER + "cifar100,shufflenetv2,64,adadelta,250,5,190\n"  # 250 W held at 64 only
+    )
+    parameters = {"zeus": {"folder": str(tmp_path), "gpus": ["v100"]}}
+    actuator = ReplayActuator(ReplayParameters.model_validate(parameters))
+    entity = {**ENTITY, "power_limit": 250}
+
+    outcome = await actuator.measure(task(actuator, entity, inputs={"profile_power": 1}))
+
+    assert isinstance(outcome, ValidMeasurement)
+    assert outcome.values["trained_power_limit"] in (100, 200)

@@ -111,6 +111,10 @@ class TrainToTarget:
         workload = (str(properties.get("dataset")), str(properties.get("network")))
         rng = generator(self.seed, "train_to_target", request_id, attempt)
         try:
+            if controls.profile_power:  # asked above every limit the trace holds at this
+                held = trace.power_limits_at(trace.job(workload).workload, batch_size)
+                if held and power_limit > max(held):  # size: from its highest, as Zeus's
+                    power_limit = max(held)  # simulator (a row missing there: invalid)
             trace.time_per_epoch(workload, batch_size, power_limit)  # recorded, even if profiled
             target_epoch = trace.sample_run(workload, batch_size, rng)
             run = trace_run(trace, workload, batch_size, power_limit, target_epoch, eta, controls)
