@@ -255,3 +255,29 @@ def test_a_window_on_a_warm_job_keeps_its_own_most_recent_runs():
 
     assert -posteriors[32].mean == pytest.approx(3000)
     assert -posteriors[64].mean == pytest.approx(2000)
+
+
+def test_a_warm_job_whose_every_offered_size_failed_here_walks_cold(make_space):
+    """There the default size (32) did not converge and 64 always did; here 64 runs out of
+    memory: the warm bandit kept its only arm and ran it 20 times in a row, failing the job,
+    where the job run cold finishes (at 32)."""
+    sizes = PropertySpec(name="batch_size", values=(32, 64))
+    space = known_space(make_space((*PROPERTIES[:2], sizes, *PROPERTIES[3:]), (RUN,)))
+    assert isinstance(space, KnownSpace)
+    store = (
+        run_elsewhere(32, 100, False, 5000.0),
+        run_elsewhere(64, 12, True, 600.0),
+        run_elsewhere(64, 12, True, 600.0),
+    )
+    point = {"dataset": "toy", "gpu_model": "a40", "batch_size": 64, "power_limit": 200}
+    failed = PairResult(
+        "a40-64-0", {**point, "recurrence": 0}, "train_to_target", False, {}, "out of memory",
+        False,
+    )  # fmt: skip
+    first = view(space, store, default_batch_size=32)
+    after = replace(first, entities={"a40-64-0": failed.entity_values}, outcomes=(failed,))
+
+    assert first_request(space, store=store).points[0]["batch_size"] == 64
+    proposal = ZeusBso().propose(after)
+    assert isinstance(proposal, Measure)
+    assert proposal.points[0]["batch_size"] == 32  # the cold walk, from the default size

@@ -208,9 +208,12 @@ class ZeusBso:
         elsewhere = read[1]
         if elsewhere is NOWHERE or not elsewhere.usable:
             return knobs
-        if not elsewhere.arms(knobs.job.batch_sizes):  # none of its sizes fits what was seen
-            return knobs  # there: the job starts cold (warm, the bandit had no arm at all)
-        return replace(knobs, job=replace(knobs.job, elsewhere=elsewhere))
+        arms = elsewhere.arms(knobs.job.batch_sizes)
+        if not arms:  # none of its sizes fits what was seen there: the job starts cold (warm,
+            return knobs  # the bandit had no arm at all)
+        if _all_failed_first(view, arms):  # every size it offers failed here before it ever
+            return knobs  # converged (out of memory on this GPU): the cold walk (warm, the
+        return replace(knobs, job=replace(knobs.job, elsewhere=elsewhere))  # bandit kept them)
 
     def _history(self, view: OperationView, settings: ZeusSettings, knobs: ZeusSpace) -> History:
         """The outcomes folded into a history, reading only those not read before (outcomes
@@ -302,6 +305,20 @@ def _runs_elsewhere(
             cost = options.settings.cost(energy_j, time_s, knobs.job.max_power)
         runs.append(ElsewhereRun(int(batch_size), epochs, bool(converged), cost))
     return runs
+
+
+def _all_failed_first(view: OperationView, arms: Sequence[int]) -> bool:
+    """Whether the first run here of each of `arms` did not converge (invalid, or not
+    converged), as the policy's `_failed_first` reads a history."""
+    first: dict[int, bool] = {}
+    for outcome in view.outcomes:
+        attempt = attempt_of(outcome, _controls(view, outcome))
+        first.setdefault(attempt.batch_size, attempt.converged)
+        if first.get(attempt.batch_size) and attempt.batch_size in arms:
+            return False  # one converged first: no need to read on
+        if all(arm in first for arm in arms):
+            break
+    return all(arm in first and not first[arm] for arm in arms)
 
 
 def _controls(view: OperationView, outcome: PairResult) -> PropertyValues | None:
