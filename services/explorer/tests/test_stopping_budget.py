@@ -7,7 +7,11 @@ import pytest
 from discospace.events import OperationCompleted, OperationFailed, StoppingRules
 from discospace.explorer.domain.decide import Engine
 from discospace.explorer.domain.pairs import PairResult
-from discospace.explorer.domain.stopping import check_rules, measurement_seconds
+from discospace.explorer.domain.stopping import (
+    _measurement_time_spent,
+    check_rules,
+    measurement_seconds,
+)
 from discospace.explorer.operators.known import known_operators
 
 MAX_TPS = {"property": "tps", "direction": "max"}
@@ -19,6 +23,19 @@ def outcome(seconds: float, reused: bool = False) -> PairResult:
 
 def test_measurement_time_is_the_sum_of_the_durations_and_reuse_is_free():
     assert measurement_seconds([outcome(1.5), outcome(0.0, reused=True), outcome(2.0)]) == 3.5
+
+
+def test_the_measurement_time_stop_says_its_figures_in_full():
+    """`:g` kept six digits: 1234571.5 s spent and a budget of 1234567 s both read
+    1.23457e+06."""
+    rules = StoppingRules(max_measurement_time="1234567sec")
+
+    stop = _measurement_time_spent(rules, [outcome(1_234_571.5)])
+
+    assert stop is not None
+    assert stop.detail == (
+        "measurements took 1,234,571.5 s in total, reaching the budget of 1,234,567 s"
+    )
 
 
 def test_a_measurement_time_budget_stops_the_operation_once_it_is_spent(

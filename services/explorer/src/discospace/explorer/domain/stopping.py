@@ -119,8 +119,15 @@ def _measurement_time_spent(rules: StoppingRules, outcomes: Sequence[PairResult]
         return None
     return Stop(
         "max_measurement_time",
-        f"measurements took {spent:g} s in total, reaching the budget of {budget:g} s",
+        f"measurements took {_seconds(spent)} s in total, reaching the budget of "
+        f"{_seconds(budget)} s",
     )
+
+
+def _seconds(value: float) -> str:
+    """Seconds as written in full, to the millisecond (`:g` kept six digits: 1234571.5 s
+    spent and a budget of 1234567 s both read 1.23457e+06)."""
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
 
 
 def _objective_rule_met(rules: StoppingRules, tracker: ObjectiveTracker) -> Stop | None:
