@@ -93,6 +93,22 @@ def test_a_cancelled_operation_waits_for_a_draw_the_sampler_has_not_answered(
     assert completed.counts.measured == 2
 
 
+def test_draws_never_answered_by_the_cancel_wait_are_said_apart_from_those_in_flight(
+    loop, eighty_space, make_request
+):
+    """'stopped waiting for 2 in flight' with 0 requested and no count of them: the sampler
+    never named the two entities the walk asked for."""
+    timing = Timing(1.0, 8.0, 30.0, cancel_wait_s=60.0)
+    sim = loop(eighty_space, timing=timing)
+    sim.send(make_request(eighty_space, batch_size=2, seed=1))
+    sim.cancel()
+
+    [completed] = sim.tick_at(sim.now + timedelta(seconds=60))
+
+    assert "(stopped waiting for 2 entities never drawn after 60 s)" in completed.stop_detail
+    assert completed.counts.requested == 0
+
+
 def test_a_cancelled_operation_stops_waiting_after_the_cancel_wait(
     loop, eighty_space, make_request, at
 ):

@@ -287,12 +287,16 @@ class _Running:
         (the measurements still in flight then are counted cancelled)."""
         self._settle()
         progress = self.state.progress
-        waiting = self.state.draws.undrawn + sum(_in_flight(progress[e]) for e in self.state.open)
-        if waiting == 0:
+        measuring = sum(_in_flight(progress[e]) for e in self.state.open)
+        undrawn = self.state.draws.undrawn
+        if measuring + undrawn == 0:
             self.complete(_cancelled(self.state))
         elif self.now >= until:
             wait_s = self.cancel_wait.total_seconds()
-            waited = f"stopped waiting for {waiting} in flight after {wait_s:g} s"
+            parts = [f"{measuring} in flight"] if measuring else []
+            if undrawn:  # no count holds them: the sampler never named them
+                parts.append(f"{undrawn} {'entity' if undrawn == 1 else 'entities'} never drawn")
+            waited = f"stopped waiting for {' and '.join(parts)} after {wait_s:g} s"
             self.complete(_cancelled(self.state, waited))
         else:
             self.decided.wake(until)
