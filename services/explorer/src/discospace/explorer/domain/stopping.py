@@ -127,7 +127,7 @@ def _measurement_time_spent(rules: StoppingRules, outcomes: Sequence[PairResult]
 def _seconds(value: float) -> str:
     """Seconds as written in full, to the millisecond (`:g` kept six digits: 1234571.5 s
     spent and a budget of 1234567 s both read 1.23457e+06)."""
-    return f"{value:,.3f}".rstrip("0").rstrip(".")
+    return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def _objective_rule_met(rules: StoppingRules, tracker: ObjectiveTracker) -> Stop | None:
