@@ -261,8 +261,8 @@ class _Running:
         if cancel is not None and self.state.parent_id is not None:
             self.complete(_cancelled(self.state))
             return
-        if cancel is not None:  # waited from when this explorer read it, as the space wait
-            self.wind_down((self.state.cancel_noticed_at or cancel.occurred_at) + self.cancel_wait)
+        if cancel is not None:
+            self.wind_down(cancel.occurred_at + self.cancel_wait)
             return
         stop = self._stop()
         if stop is not None:

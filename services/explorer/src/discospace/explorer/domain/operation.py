@@ -114,9 +114,6 @@ class OperationState:
     """When the explorer first folded the request (its clock, not the requester's)."""
     started: OperationStarted | None = None
     cancel: OperationCancelRequested | None = None
-    cancel_noticed_at: datetime | None = None
-    """When the explorer first folded the cancel (its clock: the requester's stamp, 11 min
-    behind, ended the wind-down at once; 2 h ahead, held it 2 h more)."""
     finished: OperationCompleted | OperationFailed | None = None
     requests: dict[int, SamplesRequested] = field(default_factory=dict)
     next_request_index: int = 0

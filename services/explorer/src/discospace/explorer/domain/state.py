@@ -127,8 +127,6 @@ def explore(
         return Decided()
     if isinstance(event, OperationRequested):
         _adopt(state, operation, now)
-    if operation.cancel is not None and operation.cancel_noticed_at is None:
-        operation.cancel_noticed_at = now
     if operation.finished is not None:
         forget(state, operation)
     if not state.live:

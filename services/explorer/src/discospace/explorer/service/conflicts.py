@@ -57,13 +57,9 @@ def read_decision(state: ExplorerState, event: Decision) -> Reading:
 
 def rebuild(state: ExplorerState, operation_id: str, history: Iterable[OperationEvent]) -> None:
     """Replace what `state` holds of an operation by the fold of its `history` (its events as
-    the log holds them, each topic in order); when it and its cancel were noticed is kept."""
+    the log holds them, each topic in order); when it was noticed is kept."""
     before = state.operations.get(operation_id)
-    fresh = OperationState(
-        operation_id,
-        noticed_at=before.noticed_at if before else None,
-        cancel_noticed_at=before.cancel_noticed_at if before else None,
-    )
+    fresh = OperationState(operation_id, noticed_at=before.noticed_at if before else None)
     for event in history:
         if event.operation_id == operation_id:
             evolve(fresh, event)
