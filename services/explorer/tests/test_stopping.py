@@ -124,6 +124,17 @@ def test_a_cancelled_operation_stops_waiting_after_the_cancel_wait(
     assert completed.stop_detail.endswith("0 failed, 2 cancelled (in flight)")
 
 
+def test_the_cancel_wait_is_said_in_full_seconds(loop, eighty_space, make_request):
+    """`:g` kept six digits: a wait of 1234567 s read 1.23457e+06 s."""
+    timing = Timing(1.0, 8.0, 30.0, cancel_wait_s=1234567.0)
+    sim = _cancelled_with_three_in_flight(loop, eighty_space, make_request, timing=timing)
+    sim.cancel()
+
+    [completed] = sim.tick_at(sim.now + timedelta(seconds=1234567))
+
+    assert "(stopped waiting for 3 in flight after 1234567 s)" in completed.stop_detail
+
+
 def test_a_cancel_while_nothing_is_in_flight_completes_at_once(loop, eighty_space, make_request):
     sim = loop(eighty_space)
     sim.send(make_request(eighty_space, batch_size=1, seed=1))

@@ -281,3 +281,30 @@ def test_a_warm_job_whose_every_offered_size_failed_here_walks_cold(make_space):
     proposal = ZeusBso().propose(after)
     assert isinstance(proposal, Measure)
     assert proposal.points[0]["batch_size"] == 32  # the cold walk, from the default size
+
+
+def test_a_window_on_a_warm_arm_that_failed_first_keeps_its_own_runs_in_the_recommendation():
+    """An arm that failed its first run here is left out of the bandit's rewards and read by
+    the recommendation's fallback, which still listed its own runs before the other GPU's: a
+    window kept only those (32 at 1000) and the choice was 32."""
+    from discospace.explorer.operators.zeus.policy import (
+        Attempt,
+        Job,
+        ZeusSettings,
+        arm_posteriors,
+        read_history,
+    )
+
+    there = [ElsewhereRun(b, 10.0, True, 1000.0) for b in (32, 64) for _ in range(5)]
+    job = Job((32, 64), 32, (100, 200), 200.0, elsewhere_of(there))
+
+    def run(batch_size: int, cost: float, converged: bool = True) -> Attempt:
+        epochs = cost / 100
+        return Attempt(batch_size, 200, 0.0, 2 * cost, converged, profiled=False, epochs=epochs)
+
+    attempts = [run(32, 3000, converged=False)] + [run(32, 3000) for _ in range(10)]
+    attempts += [run(64, 2000) for _ in range(10)]
+    settings = ZeusSettings(posterior="robust", window_size=3)
+    posteriors = arm_posteriors(settings, job, read_history(attempts, settings, job), (32, 64))
+
+    assert -posteriors[32].mean == pytest.approx(3000)

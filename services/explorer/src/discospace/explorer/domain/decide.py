@@ -72,7 +72,7 @@ from discospace.explorer.domain.starting import (
     refuse,
     start,
 )
-from discospace.explorer.domain.stopping import Stop, deadline, rule_met
+from discospace.explorer.domain.stopping import Stop, deadline, rule_met, seconds_text
 from discospace.explorer.domain.training import TrainingTally
 
 MAX_DRAW = 2_000
@@ -296,7 +296,7 @@ class _Running:
             parts = [f"{measuring} in flight"] if measuring else []
             if undrawn:  # no count holds them: the sampler never named them
                 parts.append(f"{undrawn} {'entity' if undrawn == 1 else 'entities'} never drawn")
-            waited = f"stopped waiting for {' and '.join(parts)} after {wait_s:g} s"
+            waited = f"stopped waiting for {' and '.join(parts)} after {seconds_text(wait_s)} s"
             self.complete(_cancelled(self.state, waited))
         else:
             self.decided.wake(until)

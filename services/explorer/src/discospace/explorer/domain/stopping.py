@@ -119,12 +119,12 @@ def _measurement_time_spent(rules: StoppingRules, outcomes: Sequence[PairResult]
         return None
     return Stop(
         "max_measurement_time",
-        f"measurements took {_seconds(spent)} s in total, reaching the budget of "
-        f"{_seconds(budget)} s",
+        f"measurements took {seconds_text(spent)} s in total, reaching the budget of "
+        f"{seconds_text(budget)} s",
     )
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
     """Seconds as written in full, to the millisecond (`:g` kept six digits: 1234571.5 s
     spent and a budget of 1234567 s both read 1.23457e+06)."""
     return f"{value:.3f}".rstrip("0").rstrip(".")

@@ -373,12 +373,12 @@ def _failed_first(history: History, batch_size: int) -> bool:
 
 
 def _arm_rewards(job: Job, history: History, arm: int) -> list[float]:
-    """An arm's own rewards, then (warm job) its runs elsewhere at this GPU's measured epoch
-    cost."""
+    """(A warm job) an arm's runs elsewhere at this GPU's measured epoch cost, then its own
+    rewards, the most recent last (what a `window_size` keeps, as `_warm_rewards` has it)."""
     own = _rewards(history, arm)
     if not job.elsewhere.usable:
         return own
-    return own + list(job.elsewhere.pseudo_rewards(arm, history.epoch_costs.get(arm)))
+    return list(job.elsewhere.pseudo_rewards(arm, history.epoch_costs.get(arm))) + own
 
 
 def arm_posteriors(
