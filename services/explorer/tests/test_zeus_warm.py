@@ -14,6 +14,13 @@ from discospace.explorer.domain.operator import Measure, OperationView
 from discospace.explorer.domain.pairs import PairResult
 from discospace.explorer.domain.spaces import KnownSpace, known_space
 from discospace.explorer.operators.zeus.operator import ZeusBso
+from discospace.explorer.operators.zeus.policy import (
+    Attempt,
+    Job,
+    ZeusSettings,
+    arm_posteriors,
+    read_history,
+)
 from discospace.explorer.operators.zeus.warm import ElsewhereRun, elsewhere_of
 
 RUN = ExperimentSpec(
@@ -235,23 +242,8 @@ def test_a_warm_job_whose_runs_report_no_epochs_exploits_what_it_measured():
 def test_a_window_on_a_warm_job_keeps_its_own_most_recent_runs():
     """The other GPU's runs came after the job's own: a window of 3 kept only those (32 at
     1000, where it measured 3000 here ten times) and the bandit chose 32 every time."""
-    from discospace.explorer.operators.zeus.policy import (
-        Attempt,
-        Job,
-        ZeusSettings,
-        arm_posteriors,
-        read_history,
-    )
-
-    there = [ElsewhereRun(b, 10.0, True, 1000.0) for b in (32, 64) for _ in range(5)]
-    job = Job((32, 64), 32, (100, 200), 200.0, elsewhere_of(there))
-
-    def run(batch_size: int, cost: float, epochs: float) -> Attempt:
-        return Attempt(batch_size, 200, 0.0, 2 * cost, True, profiled=False, epochs=epochs)
-
-    attempts = [run(32, 3000, 30.0) for _ in range(10)] + [run(64, 2000, 10.0) for _ in range(10)]
-    settings = ZeusSettings(posterior="robust", window_size=3)
-    posteriors = arm_posteriors(settings, job, read_history(attempts, settings, job), (32, 64))
+    attempts = [_run(32, 3000) for _ in range(10)] + [_run(64, 2000) for _ in range(10)]
+    posteriors = _windowed_posteriors(attempts)
 
     assert -posteriors[32].mean == pytest.approx(3000)
     assert -posteriors[64].mean == pytest.approx(2000)
@@ -287,24 +279,22 @@ def test_a_window_on_a_warm_arm_that_failed_first_keeps_its_own_runs_in_the_reco
     """An arm that failed its first run here is left out of the bandit's rewards and read by
     the recommendation's fallback, which still listed its own runs before the other GPU's: a
     window kept only those (32 at 1000) and the choice was 32."""
-    from discospace.explorer.operators.zeus.policy import (
-        Attempt,
-        Job,
-        ZeusSettings,
-        arm_posteriors,
-        read_history,
-    )
-
-    there = [ElsewhereRun(b, 10.0, True, 1000.0) for b in (32, 64) for _ in range(5)]
-    job = Job((32, 64), 32, (100, 200), 200.0, elsewhere_of(there))
-
-    def run(batch_size: int, cost: float, converged: bool = True) -> Attempt:
-        epochs = cost / 100
-        return Attempt(batch_size, 200, 0.0, 2 * cost, converged, profiled=False, epochs=epochs)
-
-    attempts = [run(32, 3000, converged=False)] + [run(32, 3000) for _ in range(10)]
-    attempts += [run(64, 2000) for _ in range(10)]
-    settings = ZeusSettings(posterior="robust", window_size=3)
-    posteriors = arm_posteriors(settings, job, read_history(attempts, settings, job), (32, 64))
+    attempts = [_run(32, 3000, converged=False)] + [_run(32, 3000) for _ in range(10)]
+    attempts += [_run(64, 2000) for _ in range(10)]
+    posteriors = _windowed_posteriors(attempts)
 
     assert -posteriors[32].mean == pytest.approx(3000)
+
+
+def _run(batch_size: int, cost: float, converged: bool = True) -> Attempt:
+    """A run here at 200 W, without profiling, of `cost` at 100 an epoch (eta 0.5)."""
+    return Attempt(batch_size, 200, 0.0, 2 * cost, converged, profiled=False, epochs=cost / 100)
+
+
+def _windowed_posteriors(attempts: list[Attempt]) -> dict[int, Any]:
+    """The robust posteriors, with a window of 3, of a job of sizes 32 and 64 that both ran 5
+    times on the other GPU, 10 epochs at 1000."""
+    there = [ElsewhereRun(b, 10.0, True, 1000.0) for b in (32, 64) for _ in range(5)]
+    job = Job((32, 64), 32, (100, 200), 200.0, elsewhere_of(there))
+    settings = ZeusSettings(posterior="robust", window_size=3)
+    return arm_posteriors(settings, job, read_history(attempts, settings, job), (32, 64))
