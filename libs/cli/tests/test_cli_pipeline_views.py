@@ -668,3 +668,14 @@ def test_statistics_of_values_near_the_largest_float_do_not_overflow() -> None:
 
     assert stats.mean == pytest.approx(1.55e308)
     assert stats.std == pytest.approx(0.1e308 / 2**0.5)
+
+
+def test_compare_on_a_property_no_result_holds_says_to_check_its_name() -> None:
+    """A misspelt --objective was told 'the probe stage measured no valid ...: name the job(s)
+    that measured the unrefined recipe as the baseline'."""
+    result = cli("pipeline", "compare", "op-p", "--objective", "held_out_los")
+
+    assert result.exit_code == 0, result.output
+    assert "no job's results hold 'held_out_los' (they hold " in result.stdout
+    assert "check its name" in result.stdout
+    assert "name the job(s)" not in result.stdout

@@ -406,7 +406,22 @@ def compare_objective(
         change=change,
         relative_change=_relative(change, first.value if first else None),
         better=None if first is None or last is None else objective.better(last.value, first.value),
-        note=_missing(objective, first, last, bool(named)),
+        note=_unheld(objective, results) or _missing(objective, first, last, bool(named)),
+    )
+
+
+def _unheld(objective: Objective, results: Mapping[str, Sequence[OperationResult]]) -> str:
+    """A note when the jobs' valid results hold targets and none is the objective's (a
+    misspelt `--objective` was told to name the baseline jobs); empty otherwise (a job still
+    running, or a hook's value the trials rank by, may hold it later)."""
+    held = {
+        name for rows in results.values() for row in rows if row.is_valid for name in row.values
+    }
+    if not held or target_of(objective.property) in held:
+        return ""
+    return (
+        f"no job's results hold '{objective.property}' (they hold {', '.join(sorted(held))}): "
+        "check its name"
     )
 
 
