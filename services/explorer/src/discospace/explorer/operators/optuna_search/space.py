@@ -18,7 +18,6 @@ the value itself (categories), from which `candidates.py` finds the nearest free
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import warnings
@@ -150,9 +149,7 @@ def _dimension(name: str, domain: PropertyDomain, numeric_only: bool) -> Dimensi
     stepped = _as_range(values)
     if stepped is not None and stepped is not _BY_INDEX:
         return Dimension(name, domain, stepped)
-    if stepped is _BY_INDEX:  # evenly spaced, but not a grid Optuna's floats can hold
-        return Dimension(name, domain, IntDistribution(0, len(values) - 1), ordinal=True)
-    if numeric_only:
+    if numeric_only or stepped is _BY_INDEX:  # _BY_INDEX: evenly spaced, not a float grid
         return Dimension(name, domain, IntDistribution(0, len(values) - 1), ordinal=True)
     return Dimension(name, domain, CategoricalDistribution(values))
 
@@ -211,15 +208,11 @@ def _float_grid_holds(low: float, high: float, step: float, points: Sequence[flo
     `points` (its `_contains`: `(value - low) / step` within 1e-8 of a whole number; and its
     high, lowered where the decimals of the bounds do not divide by the step): [1e6, 1e6 + 1]
     by 0.001 and [0.1, 1.0) by 1/30 are not, and their searches failed when a measured point
-    was told back. Asked of Optuna itself, once per grid (`_checked_grid`)."""
-    return _checked_grid(float(low), float(high), float(step), tuple(points))
-
-
-@functools.lru_cache(maxsize=256)
-def _checked_grid(low: float, high: float, step: float, points: tuple[float, ...]) -> bool:
+    was told back. Asked of Optuna itself: a range once (`_range_holds`), listed values as
+    `_as_range` reads them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Optuna's warning that it lowered high: checked below
-        distribution = FloatDistribution(low, high, step=step)
+        distribution = FloatDistribution(float(low), float(high), step=float(step))
     return all(distribution._contains(point) for point in points)
 
 
