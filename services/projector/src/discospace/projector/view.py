@@ -187,18 +187,15 @@ def _measurement_pairs(
     the store keeps (`kept_rank`: the earliest), wherever the causal order puts it (a
     redelivered attempt 1 completing after its retry came first, and showed its later value).
     """
-    kept: dict[tuple[str, str], tuple[tuple[bool, datetime, str], str]] = {}
+    kept: dict[tuple[str, str], tuple[bool, datetime, str]] = {}  # (..., its event id)
     for row in rows:
         if row.is_valid is True and row.kind == "completed":
-            pair, rank = (
-                (row.entity_id, row.experiment_id),
-                kept_rank(True, row.occurred_at, row.event_id),
-            )
-            if pair not in kept or rank < kept[pair][0]:
-                kept[pair] = (rank, row.event_id)
+            pair = (row.entity_id, row.experiment_id)
+            rank = kept_rank(True, row.occurred_at, row.event_id)
+            kept[pair] = min(kept.get(pair, rank), rank)
     for row in in_causal_order(rows):
         chosen = kept.get((row.entity_id, row.experiment_id))
-        valid = row.kind == "completed" and chosen is not None and chosen[1] == row.event_id
+        valid = row.kind == "completed" and chosen is not None and chosen[2] == row.event_id
         values = json.loads(row.values) if valid else None
         problem = _problem(row, retries.get(row.operation_id))
         yield row.entity_id, row.entity_values, row.experiment_id, values, problem
