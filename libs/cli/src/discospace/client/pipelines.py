@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from discospace.client.models import OperationProgress, OperationResult, PipelineJob
 from discospace.core import Objective, as_number, target_of
 from discospace.core.pipelines import ranking_objective
-from discospace.core.results import objective_source
+from discospace.core.results import kept_rank, objective_source
 from discospace.core.spec import Scalar
 
 TRIALS_STAGE = "trials"
@@ -259,12 +260,14 @@ def kept_results(results: Sequence[OperationResult]) -> list[OperationResult]:
     for result in results:
         pair = (result.entity_id, result.experiment_id)
         held = kept.get(pair)
-        if held is None or (not result.is_valid, result.occurred_at) < (
-            not held.is_valid,
-            held.occurred_at,
-        ):
+        if held is None or _rank(result) < _rank(held):
             kept[pair] = result
     return list(kept.values())
+
+
+def _rank(result: OperationResult) -> tuple[bool, datetime, str]:
+    """`kept_rank` of a result the API gives without its event id (a tie keeps the first)."""
+    return kept_rank(result.is_valid, result.occurred_at, "")
 
 
 def _numbers(results: Iterable[OperationResult]) -> dict[str, list[float]]:
