@@ -84,10 +84,7 @@ def json_schema(cls: type[Event]) -> dict[str, Any]:
 
     `type` and `schema_version` are required constants: writers outside Python must set them.
     """
-    schema = cls.model_json_schema()
-    schema["required"] = list(
-        dict.fromkeys(["type", "schema_version", *schema.get("required", [])])
-    )
+    schema = cls.model_json_schema()  # `type` and `schema_version` required: `Event`'s config
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": schema_id(cls),
